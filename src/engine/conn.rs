@@ -1,0 +1,553 @@
+//! The state the driver keeps per connection and per download, and the placement of response bytes:
+//! head bytes are collected and parsed, body bytes are unframed and copied into the connection's
+//! current write block at their file offset. Nothing here submits I/O; full blocks are queued for the
+//! driver to write.
+use super::pool::WriteBlocks;
+use crate::http::{self, ChunkEvent, ChunkedDecoder, Framing, HttpError, ResponseHead};
+use crate::plan::{Owner, Plan};
+use crate::store;
+use crate::tls::{PlainSink, TlsSession};
+use crate::ui::exit::ExitCode;
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::time::Instant;
+use url::Url;
+
+/// One download as the command line (or `-Z`) gives it: mirrors of one file.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub uris: Vec<String>,
+    pub out: Option<String>,
+}
+
+/// How a download ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub gid: u64,
+    pub code: ExitCode,
+    /// None while unfinished (interrupted).
+    pub finished: bool,
+    pub path: Option<PathBuf>,
+    pub first_uri: String,
+    pub bytes: u64,
+    pub seconds: f64,
+}
+
+/// Why a connection or download stopped, with aria2's exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub code: ExitCode,
+    pub message: String,
+    /// Worth another connection (network trouble) rather than fatal for the download.
+    pub retry: bool,
+}
+
+impl Failure {
+    pub fn fatal(code: ExitCode, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+            retry: false,
+        }
+    }
+    pub fn retry(code: ExitCode, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+            retry: true,
+        }
+    }
+}
+
+/// (https, host, port): connections to the same key can be reused.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ServerKey {
+    pub https: bool,
+    pub host: String,
+    pub port: u16,
+}
+
+impl ServerKey {
+    pub fn of(url: &Url) -> ServerKey {
+        ServerKey {
+            https: url.scheme() == "https",
+            host: url.host_str().unwrap_or_default().to_string(),
+            port: url.port_or_known_default().unwrap_or(80),
+        }
+    }
+}
+
+/// The write block a connection is filling: `filled` bytes destined for file offset `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fill {
+    pub block: u32,
+    pub off: u64,
+    pub filled: usize,
+}
+
+/// Where an exchange is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Collecting the response head.
+    Head,
+    /// Head parsed; the driver decides what to do with it.
+    Decide,
+    /// Receiving the body.
+    Body,
+}
+
+/// One request/response on a connection.
+pub struct Exchange {
+    pub dl: usize,
+    pub url: Url,
+    pub mirror: usize,
+    pub redirects: u32,
+    /// What we asked for: `None` is the whole file (the first request of a download).
+    pub range: Option<(u64, Option<u64>)>,
+    /// The plan segment the body fills.
+    pub seg: usize,
+    pub phase: Phase,
+    pub head: Vec<u8>,
+    pub response: Option<ResponseHead>,
+    /// Raw bytes that followed the head in the same read.
+    pub head_rest: Vec<u8>,
+    pub framing: Framing,
+    /// Length framing: body bytes still to come.
+    pub remaining: u64,
+    pub chunked: Option<ChunkedDecoder>,
+    /// Decoded body bytes that did not fit in a write block yet.
+    pub spill: Vec<u8>,
+    pub body_complete: bool,
+    /// The server sent bytes this exchange could not use (past its range or its length): the
+    /// connection cannot carry another request.
+    pub unusable: bool,
+    pub error: Option<Failure>,
+    pub any_bytes: bool,
+}
+
+impl Exchange {
+    pub fn new(dl: usize, url: Url, mirror: usize, range: Option<(u64, Option<u64>)>, seg: usize) -> Exchange {
+        Exchange {
+            dl,
+            url,
+            mirror,
+            redirects: 0,
+            range,
+            seg,
+            phase: Phase::Head,
+            head: Vec::new(),
+            response: None,
+            head_rest: Vec::new(),
+            framing: Framing::UntilClose,
+            remaining: 0,
+            chunked: None,
+            spill: Vec::new(),
+            body_complete: false,
+            unusable: false,
+            error: None,
+            any_bytes: false,
+        }
+    }
+
+    /// Moves to the body phase with the framing of the accepted response.
+    pub fn start_body(&mut self, framing: Framing) {
+        self.phase = Phase::Body;
+        self.framing = framing;
+        match framing {
+            Framing::Empty => self.body_complete = true,
+            Framing::Length(n) => {
+                self.remaining = n;
+                self.body_complete = n == 0;
+            }
+            Framing::Chunked => self.chunked = Some(ChunkedDecoder::new()),
+            Framing::UntilClose => {}
+        }
+    }
+
+    /// Whether body bytes can be read straight into write blocks (no framing to strip).
+    pub fn direct_body(&self) -> bool {
+        self.phase == Phase::Body && matches!(self.framing, Framing::Length(_) | Framing::UntilClose)
+    }
+}
+
+/// Connection life cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnState {
+    Resolving,
+    Connecting { addrs: Vec<std::net::SocketAddr>, next: usize },
+    Open,
+    Idle,
+    /// Being torn down: waiting for its operations to complete.
+    Closing,
+}
+
+/// One TCP (and maybe TLS) connection, living in a pool slot whose read block it uses.
+pub struct Conn {
+    pub id: Owner,
+    pub server: ServerKey,
+    pub fd: Option<OwnedFd>,
+    pub state: ConnState,
+    pub tls: Option<TlsSession>,
+    /// Unprocessed bytes of the read block.
+    pub rb_start: usize,
+    pub rb_end: usize,
+    /// Bytes to send after the send in flight.
+    pub out: Vec<u8>,
+    /// TLS: request plaintext waiting for the handshake.
+    pub plain_out: Vec<u8>,
+    pub sending: bool,
+    /// Receive in flight and its length (a split must not cut into bytes being received).
+    pub recv: Option<usize>,
+    /// user_data of this connection's operations in flight.
+    pub inflight: Vec<u64>,
+    /// What the connection is for once it is connected.
+    pub want: Option<Want>,
+    pub ex: Option<Exchange>,
+    pub fill: Option<Fill>,
+    /// This exchange reuses a kept-alive connection (a close before any byte is not an error).
+    pub reused: bool,
+    pub eof: bool,
+    pub tls_peer_closed: bool,
+    /// Waiting for a free write block before it can go on.
+    pub starved: bool,
+    /// TLS had a record that did not fit the write blocks.
+    pub tls_blocked: bool,
+}
+
+/// The work a new connection is opened for.
+#[derive(Debug, Clone)]
+pub struct Want {
+    pub dl: usize,
+    pub url: Url,
+    pub mirror: usize,
+    pub redirects: u32,
+}
+
+impl Conn {
+    pub fn new(id: Owner, server: ServerKey) -> Conn {
+        Conn {
+            id,
+            server,
+            fd: None,
+            state: ConnState::Resolving,
+            tls: None,
+            rb_start: 0,
+            rb_end: 0,
+            out: Vec::new(),
+            plain_out: Vec::new(),
+            sending: false,
+            recv: None,
+            inflight: Vec::new(),
+            want: None,
+            ex: None,
+            fill: None,
+            reused: false,
+            eof: false,
+            tls_peer_closed: false,
+            starved: false,
+            tls_blocked: false,
+        }
+    }
+}
+
+/// Download life cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DlState {
+    Waiting,
+    Active,
+    Finished,
+}
+
+/// One file being downloaded.
+pub struct Download {
+    pub gid: u64,
+    pub uris: Vec<Url>,
+    pub bad_uris: Vec<bool>,
+    pub first_uri: String,
+    pub out: Option<String>,
+    pub state: DlState,
+    pub path: Option<PathBuf>,
+    pub file: Option<File>,
+    pub direct: bool,
+    /// Known once the first response arrives. An unknown length is a plan of `u64::MAX` bytes cut
+    /// to size when the body ends.
+    pub plan: Option<Plan>,
+    pub length_known: bool,
+    pub ranges_ok: bool,
+    /// Final URL of the first request (after redirects), used by extra connections.
+    pub split_url: Option<Url>,
+    pub conns: usize,
+    /// Connections asked for but not yet started (no slot free yet).
+    pub wanted: usize,
+    pub writes: usize,
+    pub written: u64,
+    pub failures: u32,
+    pub error: Option<Failure>,
+    /// The last failure that did not end the download (reported if it stalls).
+    pub soft_error: Option<Failure>,
+    pub started: Option<Instant>,
+    pub ended: Option<Instant>,
+    /// Bytes received at the last readout, for its speed.
+    pub last_received: u64,
+    pub speed: u64,
+}
+
+impl Download {
+    pub fn new(gid: u64, uris: Vec<Url>, first_uri: String, out: Option<String>) -> Download {
+        let n = uris.len();
+        Download {
+            gid,
+            uris,
+            bad_uris: vec![false; n],
+            first_uri,
+            out,
+            state: DlState::Waiting,
+            path: None,
+            file: None,
+            direct: false,
+            plan: None,
+            length_known: false,
+            ranges_ok: false,
+            split_url: None,
+            conns: 0,
+            wanted: 0,
+            writes: 0,
+            written: 0,
+            failures: 0,
+            error: None,
+            soft_error: None,
+            started: None,
+            ended: None,
+            last_received: 0,
+            speed: 0,
+        }
+    }
+
+    /// Bytes received so far.
+    pub fn received(&self) -> u64 {
+        self.plan.as_ref().map_or(0, Plan::received)
+    }
+
+    /// The file length, when known.
+    pub fn total(&self) -> Option<u64> {
+        if self.length_known {
+            self.plan.as_ref().map(Plan::total)
+        } else {
+            None
+        }
+    }
+}
+
+/// A full (or final) write block, ready for the driver to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flush {
+    pub dl: usize,
+    pub fill: Fill,
+    pub at_file_end: bool,
+}
+
+/// Feeds response bytes of one exchange: head collection, unframing, placement into write blocks.
+pub struct BodySink<'a> {
+    pub owner: Owner,
+    pub ex: &'a mut Exchange,
+    pub fill: &'a mut Option<Fill>,
+    pub blocks: &'a mut WriteBlocks,
+    pub plan: Option<&'a mut Plan>,
+    pub flushes: &'a mut Vec<Flush>,
+}
+
+impl BodySink<'_> {
+    /// Takes bytes of the response as they come off the wire (plaintext).
+    pub fn feed(&mut self, data: &[u8]) {
+        if self.ex.error.is_some() || data.is_empty() {
+            return;
+        }
+        self.ex.any_bytes = true;
+        match self.ex.phase {
+            Phase::Head => {
+                self.ex.head.extend_from_slice(data);
+                match http::parse_head(&self.ex.head) {
+                    Ok(None) => {}
+                    Ok(Some((resp, off))) => {
+                        self.ex.head_rest = self.ex.head.split_off(off);
+                        self.ex.response = Some(resp);
+                        self.ex.phase = Phase::Decide;
+                    }
+                    Err(e) => self.ex.error = Some(http_failure(e)),
+                }
+            }
+            Phase::Decide => self.ex.head_rest.extend_from_slice(data),
+            Phase::Body => self.unframe(data),
+        }
+    }
+
+    /// Strips the framing from raw body bytes and places the data; what does not fit is spilled.
+    pub fn unframe(&mut self, data: &[u8]) {
+        match self.ex.framing {
+            Framing::Empty => {
+                self.ex.unusable = true;
+            }
+            Framing::Length(_) => {
+                let n = usize::try_from(self.ex.remaining).unwrap_or(usize::MAX).min(data.len());
+                self.ex.remaining -= n as u64;
+                self.place_or_spill(&data[..n]);
+                if self.ex.remaining == 0 {
+                    self.ex.body_complete = true;
+                }
+                if n < data.len() {
+                    self.ex.unusable = true;
+                }
+            }
+            Framing::UntilClose => self.place_or_spill(data),
+            Framing::Chunked => {
+                let mut at = 0;
+                while at < data.len() && !self.ex.body_complete {
+                    let Some(dec) = self.ex.chunked.as_mut() else {
+                        return;
+                    };
+                    match dec.decode(&data[at..]) {
+                        Ok((used, ev)) => {
+                            let base = at;
+                            at += used;
+                            match ev {
+                                Some(ChunkEvent::Data(r)) => {
+                                    self.place_or_spill(&data[base + r.start..base + r.end]);
+                                }
+                                Some(ChunkEvent::Done) => self.ex.body_complete = true,
+                                None => {
+                                    if used == 0 {
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            self.ex.error = Some(http_failure(e));
+                            return;
+                        }
+                    }
+                }
+                if at < data.len() {
+                    self.ex.unusable = true;
+                }
+            }
+        }
+    }
+
+    fn place_or_spill(&mut self, data: &[u8]) {
+        if !self.ex.spill.is_empty() {
+            self.ex.spill.extend_from_slice(data);
+            return;
+        }
+        let n = self.place(data);
+        if n < data.len() {
+            self.ex.spill.extend_from_slice(&data[n..]);
+        }
+    }
+
+    /// Places spilled bytes now that blocks may be free. Returns true when the spill is empty.
+    pub fn drain_spill(&mut self) -> bool {
+        if self.ex.spill.is_empty() {
+            return true;
+        }
+        let spill = std::mem::take(&mut self.ex.spill);
+        let n = self.place(&spill);
+        self.ex.spill = spill[n..].to_vec();
+        self.ex.spill.is_empty()
+    }
+
+    /// Copies body bytes into write blocks at their file offset, queuing full blocks. Bytes past the
+    /// segment's end go into the next segment when nobody else has started it, else are dropped.
+    /// Returns how many bytes were consumed (fewer only when no write block is free).
+    pub fn place(&mut self, data: &[u8]) -> usize {
+        let Some(plan) = self.plan.as_deref_mut() else {
+            return data.len();
+        };
+        let write_size = self.blocks.size();
+        let mut used = 0;
+        while used < data.len() {
+            let seg = plan.segment(self.ex.seg).clone();
+            if seg.pos >= seg.end {
+                match plan.continue_into(self.ex.seg, self.owner) {
+                    Some(next) => {
+                        self.ex.seg = next;
+                        continue;
+                    }
+                    None => {
+                        self.ex.unusable = true;
+                        return data.len();
+                    }
+                }
+            }
+            let fill = match *self.fill {
+                Some(f) if f.off + f.filled as u64 == seg.pos => f,
+                Some(_) => {
+                    // A continuation jumped segments: the old block ended at the old segment's end
+                    // and was queued then, so this cannot hold; drop the stale view defensively.
+                    return used;
+                }
+                None => match self.blocks.alloc() {
+                    Some(block) => Fill {
+                        block,
+                        off: seg.pos,
+                        filled: 0,
+                    },
+                    None => return used,
+                },
+            };
+            let room = store::room(fill.off, fill.filled, write_size, seg.end);
+            let n = room.min(data.len() - used);
+            self.blocks.slice(fill.block)[fill.filled..fill.filled + n]
+                .copy_from_slice(&data[used..used + n]);
+            used += n;
+            plan.advance(self.ex.seg, n as u64);
+            let fill = Fill {
+                filled: fill.filled + n,
+                ..fill
+            };
+            let end = fill.off + fill.filled as u64;
+            if fill.filled == write_size || end == seg.end {
+                self.flushes.push(Flush {
+                    dl: self.ex.dl,
+                    fill,
+                    at_file_end: end == plan.total(),
+                });
+                *self.fill = None;
+            } else {
+                *self.fill = Some(fill);
+            }
+        }
+        used
+    }
+
+    /// Bytes the sink can take without spilling.
+    fn capacity(&self) -> usize {
+        if !self.ex.spill.is_empty() || self.ex.error.is_some() {
+            return 0;
+        }
+        if self.ex.phase != Phase::Body {
+            return if self.ex.phase == Phase::Head { http::MAX_HEAD } else { 0 };
+        }
+        let w = self.blocks.size();
+        let in_fill = self.fill.map_or(0, |f| w - f.filled);
+        in_fill + self.blocks.free_count() * w
+    }
+}
+
+impl PlainSink for BodySink<'_> {
+    fn room(&self) -> usize {
+        self.capacity()
+    }
+    fn put(&mut self, data: &[u8]) {
+        self.feed(data);
+    }
+}
+
+/// The failure for a protocol error in a response.
+pub fn http_failure(e: HttpError) -> Failure {
+    match e {
+        HttpError::RangeMismatch { .. } => Failure::retry(ExitCode::CANNOT_RESUME, e.to_string()),
+        other => Failure::retry(ExitCode::HTTP_PROTOCOL, other.to_string()),
+    }
+}

@@ -1,0 +1,1761 @@
+//! The loop: stage every operation a step produces, one `submit_and_wait`, harvest every completion,
+//! turn each into calls on the connection, the download and the protocol layers, and repeat until
+//! every download has ended and every operation in flight has completed.
+use super::conn::{
+    http_failure, BodySink, Conn, ConnState, DlState, Download, Exchange, Failure, Fill, Flush, Job, Outcome,
+    Phase, ServerKey, Want,
+};
+use super::pool::{Layout, Pool};
+use super::resolver::Resolver;
+use super::ring::{Ring, IGNORE};
+use super::sys;
+use crate::cli::{LogLevel, Settings};
+use crate::http::{self, Framing, RequestSpec};
+use crate::plan::Plan;
+use crate::store;
+use crate::tls::{TlsConfig, TlsSession, MIN_INCOMING};
+use crate::ui::exit::ExitCode;
+use crate::ui::{Console, Progress};
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// aria2's default `--max-tries`.
+const MAX_TRIES: u32 = 5;
+/// aria2's redirect limit.
+const MAX_REDIRECTS: u32 = 20;
+/// Registered memory ringdl aims for at most, whatever the limit allows.
+const POOL_CAP: usize = 8 << 20;
+/// Read block for plain-HTTP connections (heads and chunked bodies only; bodies go to write blocks).
+const PLAIN_READ: usize = 16 * 1024;
+/// Most connection slots.
+const MAX_SLOTS: usize = 64;
+
+/// Why the engine could not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// io_uring is refused or incomplete here.
+    NoIoUring(String),
+    /// Not even one connection's buffers fit the locked-memory limit.
+    Memlock { needed: usize, limit: Option<u64> },
+    /// The TLS trust store could not be built.
+    Tls(String),
+    Other(String),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::NoIoUring(why) => write!(
+                f,
+                "io_uring is not available ({why}); ringdl needs Linux 5.19 or later with io_uring allowed (check sysctl kernel.io_uring_disabled, seccomp or container settings)"
+            ),
+            StartError::Memlock { needed, limit } => write!(
+                f,
+                "cannot lock {} KiB of memory for I/O buffers (RLIMIT_MEMLOCK is {}); raise it with 'ulimit -l {}'",
+                needed / 1024,
+                limit.map_or("unlimited".to_string(), |l| format!("{} KiB", l / 1024)),
+                needed.div_ceil(1024) + 64
+            ),
+            StartError::Tls(m) => f.write_str(m),
+            StartError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+enum Op {
+    Connect { slot: usize, _addr: Box<sys::RawAddr> },
+    Recv { slot: usize, direct: bool },
+    Send { slot: usize, buf: Vec<u8>, sent: usize },
+    Write { dl: usize, block: u32, off: u64, len: usize, done: usize },
+    Writeback { dl: usize },
+    Tick,
+    Wake,
+}
+
+/// The in-flight table: every operation the kernel holds, by user_data.
+struct Ops {
+    slots: Vec<Option<Op>>,
+    free: Vec<usize>,
+    live: usize,
+}
+
+impl Ops {
+    fn insert(&mut self, op: Op) -> u64 {
+        self.live += 1;
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(op);
+                i as u64
+            }
+            None => {
+                self.slots.push(Some(op));
+                (self.slots.len() - 1) as u64
+            }
+        }
+    }
+    fn remove(&mut self, ud: u64) -> Option<Op> {
+        let op = self.slots.get_mut(ud as usize)?.take()?;
+        self.free.push(ud as usize);
+        self.live -= 1;
+        Some(op)
+    }
+}
+
+struct Engine<'a> {
+    s: &'a Settings,
+    console: &'a mut Console,
+    // Field order is drop order: the ring goes before the pool its buffers live in.
+    ring: Ring,
+    pool: Pool,
+    ops: Ops,
+    conns: Vec<Option<Conn>>,
+    dls: Vec<Download>,
+    tls: Option<TlsConfig>,
+    resolver: Resolver,
+    wake_buf: Box<u64>,
+    wake_ud: Option<u64>,
+    tick_ud: Option<u64>,
+    dns: HashMap<(String, u16), Vec<SocketAddr>>,
+    next_id: u64,
+    flushes: Vec<Flush>,
+    last_tick: Instant,
+    last_summary: Instant,
+    finished_order: Vec<usize>,
+}
+
+fn random_gid() -> u64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
+fn errno_text(res: i32) -> String {
+    std::io::Error::from_raw_os_error(-res).to_string()
+}
+
+/// Runs every job to its end and reports each one's outcome, in the order given.
+pub fn run(settings: &Settings, jobs: Vec<Job>, console: &mut Console) -> Result<Vec<Outcome>, StartError> {
+    let mut dls = Vec::new();
+    let mut bad = Vec::new();
+    for job in jobs {
+        let first = job.uris.first().cloned().unwrap_or_default();
+        let mut urls = Vec::new();
+        for u in &job.uris {
+            match Url::parse(u) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => urls.push(url),
+                _ => bad.push(u.clone()),
+            }
+        }
+        dls.push(Download::new(random_gid(), urls, first, job.out));
+    }
+    let any_tls = dls.iter().any(|d| d.uris.iter().any(|u| u.scheme() == "https"));
+    let tls = if any_tls {
+        Some(
+            TlsConfig::new(settings.ca_certificate.as_deref(), settings.check_certificate)
+                .map_err(|e| StartError::Tls(e.to_string()))?,
+        )
+    } else {
+        None
+    };
+    let per_dl = settings.split.min(settings.max_conn_per_server.saturating_mul(4)).max(1);
+    let slots = (per_dl * settings.max_concurrent.min(dls.len().max(1))).clamp(1, MAX_SLOTS);
+    let read_size = if any_tls { MIN_INCOMING } else { PLAIN_READ };
+    let limit = sys::memlock_soft_limit();
+    let budget = limit.map_or(POOL_CAP, |l| (l as usize).saturating_sub(64 * 1024).min(POOL_CAP));
+    let layout = Layout::fit(slots, read_size, budget).ok_or(StartError::Memlock {
+        needed: read_size + 4 * 64 * 1024,
+        limit,
+    })?;
+    let tick = console.tick_interval();
+    let ring = Ring::new(
+        512,
+        Duration::from_secs(settings.timeout_secs),
+        Duration::from_secs(settings.connect_timeout_secs),
+        tick,
+    )
+    .map_err(|e| StartError::NoIoUring(e.to_string()))?;
+    let pool = Pool::new(layout).map_err(|e| StartError::Other(format!("cannot map I/O buffers: {e}")))?;
+    ring.register(pool.iovec()).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ENOMEM) || e.raw_os_error() == Some(libc::EPERM) {
+            StartError::Memlock {
+                needed: layout.bytes(),
+                limit,
+            }
+        } else {
+            StartError::NoIoUring(format!("registering buffers failed: {e}"))
+        }
+    })?;
+    let resolver = Resolver::start().map_err(|e| StartError::Other(format!("cannot start resolver: {e}")))?;
+    let mut engine = Engine {
+        s: settings,
+        console,
+        ring,
+        pool,
+        ops: Ops {
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+        },
+        conns: (0..layout.reads).map(|_| None).collect(),
+        dls,
+        tls,
+        resolver,
+        wake_buf: Box::new(0),
+        wake_ud: None,
+        tick_ud: None,
+        dns: HashMap::new(),
+        next_id: 1,
+        flushes: Vec::new(),
+        last_tick: Instant::now(),
+        last_summary: Instant::now(),
+        finished_order: Vec::new(),
+    };
+    for u in bad {
+        engine.console.error(&format!(
+            "Unrecognized URI or unsupported protocol: {u} (ringdl downloads http:// and https:// URIs)"
+        ));
+    }
+    for i in 0..engine.dls.len() {
+        if engine.dls[i].uris.is_empty() {
+            engine.dls[i].state = DlState::Finished;
+            engine.dls[i].error = Some(Failure::fatal(ExitCode::UNKNOWN, "no usable URI"));
+            engine.finished_order.push(i);
+        }
+    }
+    let result = engine.run_loop();
+    engine.drain();
+    result.map_err(|e| StartError::Other(format!("io_uring failed: {e}")))?;
+    Ok(engine.outcomes())
+}
+
+impl Engine<'_> {
+    fn run_loop(&mut self) -> std::io::Result<()> {
+        self.arm_wake();
+        let mut cqes = Vec::with_capacity(256);
+        loop {
+            self.schedule();
+            if self.dls.iter().all(|d| d.state == DlState::Finished) {
+                return Ok(());
+            }
+            if self.tick_ud.is_none() {
+                let ud = self.ops.insert(Op::Tick);
+                self.ring.tick(ud);
+                self.tick_ud = Some(ud);
+            }
+            self.ring.submit_and_wait()?;
+            cqes.clear();
+            self.ring.harvest(&mut cqes);
+            for &(ud, res) in &cqes {
+                if ud == IGNORE {
+                    continue;
+                }
+                if let Some(op) = self.ops.remove(ud) {
+                    self.complete(ud, op, res);
+                }
+            }
+            self.submit_flushes();
+        }
+    }
+
+    /// Cancels whatever is still in flight and waits for every completion (invariant 2).
+    fn drain(&mut self) {
+        for slot in 0..self.conns.len() {
+            if self.conns[slot].is_some() {
+                self.close_conn(slot);
+            }
+        }
+        let pending: Vec<u64> = self
+            .ops
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.is_some())
+            .map(|(i, _)| i as u64)
+            .collect();
+        for ud in pending {
+            if !matches!(self.ops.slots[ud as usize], Some(Op::Write { .. }) | Some(Op::Writeback { .. })) {
+                self.ring.cancel(ud);
+            }
+        }
+        let mut cqes = Vec::new();
+        while self.ops.live > 0 {
+            if self.ring.submit_and_wait().is_err() {
+                // The ring itself failed: nothing more will complete. Leaking the pool is safer than
+                // freeing memory the kernel may still write to.
+                std::mem::forget(std::mem::replace(
+                    &mut self.pool,
+                    match Pool::new(Layout {
+                        read_size: 4096,
+                        reads: 1,
+                        write_size: 4096,
+                        writes: 1,
+                    }) {
+                        Ok(p) => p,
+                        Err(_) => std::process::abort(),
+                    },
+                ));
+                return;
+            }
+            cqes.clear();
+            self.ring.harvest(&mut cqes);
+            for &(ud, res) in &cqes {
+                if ud == IGNORE {
+                    continue;
+                }
+                if let Some(op) = self.ops.remove(ud) {
+                    match op {
+                        Op::Write { block, .. } => self.pool.writes.free(block),
+                        Op::Connect { slot, .. } | Op::Recv { slot, .. } | Op::Send { slot, .. } => {
+                            self.forget_op(slot, ud);
+                        }
+                        _ => {}
+                    }
+                    let _ = res;
+                }
+            }
+        }
+    }
+
+    fn outcomes(&self) -> Vec<Outcome> {
+        self.dls
+            .iter()
+            .map(|d| {
+                let seconds = match (d.started, d.ended) {
+                    (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+                    _ => 0.0,
+                };
+                Outcome {
+                    gid: d.gid,
+                    code: d.error.as_ref().map_or(ExitCode::OK, |f| f.code),
+                    finished: d.state == DlState::Finished,
+                    path: d.path.clone(),
+                    first_uri: d.first_uri.clone(),
+                    bytes: d.received(),
+                    seconds,
+                }
+            })
+            .collect()
+    }
+
+    // ---- scheduling -------------------------------------------------------------------------
+
+    fn schedule(&mut self) {
+        let active = self.dls.iter().filter(|d| d.state == DlState::Active).count();
+        let mut room = self.s.max_concurrent.saturating_sub(active);
+        for i in 0..self.dls.len() {
+            if room == 0 {
+                break;
+            }
+            if self.dls[i].state == DlState::Waiting {
+                self.start_download(i);
+                room -= 1;
+            }
+        }
+        for i in 0..self.dls.len() {
+            if self.dls[i].state != DlState::Active || self.dls[i].error.is_some() {
+                continue;
+            }
+            while self.dls[i].wanted > 0 {
+                if !self.open_extra(i) {
+                    break;
+                }
+                self.dls[i].wanted -= 1;
+            }
+            self.check_stalled(i);
+        }
+    }
+
+    fn start_download(&mut self, i: usize) {
+        let d = &mut self.dls[i];
+        d.state = DlState::Active;
+        d.started = Some(Instant::now());
+        let Some(mirror) = d.bad_uris.iter().position(|b| !b) else {
+            return;
+        };
+        let url = d.uris[mirror].clone();
+        d.wanted = 0;
+        if !self.open(Want {
+            dl: i,
+            url,
+            mirror,
+            redirects: 0,
+        }) {
+            self.dls[i].wanted = 1;
+        }
+    }
+
+    /// Opens (or reuses) a connection for one more worker on download `i`. False if no slot is free.
+    fn open_extra(&mut self, i: usize) -> bool {
+        let d = &self.dls[i];
+        let usable: Vec<usize> = (0..d.uris.len()).filter(|&m| !d.bad_uris[m]).collect();
+        if usable.is_empty() {
+            return true;
+        }
+        let mirror = usable[d.conns % usable.len()];
+        let url = match (&d.split_url, d.plan.is_some()) {
+            (Some(u), true) if mirror == usable[0] => u.clone(),
+            _ => d.uris[mirror].clone(),
+        };
+        self.open(Want {
+            dl: i,
+            url,
+            mirror,
+            redirects: 0,
+        })
+    }
+
+    /// A download with work left but nobody working on it.
+    fn check_stalled(&mut self, i: usize) {
+        let d = &self.dls[i];
+        if d.conns > 0 || d.wanted > 0 || d.plan.is_none() || d.error.is_some() {
+            return;
+        }
+        let Some(plan) = &d.plan else { return };
+        if plan.is_complete() {
+            return;
+        }
+        if d.ranges_ok {
+            self.dls[i].wanted = 1;
+        } else {
+            let f = d.soft_error.clone().unwrap_or_else(|| {
+                Failure::fatal(
+                    ExitCode::CANNOT_RESUME,
+                    "the server does not support ranges and the connection that could finish the file is gone",
+                )
+            });
+            self.fail_download(i, f);
+        }
+    }
+
+    /// Starts work `w` on an idle kept-alive connection to its server, or on a new connection.
+    fn open(&mut self, w: Want) -> bool {
+        let key = ServerKey::of(&w.url);
+        let idle = self.conns.iter().position(|c| {
+            c.as_ref()
+                .is_some_and(|c| c.state == ConnState::Idle && c.server == key && c.inflight.is_empty())
+        });
+        if let Some(slot) = idle {
+            self.dls[w.dl].conns += 1;
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.state = ConnState::Open;
+                c.want = Some(w);
+                c.reused = true;
+            }
+            self.dispatch(slot);
+            return true;
+        }
+        let slot = match self.conns.iter().position(Option::is_none) {
+            Some(s) => s,
+            None => {
+                // Make room by closing an idle connection to another server.
+                let Some(victim) = self.conns.iter().position(|c| {
+                    c.as_ref()
+                        .is_some_and(|c| c.state == ConnState::Idle && c.inflight.is_empty())
+                }) else {
+                    return false;
+                };
+                self.conns[victim] = None;
+                victim
+            }
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut conn = Conn::new(id, key.clone());
+        self.dls[w.dl].conns += 1;
+        let host = w.url.host().map(|h| h.to_owned());
+        conn.want = Some(w);
+        self.conns[slot] = Some(conn);
+        match host {
+            Some(url::Host::Ipv4(a)) => self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)]),
+            Some(url::Host::Ipv6(a)) => self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)]),
+            _ => {
+                if let Some(addrs) = self.dns.get(&(key.host.clone(), key.port)) {
+                    let addrs = addrs.clone();
+                    self.connect_to(slot, addrs);
+                } else {
+                    self.resolver.lookup(id, &key.host, key.port);
+                }
+            }
+        }
+        true
+    }
+
+    fn connect_to(&mut self, slot: usize, addrs: Vec<SocketAddr>) {
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.state = ConnState::Connecting { addrs, next: 0 };
+        }
+        self.connect_next(slot);
+    }
+
+    fn connect_next(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        let ConnState::Connecting { addrs, next } = &mut c.state else {
+            return;
+        };
+        let Some(addr) = addrs.get(*next).copied() else {
+            let f = Failure::retry(
+                ExitCode::UNKNOWN,
+                format!("Failed to establish connection to {}:{}", c.server.host, c.server.port),
+            );
+            self.fail_conn(slot, f);
+            return;
+        };
+        *next += 1;
+        match sys::tcp_socket(&addr) {
+            Ok(fd) => {
+                let raw = sys::raw_addr(&addr);
+                let fdn = fd.as_raw_fd();
+                c.fd = Some(fd);
+                let ptr = &raw.storage as *const libc::sockaddr_storage as *const libc::sockaddr;
+                let len = raw.len;
+                let ud = self.ops.insert(Op::Connect { slot, _addr: raw });
+                c.inflight.push(ud);
+                self.ring.connect(fdn, ptr, len, ud);
+            }
+            Err(e) => {
+                let f = Failure::retry(ExitCode::UNKNOWN, format!("cannot create socket: {e}"));
+                self.fail_conn(slot, f);
+            }
+        }
+    }
+
+    // ---- completions ------------------------------------------------------------------------
+
+    fn complete(&mut self, ud: u64, op: Op, res: i32) {
+        match op {
+            Op::Connect { slot, .. } => {
+                self.forget_op(slot, ud);
+                self.on_connect(slot, res);
+            }
+            Op::Recv { slot, direct } => {
+                self.forget_op(slot, ud);
+                self.on_recv(slot, res, direct);
+            }
+            Op::Send { slot, buf, sent } => {
+                self.forget_op(slot, ud);
+                self.on_send(slot, res, buf, sent);
+            }
+            Op::Write {
+                dl,
+                block,
+                off,
+                len,
+                done,
+            } => self.on_write(dl, block, off, len, done, res),
+            Op::Writeback { dl } => {
+                self.dls[dl].writes -= 1;
+                self.maybe_finish(dl);
+            }
+            Op::Tick => {
+                self.tick_ud = None;
+                self.on_tick();
+            }
+            Op::Wake => {
+                self.wake_ud = None;
+                self.on_wake();
+            }
+        }
+    }
+
+    /// Drops `ud` from its connection's in-flight list; frees the slot of a closing connection once
+    /// nothing of it is in flight.
+    fn forget_op(&mut self, slot: usize, ud: u64) {
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.inflight.retain(|&u| u != ud);
+            if c.state == ConnState::Closing && c.inflight.is_empty() {
+                self.conns[slot] = None;
+            }
+        }
+    }
+
+    fn closing(&self, slot: usize) -> bool {
+        self.conns[slot].as_ref().is_none_or(|c| c.state == ConnState::Closing)
+    }
+
+    fn on_wake(&mut self) {
+        let answers: Vec<_> = self.resolver.answers().collect();
+        for (id, result) in answers {
+            let Some(slot) = self
+                .conns
+                .iter()
+                .position(|c| c.as_ref().is_some_and(|c| c.id == id && c.state == ConnState::Resolving))
+            else {
+                continue;
+            };
+            let (host, port) = match &self.conns[slot] {
+                Some(c) => (c.server.host.clone(), c.server.port),
+                None => continue,
+            };
+            match result {
+                Ok(addrs) => {
+                    self.dns.insert((host, port), addrs.clone());
+                    self.connect_to(slot, addrs);
+                }
+                Err(e) => {
+                    let f = Failure::retry(ExitCode::RESOLVE, format!("Name resolution for {host} failed: {e}"));
+                    self.fail_conn(slot, f);
+                }
+            }
+        }
+        self.arm_wake();
+    }
+
+    fn arm_wake(&mut self) {
+        if self.wake_ud.is_some() {
+            return;
+        }
+        let ud = self.ops.insert(Op::Wake);
+        let ptr: *mut u64 = &mut *self.wake_buf;
+        self.ring.read_eventfd(self.resolver.wake_fd(), ptr, ud);
+        self.wake_ud = Some(ud);
+    }
+
+    fn on_connect(&mut self, slot: usize, res: i32) {
+        if self.closing(slot) {
+            return;
+        }
+        if res < 0 {
+            // Refused, unreachable or timed out: try the next address.
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.fd = None;
+            }
+            self.connect_next(slot);
+            return;
+        }
+        let tls = match self.conns[slot].as_mut() {
+            Some(c) => {
+                c.state = ConnState::Open;
+                c.server.https
+            }
+            None => return,
+        };
+        if tls {
+            let Some(cfg) = &self.tls else {
+                self.fail_conn(slot, Failure::fatal(ExitCode::UNKNOWN, "TLS is not configured"));
+                return;
+            };
+            let session = {
+                let Some(c) = self.conns[slot].as_ref() else { return };
+                let host = url::Host::parse(&c.server.host)
+                    .or_else(|_| url::Host::parse(c.server.host.trim_start_matches('[').trim_end_matches(']')));
+                match host {
+                    Ok(h) => {
+                        let h: url::Host<&str> = match &h {
+                            url::Host::Domain(d) => url::Host::Domain(d.as_str()),
+                            url::Host::Ipv4(a) => url::Host::Ipv4(*a),
+                            url::Host::Ipv6(a) => url::Host::Ipv6(*a),
+                        };
+                        TlsSession::new(cfg, &h).map_err(|e| e.to_string())
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+            };
+            match session {
+                Ok(s) => {
+                    if let Some(c) = self.conns[slot].as_mut() {
+                        c.tls = Some(s);
+                    }
+                }
+                Err(e) => {
+                    self.fail_conn(slot, Failure::fatal(ExitCode::UNKNOWN, e));
+                    return;
+                }
+            }
+        }
+        self.dispatch(slot);
+    }
+
+    /// A connected (or reused) connection starts the exchange it was opened for.
+    fn dispatch(&mut self, slot: usize) {
+        let Some(w) = self.conns[slot].as_mut().and_then(|c| c.want.take()) else {
+            return;
+        };
+        let d = &mut self.dls[w.dl];
+        if d.state != DlState::Active || d.error.is_some() {
+            self.release_conn(slot, w.dl);
+            return;
+        }
+        let Some(c) = self.conns[slot].as_ref() else { return };
+        let ex = match d.plan.as_mut() {
+            None => Exchange::new(w.dl, w.url, w.mirror, None, 0),
+            Some(plan) => {
+                if !d.ranges_ok {
+                    self.release_conn(slot, w.dl);
+                    return;
+                }
+                let reserve = (self.pool.reads.size() + self.pool.writes.size()) as u64 + 64 * 1024;
+                match plan.take(c.id, |_| reserve) {
+                    Some(seg) => {
+                        let s = plan.segment(seg);
+                        let total = plan.total();
+                        let last = if s.end == total { None } else { Some(s.end - 1) };
+                        let last = last.or(Some(total - 1));
+                        Exchange::new(w.dl, w.url, w.mirror, Some((s.pos, last)), seg)
+                    }
+                    None => {
+                        self.release_conn(slot, w.dl);
+                        return;
+                    }
+                }
+            }
+        };
+        let mut ex = ex;
+        ex.redirects = w.redirects;
+        self.begin_exchange(slot, ex);
+    }
+
+    /// The connection has no work for download `dl` any more: keep it for reuse.
+    fn release_conn(&mut self, slot: usize, dl: usize) {
+        self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
+        let reusable = self.conns[slot]
+            .as_ref()
+            .is_some_and(|c| c.state == ConnState::Open && !c.eof && !c.tls_peer_closed && c.fd.is_some());
+        if reusable {
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.state = ConnState::Idle;
+                c.ex = None;
+                c.want = None;
+            }
+        } else {
+            self.close_conn(slot);
+        }
+        self.maybe_finish(dl);
+    }
+
+    fn begin_exchange(&mut self, slot: usize, ex: Exchange) {
+        let mut req = Vec::with_capacity(512);
+        http::write_request(
+            &RequestSpec {
+                method: "GET",
+                url: &ex.url,
+                range: ex.range,
+                user_agent: &self.s.user_agent,
+                headers: &self.s.headers,
+                keep_alive: true,
+            },
+            &mut req,
+        );
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        c.ex = Some(ex);
+        c.eof = false;
+        if c.tls.is_some() {
+            c.plain_out = req;
+        } else {
+            c.out.extend_from_slice(&req);
+        }
+        self.pump(slot);
+        self.after_io(slot);
+    }
+
+    fn start_send(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        if c.sending || c.out.is_empty() || c.state == ConnState::Closing {
+            return;
+        }
+        let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else { return };
+        let buf = std::mem::take(&mut c.out);
+        let (ptr, len) = (buf.as_ptr(), buf.len());
+        c.sending = true;
+        let ud = self.ops.insert(Op::Send { slot, buf, sent: 0 });
+        c.inflight.push(ud);
+        self.ring.send(fd, ptr, len, ud);
+    }
+
+    fn on_send(&mut self, slot: usize, res: i32, buf: Vec<u8>, sent: usize) {
+        if self.closing(slot) {
+            return;
+        }
+        if res == -libc::EINTR || res == -libc::EAGAIN || (res > 0 && sent + (res as usize) < buf.len()) {
+            let sent = if res > 0 { sent + res as usize } else { sent };
+            let Some(c) = self.conns[slot].as_mut() else { return };
+            let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else { return };
+            // SAFETY of the pointer: `buf` moves into the in-flight table, which keeps it alive.
+            let ptr = buf[sent..].as_ptr();
+            let len = buf.len() - sent;
+            let ud = self.ops.insert(Op::Send { slot, buf, sent });
+            c.inflight.push(ud);
+            self.ring.send(fd, ptr, len, ud);
+            return;
+        }
+        if res < 0 {
+            let code = if res == -libc::ECANCELED { ExitCode::TIMEOUT } else { ExitCode::NETWORK };
+            self.fail_conn(slot, Failure::retry(code, format!("send failed: {}", errno_text(res))));
+            return;
+        }
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.sending = false;
+        }
+        self.start_send(slot);
+    }
+
+    fn on_recv(&mut self, slot: usize, res: i32, direct: bool) {
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.recv = None;
+        }
+        if self.closing(slot) {
+            // A direct receive's block still belongs to the connection's fill.
+            self.free_fill(slot);
+            return;
+        }
+        if res == -libc::EINTR || res == -libc::EAGAIN {
+            self.after_io(slot);
+            return;
+        }
+        if res < 0 {
+            let (code, msg) = if res == -libc::ECANCELED {
+                (ExitCode::TIMEOUT, "Timeout while receiving data from the server".to_string())
+            } else {
+                (ExitCode::NETWORK, format!("receive failed: {}", errno_text(res)))
+            };
+            self.fail_conn(slot, Failure::retry(code, msg));
+            return;
+        }
+        if res == 0 {
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.eof = true;
+            }
+            if !direct {
+                self.pump(slot);
+            }
+            self.on_eof(slot);
+            return;
+        }
+        let n = res as usize;
+        if direct {
+            self.received_direct(slot, n);
+        } else {
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.rb_end += n;
+            }
+            self.pump(slot);
+        }
+        self.after_io(slot);
+    }
+
+    /// Bytes of a plain body arrived straight in the connection's write block.
+    fn received_direct(&mut self, slot: usize, n: usize) {
+        let write_size = self.pool.writes.size();
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        let (Some(ex), Some(fill)) = (c.ex.as_mut(), c.fill.as_mut()) else {
+            return;
+        };
+        ex.any_bytes = true;
+        fill.filled += n;
+        if let Framing::Length(_) = ex.framing {
+            ex.remaining = ex.remaining.saturating_sub(n as u64);
+            if ex.remaining == 0 {
+                ex.body_complete = true;
+            }
+        }
+        let d = &mut self.dls[ex.dl];
+        let Some(plan) = d.plan.as_mut() else { return };
+        plan.advance(ex.seg, n as u64);
+        let seg_end = plan.segment(ex.seg).end;
+        let end = fill.off + fill.filled as u64;
+        if fill.filled == write_size || end == seg_end {
+            self.flushes.push(Flush {
+                dl: ex.dl,
+                fill: *fill,
+                at_file_end: end == plan.total(),
+            });
+            c.fill = None;
+        }
+    }
+
+    /// Runs the protocol layers over the unprocessed bytes of the connection's read block.
+    fn pump(&mut self, slot: usize) {
+        for _ in 0..4 {
+            let Some(c) = self.conns[slot].as_mut() else { return };
+            if c.state == ConnState::Closing {
+                return;
+            }
+            let plan = match c.ex.as_ref() {
+                Some(ex) => self.dls[ex.dl].plan.as_mut(),
+                None => None,
+            };
+            let rb = &mut self.pool.reads.slice(slot)[c.rb_start..c.rb_end];
+            if let Some(tls) = c.tls.as_mut() {
+                let mut dummy = Exchange::new(0, Url::parse("http://idle.invalid/").expect("static URL"), 0, None, 0);
+                let idle = c.ex.is_none();
+                let ex = c.ex.as_mut().unwrap_or(&mut dummy);
+                let mut sink = BodySink {
+                    owner: c.id,
+                    ex,
+                    fill: &mut c.fill,
+                    blocks: &mut self.pool.writes,
+                    plan,
+                    flushes: &mut self.flushes,
+                };
+                match tls.process(rb, &mut c.out, &mut c.plain_out, &mut sink) {
+                    Ok(step) => {
+                        c.rb_start += step.consumed;
+                        c.tls_blocked = step.sink_full;
+                        if step.peer_closed {
+                            c.tls_peer_closed = true;
+                        }
+                        if idle && dummy.any_bytes {
+                            // Data on an idle connection: it cannot be trusted for another request.
+                            c.eof = true;
+                        }
+                    }
+                    Err(e) => {
+                        let f = match e {
+                            crate::tls::TlsError::Certificate(_) => Failure::fatal(ExitCode::UNKNOWN, e.to_string()),
+                            _ => Failure::retry(ExitCode::UNKNOWN, e.to_string()),
+                        };
+                        self.fail_conn(slot, f);
+                        return;
+                    }
+                }
+            } else if let Some(ex) = c.ex.as_mut() {
+                if ex.spill.is_empty() {
+                    let mut sink = BodySink {
+                        owner: c.id,
+                        ex,
+                        fill: &mut c.fill,
+                        blocks: &mut self.pool.writes,
+                        plan,
+                        flushes: &mut self.flushes,
+                    };
+                    sink.feed(rb);
+                    c.rb_start = c.rb_end;
+                }
+            } else {
+                c.rb_start = c.rb_end;
+            }
+            if c.rb_start == c.rb_end {
+                c.rb_start = 0;
+                c.rb_end = 0;
+            } else if self.pool.reads.size() - c.rb_end < 20 * 1024 && c.rb_start > 0 {
+                let (a, b) = (c.rb_start, c.rb_end);
+                self.pool.reads.slice(slot).copy_within(a..b, 0);
+                c.rb_start = 0;
+                c.rb_end = b - a;
+            }
+            let decide = c.ex.as_ref().is_some_and(|ex| ex.phase == Phase::Decide);
+            if !decide {
+                return;
+            }
+            self.on_head(slot);
+        }
+    }
+
+    /// What to do with a parsed response head.
+    fn on_head(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(ex) = c.ex.as_mut() else { return };
+        let Some(resp) = ex.response.take() else { return };
+        let dl = ex.dl;
+        let status = resp.status;
+        let conn_id = c.id;
+        if http::is_redirect(status) {
+            let Some(loc) = resp.location.as_deref() else {
+                self.fail_conn(
+                    slot,
+                    Failure::fatal(ExitCode::HTTP_PROTOCOL, format!("redirect status {status} without Location")),
+                );
+                return;
+            };
+            let next = match http::resolve_location(&ex.url, loc) {
+                Ok(u) => u,
+                Err(e) => {
+                    self.fail_conn(slot, Failure::fatal(ExitCode::HTTP_PROTOCOL, e.to_string()));
+                    return;
+                }
+            };
+            if ex.redirects + 1 > MAX_REDIRECTS {
+                self.fail_conn(
+                    slot,
+                    Failure::fatal(
+                        ExitCode::TOO_MANY_REDIRECTS,
+                        format!("Too many redirects: count={MAX_REDIRECTS}"),
+                    ),
+                );
+                return;
+            }
+            let w = Want {
+                dl,
+                url: next.clone(),
+                mirror: ex.mirror,
+                redirects: ex.redirects + 1,
+            };
+            self.console
+                .notice(&format!("CUID#{conn_id} - Redirecting to {next}"));
+            // The redirect's body is not wanted; a fresh connection is simpler than skipping it.
+            self.close_exchange_conn(slot);
+            if !self.open(w) {
+                self.dls[dl].wanted += 1;
+            }
+            return;
+        }
+        if !(200..300).contains(&status) {
+            let code = ExitCode::for_http_status(status);
+            let msg = match status {
+                404 => "Resource not found".to_string(),
+                401 => "Authorization failed.".to_string(),
+                _ => format!("The response status is not successful. status={status}"),
+            };
+            let mirror = ex.mirror;
+            let d = &mut self.dls[dl];
+            d.bad_uris[mirror] = true;
+            if d.bad_uris.iter().all(|b| *b) {
+                self.fail_conn(slot, Failure::fatal(code, msg));
+            } else {
+                // Another mirror may have it.
+                self.fail_conn(slot, Failure::retry(code, msg));
+            }
+            return;
+        }
+        let framing = resp.framing(false);
+        match ex.range {
+            None => {
+                if let Err(f) = self.accept_first_response(slot, &resp, framing) {
+                    self.fail_conn(slot, f);
+                    return;
+                }
+            }
+            Some((first, last)) => {
+                let total = self.dls[dl].total();
+                let check = match (status, resp.content_range) {
+                    (206, Some(cr)) => cr.check(first, last, total).map_err(http_failure),
+                    _ => Err(Failure::retry(
+                        ExitCode::CANNOT_RESUME,
+                        format!(
+                            "Invalid range header. Request: {first}-{}/{}, Response: 0-{}/{}",
+                            last.unwrap_or(0),
+                            total.unwrap_or(0),
+                            total.unwrap_or(1).saturating_sub(1),
+                            total.unwrap_or(0)
+                        ),
+                    )),
+                };
+                if let Err(f) = check {
+                    // The server cannot serve this range: stop splitting, let the sequential
+                    // connection finish the file, as aria2 does.
+                    self.dls[dl].ranges_ok = false;
+                    let uri = self.conns[slot]
+                        .as_ref()
+                        .and_then(|c| c.ex.as_ref())
+                        .map(|e| e.url.to_string())
+                        .unwrap_or_default();
+                    self.console.error(&format!(
+                        "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} {}",
+                        f.code.0, f.message
+                    ));
+                    self.dls[dl].soft_error = Some(f);
+                    self.abandon_exchange(slot);
+                    return;
+                }
+            }
+        }
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(ex) = c.ex.as_mut() else { return };
+        ex.start_body(framing);
+        if !resp.keep_alive || framing == Framing::UntilClose {
+            ex.unusable = true;
+        }
+        let rest = std::mem::take(&mut ex.head_rest);
+        if !rest.is_empty() {
+            let plan = self.dls[dl].plan.as_mut();
+            let mut sink = BodySink {
+                owner: c.id,
+                ex,
+                fill: &mut c.fill,
+                blocks: &mut self.pool.writes,
+                plan,
+                flushes: &mut self.flushes,
+            };
+            sink.unframe(&rest);
+        }
+    }
+
+    /// The first response of a download: name and open the file, make the plan, ask for helpers.
+    fn accept_first_response(
+        &mut self,
+        slot: usize,
+        resp: &http::ResponseHead,
+        framing: Framing,
+    ) -> Result<(), Failure> {
+        let Some(c) = self.conns[slot].as_ref() else { return Ok(()) };
+        let Some(ex) = c.ex.as_ref() else { return Ok(()) };
+        let conn_id = c.id;
+        let dl = ex.dl;
+        let url = ex.url.clone();
+        let total = match (framing, resp.status, resp.content_range) {
+            (Framing::Length(n), 200, _) => Some(n),
+            (Framing::Length(n), 206, Some(cr)) if cr.first == 0 && cr.complete_length == Some(n) => Some(n),
+            (Framing::Empty, _, _) => Some(0),
+            (Framing::Length(_), 206, _) => {
+                return Err(Failure::fatal(ExitCode::HTTP_PROTOCOL, "unexpected partial content"));
+            }
+            _ => None,
+        };
+        let d = &mut self.dls[dl];
+        if d.file.is_none() {
+            let name = match d.out.clone() {
+                Some(o) => o,
+                None => resp
+                    .content_disposition
+                    .as_deref()
+                    .and_then(http::filename_from_content_disposition)
+                    .unwrap_or_else(|| http::filename_from_url(&url)),
+            };
+            std::fs::create_dir_all(&self.s.dir).map_err(|e| {
+                Failure::fatal(ExitCode::MKDIR, format!("Failed to make the directory {}: {e}", self.s.dir.display()))
+            })?;
+            let (path, renamed) = store::choose_path(
+                &self.s.dir,
+                &name,
+                self.s.allow_overwrite,
+                self.s.auto_file_renaming,
+                |p| p.exists(),
+            )
+            .map_err(|e| match e {
+                store::PathError::Exists(_) => Failure::fatal(ExitCode::FILE_EXISTS, e.to_string()),
+                store::PathError::NoFreeName(_) => Failure::fatal(ExitCode::RENAME_FAILED, e.to_string()),
+            })?;
+            let path = if path.is_absolute() {
+                path
+            } else {
+                std::env::current_dir().map(|c| c.join(&path)).unwrap_or(path)
+            };
+            if renamed {
+                self.console
+                    .notice(&format!("File already exists. Renamed to {}.", path.display()));
+            }
+            let out = store::open_output(&path).map_err(|e| {
+                Failure::fatal(ExitCode::FILE_CREATE, format!("Failed to open the file {}, cause: {e}", path.display()))
+            })?;
+            let d = &mut self.dls[dl];
+            if !out.direct {
+                self.console.notice(&format!(
+                    "{}: O_DIRECT is not supported here; writing through the page cache and dropping it behind",
+                    path.display()
+                ));
+            }
+            d.direct = out.direct;
+            if let Some(n) = total.filter(|&n| n > 0) {
+                // Best effort: without it O_DIRECT writes that extend the file are slower, not wrong.
+                let _ = sys::fallocate(out.file.as_raw_fd(), n);
+            }
+            d.file = Some(out.file);
+            d.path = Some(path);
+        }
+        let d = &mut self.dls[dl];
+        let mut plan = Plan::new(total.unwrap_or(u64::MAX), self.s.min_split_size);
+        plan.assign(0, conn_id);
+        d.length_known = total.is_some();
+        d.ranges_ok = total.is_some() && !resp.accept_ranges_none;
+        d.split_url = Some(url);
+        if d.ranges_ok {
+            let servers = d.bad_uris.iter().filter(|b| !**b).count().max(1);
+            let want = self.s.split.min(self.s.max_conn_per_server * servers);
+            let pieces = plan.presplit(want);
+            d.wanted += pieces.saturating_sub(1);
+        }
+        d.plan = Some(plan);
+        Ok(())
+    }
+
+    fn on_eof(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(ex) = c.ex.as_mut() else {
+            // An idle or handshaking connection closed.
+            if c.want.is_none() {
+                self.close_conn(slot);
+            }
+            return;
+        };
+        match ex.phase {
+            Phase::Body if ex.framing == Framing::UntilClose || ex.body_complete => {
+                ex.body_complete = true;
+                ex.unusable = true;
+                self.check_exchange(slot);
+            }
+            Phase::Head if !ex.any_bytes && c.reused => {
+                // The server dropped a kept-alive connection we reused: redo on a fresh one.
+                let w = Want {
+                    dl: ex.dl,
+                    url: ex.url.clone(),
+                    mirror: ex.mirror,
+                    redirects: ex.redirects,
+                };
+                let dl = ex.dl;
+                self.abandon_exchange(slot);
+                if !self.open(w) {
+                    self.dls[dl].wanted += 1;
+                }
+            }
+            _ => {
+                let f = Failure::retry(
+                    ExitCode::NETWORK,
+                    "the server closed the connection before the response was complete",
+                );
+                self.fail_conn(slot, f);
+            }
+        }
+    }
+
+    /// After any event on a connection: finish or continue its exchange, keep it reading and sending.
+    fn after_io(&mut self, slot: usize) {
+        self.check_exchange(slot);
+        self.start_send(slot);
+        self.arm_recv(slot);
+    }
+
+    fn check_exchange(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        if c.state == ConnState::Closing {
+            return;
+        }
+        let Some(ex) = c.ex.as_mut() else { return };
+        if let Some(f) = ex.error.take() {
+            self.fail_conn(slot, f);
+            return;
+        }
+        if ex.phase != Phase::Body || !ex.spill.is_empty() {
+            return;
+        }
+        let dl = ex.dl;
+        let d = &mut self.dls[dl];
+        let Some(plan) = d.plan.as_mut() else { return };
+        if ex.body_complete {
+            if !d.length_known {
+                let pos = plan.segment(0).pos;
+                plan.set_total(pos);
+                d.length_known = true;
+                if let Some(f) = c.fill.take() {
+                    self.flushes.push(Flush {
+                        dl,
+                        fill: f,
+                        at_file_end: true,
+                    });
+                }
+            }
+            let seg = plan.segment(ex.seg);
+            if seg.pos < seg.end && seg.owner == Some(c.id) && !plan.is_complete() {
+                let f = Failure::retry(ExitCode::NETWORK, "the response body ended before its range was complete");
+                self.fail_conn(slot, f);
+                return;
+            }
+            let reusable = !ex.unusable && !c.eof && !c.tls_peer_closed;
+            c.ex = None;
+            if reusable {
+                c.want = None;
+                self.next_work(slot, dl);
+            } else {
+                self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
+                self.close_conn(slot);
+                if self.dls[dl].ranges_ok && !self.plan_complete(dl) {
+                    self.dls[dl].wanted += 1;
+                }
+                self.maybe_finish(dl);
+            }
+            return;
+        }
+        let seg = plan.segment(ex.seg).clone();
+        if seg.pos >= seg.end {
+            // This range is done but the response goes on (a whole-file response, or a range another
+            // connection took over): go on into the next range if it is untouched, else stop here.
+            if let Some(next) = plan.continue_into(ex.seg, c.id) {
+                ex.seg = next;
+                return;
+            }
+            c.ex = None;
+            self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
+            self.close_conn(slot);
+            if self.dls[dl].ranges_ok && !self.plan_complete(dl) {
+                self.dls[dl].wanted += 1;
+            }
+            self.maybe_finish(dl);
+        }
+    }
+
+    fn plan_complete(&self, dl: usize) -> bool {
+        self.dls[dl].plan.as_ref().is_some_and(Plan::is_complete)
+    }
+
+    /// A connection finished its range: take more of the same download on the same connection.
+    fn next_work(&mut self, slot: usize, dl: usize) {
+        let url = match self.conns[slot].as_ref() {
+            Some(_) => self.dls[dl].split_url.clone(),
+            None => return,
+        };
+        let server = self.conns[slot].as_ref().map(|c| c.server.clone());
+        match url {
+            Some(u) if self.dls[dl].ranges_ok && server == Some(ServerKey::of(&u)) => {
+                if let Some(c) = self.conns[slot].as_mut() {
+                    c.want = Some(Want {
+                        dl,
+                        url: u,
+                        mirror: 0,
+                        redirects: 0,
+                    });
+                    c.reused = true;
+                }
+                self.dispatch(slot);
+            }
+            _ => self.release_conn(slot, dl),
+        }
+    }
+
+    /// Abandons the connection's exchange without counting a failure (its range goes back).
+    fn abandon_exchange(&mut self, slot: usize) {
+        let dl = self.conns[slot].as_ref().and_then(|c| c.ex.as_ref()).map(|e| e.dl);
+        self.return_range(slot);
+        if let Some(dl) = dl {
+            self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
+            self.close_conn(slot);
+            self.maybe_finish(dl);
+        } else {
+            self.close_conn(slot);
+        }
+    }
+
+    /// Closes a connection whose exchange is over (e.g. after a redirect), uncounting it.
+    fn close_exchange_conn(&mut self, slot: usize) {
+        let dl = self.conns[slot].as_ref().and_then(|c| c.ex.as_ref()).map(|e| e.dl);
+        if let Some(dl) = dl {
+            self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
+        }
+        self.close_conn(slot);
+    }
+
+    /// Writes what the connection's block holds that can be written, and gives the rest of its range
+    /// back to the plan.
+    fn return_range(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(ex) = c.ex.as_ref() else { return };
+        let dl = ex.dl;
+        let seg_i = ex.seg;
+        let owner = c.id;
+        let fill = if c.recv.is_none() { c.fill.take() } else { None };
+        let d = &mut self.dls[dl];
+        let Some(plan) = d.plan.as_mut() else {
+            if let Some(f) = fill {
+                self.pool.writes.free(f.block);
+            }
+            return;
+        };
+        let seg = plan.segment(seg_i).clone();
+        if seg.owner != Some(owner) {
+            if let Some(f) = fill {
+                self.pool.writes.free(f.block);
+            }
+            return;
+        }
+        let keep = match fill {
+            Some(f) => {
+                let at_end = f.off + f.filled as u64 == plan.total();
+                let len = store::write_len(f.filled, at_end && d.length_known);
+                let kept = if at_end && d.length_known { f.filled } else { len };
+                if len > 0 {
+                    self.flushes.push(Flush {
+                        dl,
+                        fill: Fill { filled: kept, ..f },
+                        at_file_end: at_end && d.length_known,
+                    });
+                } else {
+                    self.pool.writes.free(f.block);
+                }
+                f.off + kept as u64
+            }
+            None => seg.pos,
+        };
+        plan.release(seg_i, keep);
+    }
+
+    fn fail_conn(&mut self, slot: usize, f: Failure) {
+        let (dl, uri, conn_id) = match self.conns[slot].as_ref() {
+            Some(c) => match (&c.ex, &c.want) {
+                (Some(ex), _) => (Some(ex.dl), ex.url.to_string(), c.id),
+                (None, Some(w)) => (Some(w.dl), w.url.to_string(), c.id),
+                (None, None) => (None, String::new(), c.id),
+            },
+            None => return,
+        };
+        self.return_range(slot);
+        self.close_conn(slot);
+        let Some(dl) = dl else { return };
+        let d = &mut self.dls[dl];
+        d.conns = d.conns.saturating_sub(1);
+        if d.error.is_some() || d.state != DlState::Active {
+            self.maybe_finish(dl);
+            return;
+        }
+        d.failures += 1;
+        if !f.retry || d.failures >= MAX_TRIES || d.bad_uris.iter().all(|b| *b) {
+            self.console.error(&format!(
+                "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} {}",
+                f.code.0, f.message
+            ));
+            self.fail_download(dl, f);
+        } else {
+            self.console.log(
+                LogLevel::Info,
+                &format!("CUID#{conn_id} - Restarting the download. URI={uri}: {}", f.message),
+            );
+            if d.plan.is_none() || d.ranges_ok {
+                d.wanted += 1;
+            }
+            d.soft_error = Some(f);
+            self.maybe_finish(dl);
+        }
+    }
+
+    fn fail_download(&mut self, dl: usize, f: Failure) {
+        self.dls[dl].error = Some(f);
+        self.dls[dl].wanted = 0;
+        for slot in 0..self.conns.len() {
+            let mine = self.conns[slot].as_ref().is_some_and(|c| {
+                c.state != ConnState::Closing
+                    && (c.ex.as_ref().is_some_and(|e| e.dl == dl) || c.want.as_ref().is_some_and(|w| w.dl == dl))
+            });
+            if mine {
+                self.return_range(slot);
+                self.close_conn(slot);
+                self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
+            }
+        }
+        self.maybe_finish(dl);
+    }
+
+    /// Tears a connection down: cancels its operations; the slot is freed when the last completes.
+    fn close_conn(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        if c.state == ConnState::Closing {
+            return;
+        }
+        c.state = ConnState::Closing;
+        c.ex = None;
+        c.want = None;
+        if c.recv.is_none() {
+            if let Some(f) = c.fill.take() {
+                self.pool.writes.free(f.block);
+            }
+        }
+        if c.inflight.is_empty() {
+            self.conns[slot] = None;
+            return;
+        }
+        for &ud in &c.inflight {
+            self.ring.cancel(ud);
+        }
+    }
+
+    fn free_fill(&mut self, slot: usize) {
+        if let Some(c) = self.conns[slot].as_mut() {
+            if let Some(f) = c.fill.take() {
+                self.pool.writes.free(f.block);
+            }
+            if c.state == ConnState::Closing && c.inflight.is_empty() {
+                self.conns[slot] = None;
+            }
+        }
+    }
+
+    /// Keeps one receive in flight on a connection that expects bytes.
+    fn arm_recv(&mut self, slot: usize) {
+        let write_size = self.pool.writes.size();
+        let read_size = self.pool.reads.size();
+        let Some(c) = self.conns[slot].as_mut() else { return };
+        if c.recv.is_some() || c.state != ConnState::Open || c.eof {
+            return;
+        }
+        let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else { return };
+        let Some(ex) = c.ex.as_mut() else {
+            // TLS handshakes of a connection with no exchange yet still need reading.
+            return;
+        };
+        if ex.phase == Phase::Decide || ex.body_complete || !ex.spill.is_empty() || c.tls_blocked {
+            if !ex.spill.is_empty() || c.tls_blocked {
+                c.starved = true;
+            }
+            return;
+        }
+        if c.tls.is_none() && ex.direct_body() {
+            let d = &mut self.dls[ex.dl];
+            let Some(plan) = d.plan.as_mut() else { return };
+            let seg = plan.segment(ex.seg).clone();
+            if seg.pos >= seg.end {
+                return;
+            }
+            let fill = match c.fill {
+                Some(f) => f,
+                None => match self.pool.writes.alloc() {
+                    Some(block) => {
+                        let f = Fill {
+                            block,
+                            off: seg.pos,
+                            filled: 0,
+                        };
+                        c.fill = Some(f);
+                        f
+                    }
+                    None => {
+                        c.starved = true;
+                        return;
+                    }
+                },
+            };
+            let mut len = store::room(fill.off, fill.filled, write_size, seg.end);
+            if let Framing::Length(_) = ex.framing {
+                len = len.min(usize::try_from(ex.remaining).unwrap_or(usize::MAX));
+            }
+            if len == 0 {
+                return;
+            }
+            // SAFETY of the pointer: the block belongs to this connection's fill, which nothing
+            // touches while `recv` is set; it stays registered for the pool's life.
+            let ptr = self.pool.writes.ptr(fill.block).wrapping_add(fill.filled);
+            let ud = self.ops.insert(Op::Recv { slot, direct: true });
+            c.recv = Some(len);
+            c.inflight.push(ud);
+            self.ring.recv_fixed(fd, ptr, len, ud);
+            return;
+        }
+        if c.rb_end == read_size {
+            if c.rb_start == 0 {
+                self.fail_conn(
+                    slot,
+                    Failure::retry(ExitCode::NETWORK, "a TLS record does not fit the receive buffer"),
+                );
+                return;
+            }
+            let (a, b) = (c.rb_start, c.rb_end);
+            self.pool.reads.slice(slot).copy_within(a..b, 0);
+            c.rb_start = 0;
+            c.rb_end = b - a;
+        }
+        let ptr = self.pool.reads.ptr(slot).wrapping_add(c.rb_end);
+        let len = read_size - c.rb_end;
+        let ud = self.ops.insert(Op::Recv { slot, direct: false });
+        c.recv = Some(len);
+        c.inflight.push(ud);
+        self.ring.recv_fixed(fd, ptr, len, ud);
+    }
+
+    // ---- the file ---------------------------------------------------------------------------
+
+    fn submit_flushes(&mut self) {
+        while let Some(fl) = self.flushes.pop() {
+            let d = &mut self.dls[fl.dl];
+            let len = store::write_len(fl.fill.filled, fl.at_file_end);
+            let Some(fd) = d.file.as_ref().map(|f| f.as_raw_fd()) else {
+                self.pool.writes.free(fl.fill.block);
+                continue;
+            };
+            if len == 0 {
+                self.pool.writes.free(fl.fill.block);
+                continue;
+            }
+            if len > fl.fill.filled {
+                self.pool.writes.slice(fl.fill.block)[fl.fill.filled..len].fill(0);
+            }
+            d.writes += 1;
+            let ptr = self.pool.writes.ptr(fl.fill.block);
+            let ud = self.ops.insert(Op::Write {
+                dl: fl.dl,
+                block: fl.fill.block,
+                off: fl.fill.off,
+                len,
+                done: 0,
+            });
+            self.ring.write_fixed(fd, ptr, len, fl.fill.off, ud);
+        }
+        // Connections waiting for blocks can go on if some were freed above.
+        self.wake_starved();
+    }
+
+    fn on_write(&mut self, dl: usize, block: u32, off: u64, len: usize, done: usize, res: i32) {
+        let d = &mut self.dls[dl];
+        let fd = d.file.as_ref().map(|f| f.as_raw_fd());
+        let retry_at = |done: usize| (done, len);
+        let again = match res {
+            r if r == -libc::EINTR || r == -libc::EAGAIN => Some(retry_at(done)),
+            r if r == -libc::EINVAL && d.direct && done == 0 => {
+                // The filesystem refused O_DIRECT after all: go buffered, bounded by writeback.
+                if let Some(fd) = fd {
+                    if sys::clear_direct(fd).is_ok() {
+                        d.direct = false;
+                        let path = d.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+                        self.console.notice(&format!(
+                            "{path}: O_DIRECT is not supported here; writing through the page cache and dropping it behind"
+                        ));
+                    }
+                }
+                let d = &self.dls[dl];
+                if d.direct {
+                    None
+                } else {
+                    Some(retry_at(0))
+                }
+            }
+            r if r > 0 && done + (r as usize) < len => Some(retry_at(done + r as usize)),
+            _ => None,
+        };
+        if let (Some((done, len)), Some(fd)) = (again, fd) {
+            let ptr = self.pool.writes.ptr(block).wrapping_add(done);
+            let ud = self.ops.insert(Op::Write {
+                dl,
+                block,
+                off,
+                len,
+                done,
+            });
+            self.ring
+                .write_fixed(fd, ptr, len - done, off + done as u64, ud);
+            return;
+        }
+        self.pool.writes.free(block);
+        let d = &mut self.dls[dl];
+        d.writes -= 1;
+        if res < 0 || (res == 0 && len > done) {
+            let errno = if res < 0 { -res } else { libc::EIO };
+            let path = d.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+            let f = Failure::fatal(
+                ExitCode::for_write_error(errno),
+                format!("Failed to write into the file {path}, cause: {}", errno_text(-errno)),
+            );
+            if d.error.is_none() {
+                self.console.error(&f.message.clone());
+                self.fail_download(dl, f);
+            }
+        } else {
+            d.written += len as u64;
+            if !d.direct {
+                if let Some(fd) = fd {
+                    d.writes += 1;
+                    let ud = self.ops.insert(Op::Writeback { dl });
+                    self.ring.writeback_and_drop(fd, off, len, ud);
+                }
+            }
+        }
+        self.wake_starved();
+        self.maybe_finish(dl);
+    }
+
+    fn wake_starved(&mut self) {
+        if self.pool.writes.free_count() == 0 {
+            return;
+        }
+        for slot in 0..self.conns.len() {
+            let starved = self.conns[slot].as_ref().is_some_and(|c| c.starved && c.state == ConnState::Open);
+            if !starved {
+                continue;
+            }
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.starved = false;
+                c.tls_blocked = false;
+                if let Some(ex) = c.ex.as_mut() {
+                    let plan = self.dls[ex.dl].plan.as_mut();
+                    let mut sink = BodySink {
+                        owner: c.id,
+                        ex,
+                        fill: &mut c.fill,
+                        blocks: &mut self.pool.writes,
+                        plan,
+                        flushes: &mut self.flushes,
+                    };
+                    sink.drain_spill();
+                }
+            }
+            self.pump(slot);
+            self.after_io(slot);
+            if self.pool.writes.free_count() == 0 {
+                break;
+            }
+        }
+    }
+
+    /// Ends a download whose work is done (or failed) once nothing of it is in flight.
+    fn maybe_finish(&mut self, dl: usize) {
+        let d = &mut self.dls[dl];
+        if d.state != DlState::Active || d.writes > 0 {
+            return;
+        }
+        if d.error.is_some() {
+            if d.conns == 0 && !self.conns.iter().flatten().any(|c| c.ex.as_ref().is_some_and(|e| e.dl == dl)) {
+                d.state = DlState::Finished;
+                d.ended = Some(Instant::now());
+                d.file = None;
+                self.finished_order.push(dl);
+                let path = d.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+                let gid = d.gid;
+                self.console
+                    .notice(&format!("Download GID#{gid:016x} not complete: {path}"));
+            }
+            return;
+        }
+        let complete = d.length_known && d.plan.as_ref().is_some_and(Plan::is_complete);
+        let pending_fill = self.conns.iter().flatten().any(|c| {
+            c.fill.is_some() && c.ex.as_ref().is_some_and(|e| e.dl == dl)
+        }) || self.flushes.iter().any(|f| f.dl == dl);
+        if !complete || pending_fill {
+            return;
+        }
+        let d = &mut self.dls[dl];
+        let total = d.plan.as_ref().map_or(0, Plan::total);
+        let path = d.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        if let Some(file) = d.file.take() {
+            if let Err(e) = file.set_len(total) {
+                let f = Failure::fatal(ExitCode::FILE_IO, format!("Failed to truncate {path}: {e}"));
+                d.error = Some(f);
+            }
+        }
+        d.state = DlState::Finished;
+        d.ended = Some(Instant::now());
+        self.finished_order.push(dl);
+        if self.dls[dl].error.is_none() {
+            self.console.notice(&format!("Download complete: {path}"));
+        }
+        // Connections still streaming into this finished download are of no further use.
+        for slot in 0..self.conns.len() {
+            let streaming = self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.ex.as_ref().is_some_and(|e| e.dl == dl) && c.state != ConnState::Closing);
+            if streaming {
+                self.close_conn(slot);
+            }
+        }
+        self.dls[dl].conns = 0;
+    }
+
+    // ---- progress ---------------------------------------------------------------------------
+
+    fn on_tick(&mut self) {
+        let now = Instant::now();
+        let secs = now.duration_since(self.last_tick).as_secs_f64().max(0.001);
+        self.last_tick = now;
+        let mut active = Vec::new();
+        let mut paths = Vec::new();
+        for d in self.dls.iter_mut().filter(|d| d.state == DlState::Active) {
+            let got = d.received();
+            d.speed = ((got.saturating_sub(d.last_received)) as f64 / secs) as u64;
+            d.last_received = got;
+            active.push(Progress {
+                gid: d.gid,
+                done: got,
+                total: d.total(),
+                connections: d.conns,
+                speed: d.speed,
+            });
+            paths.push(d.path.as_ref().map_or_else(|| d.first_uri.clone(), |p| p.display().to_string()));
+        }
+        self.console.tick(&active);
+        let every = self.s.summary_interval;
+        if every > 0 && now.duration_since(self.last_summary).as_secs() >= every {
+            self.last_summary = now;
+            self.console.summary(&active, &paths);
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! Small safe wrappers over libc calls the rest of ringdl needs. `unsafe` stays in `engine/`.
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+fn tm_now() -> libc::tm {
+    // SAFETY: `time` with a null pointer only returns the time; `localtime_r` writes into the `tm` we
+    // own and reads the `time_t` we pass. A zeroed `tm` is a valid value of that plain C struct.
+    unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        tm
+    }
+}
+
+/// Local time as (month, day, hour, minute, second).
+pub fn local_time() -> (i32, i32, i32, i32, i32) {
+    let tm = tm_now();
+    (tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
+}
+
+/// Local time in C's `asctime` form without the newline: `Sun Nov 29 20:55:52 2026`.
+pub fn asctime_now() -> String {
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let tm = tm_now();
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        DAYS[tm.tm_wday.rem_euclid(7) as usize],
+        MONTHS[tm.tm_mon.rem_euclid(12) as usize],
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        tm.tm_year + 1900
+    )
+}
+
+/// The soft `RLIMIT_MEMLOCK`, in bytes (`None` when unlimited).
+pub fn memlock_soft_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `rlimit` into memory we own.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) };
+    if rc != 0 || r.rlim_cur == libc::RLIM_INFINITY {
+        None
+    } else {
+        Some(r.rlim_cur)
+    }
+}
+
+/// A new blocking TCP socket of the address's family, close-on-exec.
+pub fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
+    let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    // SAFETY: plain syscall; on success we take sole ownership of the returned descriptor.
+    let fd = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt reads one c_int from memory we own. Failure only costs latency, so it is ignored.
+    unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            &one as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    Ok(fd)
+}
+
+/// A socket address in the C layout that `connect` takes.
+pub struct RawAddr {
+    pub storage: libc::sockaddr_storage,
+    pub len: libc::socklen_t,
+}
+
+/// Converts a std address to the C layout.
+pub fn raw_addr(addr: &SocketAddr) -> Box<RawAddr> {
+    // SAFETY: an all-zero sockaddr_storage is valid; we then fill the family-specific prefix, which
+    // fits because sockaddr_storage is large enough for every address family.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: see above; sockaddr_in is smaller than sockaddr_storage.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: see above; sockaddr_in6 is smaller than sockaddr_storage.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    Box::new(RawAddr {
+        storage,
+        len: len as libc::socklen_t,
+    })
+}
+
+/// A non-blocking eventfd, for the resolver thread to wake the ring.
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; on success we own the descriptor.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds one to an eventfd counter.
+pub fn eventfd_signal(fd: std::os::fd::RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a local; a failure (counter overflow) still leaves it readable.
+    unsafe {
+        libc::write(fd, &one as *const u64 as *const libc::c_void, 8);
+    }
+}
+
+/// Preallocates `len` bytes so `O_DIRECT` writes do not extend the file (best effort).
+pub fn fallocate(fd: std::os::fd::RawFd, len: u64) -> io::Result<()> {
+    // SAFETY: plain syscall on a descriptor the caller keeps open for the call.
+    let rc = unsafe { libc::fallocate(fd, 0, 0, len as libc::off_t) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Drops `O_DIRECT` from an open file (the filesystem refused a direct write).
+pub fn clear_direct(fd: std::os::fd::RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor the caller keeps open for the call.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_DIRECT) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn asctime_shape() {
+        let s = asctime_now();
+        assert_eq!(s.len(), 24, "{s}");
+        assert_eq!(&s[3..4], " ");
+        assert_eq!(&s[13..14], ":");
+    }
+
+    #[test]
+    fn raw_addr_roundtrip_lengths() {
+        let a4: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let r = raw_addr(&a4);
+        assert_eq!(r.len as usize, std::mem::size_of::<libc::sockaddr_in>());
+        assert_eq!(r.storage.ss_family as i32, libc::AF_INET);
+        let a6: SocketAddr = "[::1]:443".parse().unwrap();
+        let r = raw_addr(&a6);
+        assert_eq!(r.len as usize, std::mem::size_of::<libc::sockaddr_in6>());
+        assert_eq!(r.storage.ss_family as i32, libc::AF_INET6);
+    }
+}

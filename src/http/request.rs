@@ -1,0 +1,227 @@
+//! Request bytes: the request line and header block for one GET (or HEAD) of a URL,
+//! with an optional Range and the user's own `--header` lines.
+
+use url::{Position, Url};
+
+/// Everything needed to write one request.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestSpec<'a> {
+    /// Request method, e.g. `GET` or `HEAD`.
+    pub method: &'a str,
+    /// The URL to fetch (its fragment and userinfo are never sent).
+    pub url: &'a Url,
+    /// `Some((first, Some(last)))`: `bytes=first-last`; `Some((first, None))`: `bytes=first-`.
+    pub range: Option<(u64, Option<u64>)>,
+    /// User-Agent value.
+    pub user_agent: &'a str,
+    /// User header lines (`Name: value`); one named like a built-in header replaces it.
+    pub headers: &'a [String],
+    /// `false` sends `Connection: close`.
+    pub keep_alive: bool,
+}
+
+/// Appends the request bytes for `spec` to `out`.
+///
+/// Order: request line (path and query exactly as `url` holds them, percent-encoded),
+/// `Host` (with the port only when it is not the scheme's default; IPv6 in brackets),
+/// `User-Agent`, `Accept: */*`, `Range`, `Connection: close` when not keeping alive, then
+/// the user headers in their order, then the blank line. A built-in header named by a user
+/// header (case-insensitively) is left out, so the user's line takes its place, as in
+/// aria2. User lines that are empty, have no `name:`, or contain CR or LF are skipped
+/// (they would corrupt the request).
+pub fn write_request(spec: &RequestSpec, out: &mut Vec<u8>) {
+    let user: Vec<(&str, &str)> = spec
+        .headers
+        .iter()
+        .filter_map(|line| {
+            let line = line.trim();
+            if line.contains(['\r', '\n']) {
+                return None;
+            }
+            let (name, _) = line.split_once(':')?;
+            let name = name.trim();
+            (!name.is_empty()).then_some((name, line))
+        })
+        .collect();
+    let overridden = |name: &str| user.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+
+    let target = &spec.url[Position::BeforePath..Position::AfterQuery];
+    let target = if target.is_empty() { "/" } else { target };
+    let mut line = |s: &str| {
+        out.extend_from_slice(s.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    };
+    line(&format!("{} {} HTTP/1.1", spec.method, target));
+
+    if !overridden("host") {
+        let host = spec.url.host_str().unwrap_or_default();
+        match spec.url.port() {
+            Some(port) => line(&format!("Host: {host}:{port}")),
+            None => line(&format!("Host: {host}")),
+        }
+    }
+    if !overridden("user-agent") {
+        line(&format!("User-Agent: {}", spec.user_agent));
+    }
+    if !overridden("accept") {
+        line("Accept: */*");
+    }
+    if let Some((first, last)) = spec.range {
+        if !overridden("range") {
+            match last {
+                Some(last) => line(&format!("Range: bytes={first}-{last}")),
+                None => line(&format!("Range: bytes={first}-")),
+            }
+        }
+    }
+    if !spec.keep_alive && !overridden("connection") {
+        line("Connection: close");
+    }
+    for (_, user_line) in &user {
+        line(user_line);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(
+        url: &str,
+        range: Option<(u64, Option<u64>)>,
+        headers: &[String],
+        keep_alive: bool,
+    ) -> String {
+        let url = Url::parse(url).unwrap();
+        let spec = RequestSpec {
+            method: "GET",
+            url: &url,
+            range,
+            user_agent: "aria2/1.37.0",
+            headers,
+            keep_alive,
+        };
+        let mut out = b"previous".to_vec();
+        write_request(&spec, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        text.strip_prefix("previous")
+            .expect("appends, keeps what was there")
+            .to_string()
+    }
+
+    #[test]
+    fn plain_get() {
+        assert_eq!(
+            request(
+                "http://example.com/a%20b/c.iso?x=1&y=%2F#frag",
+                None,
+                &[],
+                true
+            ),
+            "GET /a%20b/c.iso?x=1&y=%2F HTTP/1.1\r\n\
+Host: example.com\r\n\
+User-Agent: aria2/1.37.0\r\n\
+Accept: */*\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn with_range_and_close() {
+        assert_eq!(
+            request(
+                "https://user:pw@example.com:443/f",
+                Some((999424, Some(3145727))),
+                &[],
+                false
+            ),
+            "GET /f HTTP/1.1\r\n\
+Host: example.com\r\n\
+User-Agent: aria2/1.37.0\r\n\
+Accept: */*\r\n\
+Range: bytes=999424-3145727\r\n\
+Connection: close\r\n\r\n"
+        );
+        assert_eq!(
+            request("http://example.com/f", Some((100, None)), &[], true),
+            "GET /f HTTP/1.1\r\n\
+Host: example.com\r\n\
+User-Agent: aria2/1.37.0\r\n\
+Accept: */*\r\n\
+Range: bytes=100-\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn ipv6_and_non_default_ports() {
+        assert_eq!(
+            request("http://[::1]:8080/x", None, &[], true),
+            "GET /x HTTP/1.1\r\nHost: [::1]:8080\r\nUser-Agent: aria2/1.37.0\r\nAccept: */*\r\n\r\n"
+        );
+        assert_eq!(
+            request("http://[2001:db8::1]/", None, &[], true),
+            "GET / HTTP/1.1\r\nHost: [2001:db8::1]\r\nUser-Agent: aria2/1.37.0\r\nAccept: */*\r\n\r\n"
+        );
+        // 443 is only the default for https.
+        assert_eq!(
+            request("http://example.com:443", None, &[], true),
+            "GET / HTTP/1.1\r\nHost: example.com:443\r\nUser-Agent: aria2/1.37.0\r\nAccept: */*\r\n\r\n"
+        );
+        assert_eq!(
+            request("https://127.0.0.1:8443/?q", None, &[], true),
+            "GET /?q HTTP/1.1\r\nHost: 127.0.0.1:8443\r\nUser-Agent: aria2/1.37.0\r\nAccept: */*\r\n\r\n"
+        );
+        // IDN hosts go out as punycode.
+        assert!(request("http://bücher.example/", None, &[], true)
+            .contains("\r\nHost: xn--bcher-kva.example\r\n"));
+    }
+
+    #[test]
+    fn user_headers_replace_builtins() {
+        let headers = vec![
+            "X-Token: abc".to_string(),
+            "user-agent: Wget/1.21".to_string(),
+            "Cookie: a=b; c=d".to_string(),
+            "bogus line".to_string(),
+            ": no name".to_string(),
+            "X-Evil: a\r\nInjected: 1".to_string(),
+            "   ".to_string(),
+        ];
+        assert_eq!(
+            request("http://example.com/f", Some((0, Some(9))), &headers, true),
+            "GET /f HTTP/1.1\r\n\
+Host: example.com\r\n\
+Accept: */*\r\n\
+Range: bytes=0-9\r\n\
+X-Token: abc\r\n\
+user-agent: Wget/1.21\r\n\
+Cookie: a=b; c=d\r\n\r\n"
+        );
+        let headers = vec!["Accept: text/plain".to_string(), "HOST: other".to_string()];
+        assert_eq!(
+            request("http://example.com/f", None, &headers, false),
+            "GET /f HTTP/1.1\r\n\
+User-Agent: aria2/1.37.0\r\n\
+Connection: close\r\n\
+Accept: text/plain\r\n\
+HOST: other\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn head_method() {
+        let url = Url::parse("http://example.com/").unwrap();
+        let spec = RequestSpec {
+            method: "HEAD",
+            url: &url,
+            range: None,
+            user_agent: "ua",
+            headers: &[],
+            keep_alive: true,
+        };
+        let mut out = Vec::new();
+        write_request(&spec, &mut out);
+        assert!(out.starts_with(b"HEAD / HTTP/1.1\r\n"));
+        assert!(out.ends_with(b"Accept: */*\r\n\r\n"));
+    }
+}

@@ -1,0 +1,12 @@
+//! ringdl: an aria2c-compatible downloader whose data path runs through one io_uring ring.
+//!
+//! Layers (ARCHITECTURE.md): `cli` parses the command line, `http` and `tls` are sans-I/O protocol
+//! state machines, `plan` splits files into ranges, `store` decides where bytes go on disk, `engine`
+//! owns the ring and every byte in flight, `ui` shows progress and results.
+pub mod cli;
+pub mod engine;
+pub mod http;
+pub mod plan;
+pub mod store;
+pub mod tls;
+pub mod ui;

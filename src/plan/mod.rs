@@ -1,0 +1,353 @@
+//! The piece map of one file: which byte ranges are done, which connection works on which range, and
+//! how a range is split when a connection goes idle. Pure bookkeeping, no I/O.
+//!
+//! Split points are multiples of [`ALIGN`], so every segment except the file's last starts and ends
+//! on a boundary that both `O_DIRECT` (4 KiB) and aria2's control file (16 KiB blocks) accept.
+
+/// Granularity of split points: aria2's 16 KiB block.
+pub const ALIGN: u64 = 16 * 1024;
+
+/// Identifies the connection working on a segment.
+pub type Owner = u64;
+
+/// A contiguous byte range of the file: `[start, pos)` received, `[pos, end)` still to come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    pub start: u64,
+    pub pos: u64,
+    pub end: u64,
+    pub owner: Option<Owner>,
+}
+
+impl Segment {
+    /// Bytes still to receive.
+    pub fn remaining(&self) -> u64 {
+        self.end - self.pos
+    }
+}
+
+/// Segments of one file whose length is known.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    total: u64,
+    min_split: u64,
+    segments: Vec<Segment>,
+}
+
+fn align_up(v: u64) -> u64 {
+    v.div_ceil(ALIGN) * ALIGN
+}
+
+impl Plan {
+    /// A plan for a `total`-byte file, never splitting a range shorter than `2 * min_split`.
+    pub fn new(total: u64, min_split: u64) -> Plan {
+        Plan {
+            total,
+            min_split: min_split.max(ALIGN),
+            segments: vec![Segment {
+                start: 0,
+                pos: 0,
+                end: total,
+                owner: None,
+            }],
+        }
+    }
+
+    /// File length.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Segment by index. Indices are stable for the plan's life.
+    pub fn segment(&self, i: usize) -> &Segment {
+        &self.segments[i]
+    }
+
+    /// All segments.
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// Hands segment `i` to `owner`.
+    pub fn assign(&mut self, i: usize, owner: Owner) {
+        self.segments[i].owner = Some(owner);
+    }
+
+    /// Records `n` more bytes received at the front of segment `i`.
+    pub fn advance(&mut self, i: usize, n: u64) {
+        let s = &mut self.segments[i];
+        s.pos = (s.pos + n).min(s.end);
+    }
+
+    /// Gives segment `i` back (its connection failed or left). Bytes after `keep_until` are
+    /// forgotten and fetched again; `keep_until` must be an aligned position within the segment.
+    pub fn release(&mut self, i: usize, keep_until: u64) {
+        let s = &mut self.segments[i];
+        s.owner = None;
+        s.pos = keep_until.clamp(s.start, s.pos);
+    }
+
+    /// Bytes received over all segments.
+    pub fn received(&self) -> u64 {
+        self.segments.iter().map(|s| s.pos - s.start).sum()
+    }
+
+    /// Every byte has been received.
+    pub fn is_complete(&self) -> bool {
+        self.segments.iter().all(|s| s.pos == s.end)
+    }
+
+    /// A sequential stream that reached the end of segment `i` may go on into the segment that
+    /// starts there, if nobody has started on it. Returns that segment, now owned by `owner`.
+    pub fn continue_into(&mut self, i: usize, owner: Owner) -> Option<usize> {
+        let end = self.segments[i].end;
+        let j = self
+            .segments
+            .iter()
+            .position(|s| s.start == end && s.owner.is_none() && s.pos == s.start && s.end > s.start)?;
+        self.segments[j].owner = Some(owner);
+        Some(j)
+    }
+
+    /// Fixes the length of a file whose size was unknown (a single segment being streamed) once
+    /// its body has ended.
+    pub fn set_total(&mut self, total: u64) {
+        self.total = total;
+        self.segments.truncate(1);
+        let s = &mut self.segments[0];
+        s.end = total;
+        s.pos = s.pos.min(total);
+    }
+
+    /// Cuts the unreceived part of the largest range into up to `parts` about equal pieces for the
+    /// connections about to open: the range keeps its owner and the first piece, the others are left
+    /// unowned. No piece is shorter than `min_split`. Returns how many pieces there are now.
+    pub fn presplit(&mut self, parts: usize) -> usize {
+        let Some(i) = (0..self.segments.len()).max_by_key(|&i| self.segments[i].remaining()) else {
+            return 0;
+        };
+        let (pos, end) = (self.segments[i].pos, self.segments[i].end);
+        let len = end - pos;
+        let parts = (parts as u64).min(len / self.min_split).max(1);
+        let piece = align_up(len.div_ceil(parts));
+        let mut cut = align_up(pos + piece);
+        if cut >= end {
+            return 1;
+        }
+        self.segments[i].end = cut;
+        let mut made = 1;
+        while cut < end {
+            let next = (cut + piece).min(end);
+            self.segments.push(Segment {
+                start: cut,
+                pos: cut,
+                end: next,
+                owner: None,
+            });
+            made += 1;
+            cut = next;
+        }
+        made
+    }
+
+    /// Work for `owner`, which just became free: an unowned unfinished segment if there is one,
+    /// otherwise the back half of the range in progress with the most bytes left, if that range is at
+    /// least `2 * min_split` (aria2's rule). `reserved(o)` is how many bytes past its position
+    /// connection `o` may already be receiving into memory; a split never lands inside them.
+    pub fn take(&mut self, owner: Owner, reserved: impl Fn(Owner) -> u64) -> Option<usize> {
+        if let Some(i) = self
+            .segments
+            .iter()
+            .position(|s| s.owner.is_none() && s.pos < s.end)
+        {
+            self.segments[i].owner = Some(owner);
+            return Some(i);
+        }
+        let free_from = |s: &Segment| s.pos + s.owner.map_or(0, &reserved);
+        let (i, _) = self
+            .segments
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.remaining() >= 2 * self.min_split)
+            .map(|(i, s)| (i, s.end.saturating_sub(free_from(s))))
+            .max_by_key(|&(_, left)| left)?;
+        let s = &self.segments[i];
+        let from = free_from(s);
+        if from >= s.end {
+            return None;
+        }
+        let cut = align_up(from + (s.end - from) / 2);
+        if cut >= s.end {
+            return None;
+        }
+        let end = s.end;
+        self.segments[i].end = cut;
+        self.segments.push(Segment {
+            start: cut,
+            pos: cut,
+            end,
+            owner: Some(owner),
+        });
+        Some(self.segments.len() - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn check_cover(p: &Plan) {
+        let mut segs: Vec<&Segment> = p.segments().iter().collect();
+        segs.sort_by_key(|s| s.start);
+        let mut at = 0;
+        for s in segs {
+            assert_eq!(s.start, at, "gap or overlap in {:?}", p.segments());
+            assert!(s.start <= s.pos && s.pos <= s.end);
+            if s.end != p.total() {
+                assert_eq!(s.end % ALIGN, 0, "unaligned cut {s:?}");
+            }
+            at = s.end;
+        }
+        assert_eq!(at, p.total());
+    }
+
+    #[test]
+    fn presplit_gives_equal_aligned_pieces() {
+        let mut p = Plan::new(100 * MIB + 12345, MIB);
+        p.assign(0, 1);
+        assert_eq!(p.presplit(8), 8);
+        check_cover(&p);
+        assert_eq!(p.segment(0).owner, Some(1));
+        let sizes: Vec<u64> = p.segments().iter().map(|s| s.end - s.start).collect();
+        let max = *sizes.iter().max().unwrap();
+        let min = *sizes.iter().min().unwrap();
+        assert!(max - min <= 8 * ALIGN, "{sizes:?}");
+        assert_eq!(p.segments().iter().filter(|s| s.owner.is_none()).count(), 7);
+    }
+
+    #[test]
+    fn presplit_respects_min_split() {
+        let mut p = Plan::new(3 * MIB, MIB);
+        assert_eq!(p.presplit(16), 3);
+        check_cover(&p);
+        let mut small = Plan::new(MIB + 1, MIB);
+        assert_eq!(small.presplit(16), 1);
+        assert_eq!(small.segments().len(), 1);
+        let mut empty = Plan::new(0, MIB);
+        assert_eq!(empty.presplit(4), 1);
+        assert!(empty.is_complete());
+    }
+
+    #[test]
+    fn take_prefers_unowned_then_steals_half() {
+        let mut p = Plan::new(64 * MIB, MIB);
+        p.assign(0, 1);
+        p.presplit(2);
+        assert_eq!(p.take(2, |_| 0), Some(1));
+        let j = p.take(3, |_| 0).unwrap();
+        assert_eq!(j, 2);
+        assert_eq!(p.segment(j).owner, Some(3));
+        assert_eq!(p.segment(j).end - p.segment(j).start, 16 * MIB);
+        check_cover(&p);
+    }
+
+    #[test]
+    fn steal_splits_largest_remaining_after_reservation() {
+        let mut p = Plan::new(64 * MIB, MIB);
+        p.assign(0, 1);
+        p.advance(0, 10 * MIB);
+        // Connection 1 may already be receiving 256 KiB past its position.
+        let i = p.take(2, |o| if o == 1 { 256 * 1024 } else { 0 }).unwrap();
+        check_cover(&p);
+        let victim = p.segment(0);
+        let thief = p.segment(i);
+        assert_eq!(victim.end, thief.start);
+        assert!(victim.end >= 10 * MIB + 256 * 1024);
+        let expect = align_up(10 * MIB + 256 * 1024 + (64 * MIB - 10 * MIB - 256 * 1024) / 2);
+        assert_eq!(thief.start, expect);
+        assert_eq!(thief.owner, Some(2));
+    }
+
+    #[test]
+    fn no_steal_below_twice_min_split() {
+        let mut p = Plan::new(4 * MIB, 2 * MIB);
+        p.assign(0, 1);
+        p.advance(0, 1);
+        assert_eq!(p.take(2, |_| 0), None);
+        let mut q = Plan::new(4 * MIB, 2 * MIB);
+        q.assign(0, 1);
+        assert!(q.take(2, |_| 0).is_some());
+    }
+
+    #[test]
+    fn stream_continues_into_untouched_neighbour_only() {
+        let mut p = Plan::new(8 * MIB, MIB);
+        p.assign(0, 1);
+        p.presplit(4);
+        assert_eq!(p.take(2, |_| 0), Some(1));
+        p.advance(0, 2 * MIB);
+        // Segment 1 is owned: no continuation.
+        assert_eq!(p.continue_into(0, 1), None);
+        p.release(1, 2 * MIB);
+        assert_eq!(p.continue_into(0, 1), Some(1));
+        p.advance(1, 100);
+        p.advance(1, 2 * MIB);
+        // Segment 2 untouched and unowned: continue again.
+        assert_eq!(p.continue_into(1, 1), Some(2));
+    }
+
+    #[test]
+    fn unknown_length_is_cut_at_the_end() {
+        let mut p = Plan::new(u64::MAX, MIB);
+        p.assign(0, 1);
+        p.advance(0, 12345);
+        assert!(!p.is_complete());
+        p.set_total(12345);
+        assert!(p.is_complete());
+        assert_eq!(p.total(), 12345);
+    }
+
+    #[test]
+    fn release_returns_range_to_the_pool() {
+        let mut p = Plan::new(8 * MIB, MIB);
+        p.assign(0, 1);
+        p.advance(0, 3 * MIB + 100);
+        p.release(0, 3 * MIB);
+        assert_eq!(p.segment(0).pos, 3 * MIB);
+        assert_eq!(p.segment(0).owner, None);
+        assert_eq!(p.take(5, |_| 0), Some(0));
+        assert_eq!(p.received(), 3 * MIB);
+        assert!(!p.is_complete());
+        p.advance(0, 99 * MIB);
+        assert!(p.is_complete());
+    }
+
+    #[test]
+    fn repeated_stealing_converges_without_gaps() {
+        let mut p = Plan::new(200 * MIB + 777, MIB);
+        p.assign(0, 0);
+        for o in 1..16 {
+            assert!(p.take(o, |_| 64 * 1024).is_some());
+        }
+        check_cover(&p);
+        // Everyone works a little; finished ones steal again until nothing is splittable.
+        for round in 0..200 {
+            let owners: Vec<(usize, Owner)> =
+                p.segments().iter().enumerate().filter_map(|(i, s)| s.owner.map(|o| (i, o))).collect();
+            for (i, o) in owners {
+                p.advance(i, (o + 1) * 300 * 1024);
+                if p.segment(i).pos == p.segment(i).end {
+                    p.segments[i].owner = None;
+                    p.take(o, |_| 0);
+                }
+            }
+            check_cover(&p);
+            if round > 190 {
+                break;
+            }
+        }
+        assert!(p.is_complete());
+    }
+}

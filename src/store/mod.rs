@@ -1,0 +1,204 @@
+//! Output files: choosing the path (aria2's renaming rules), opening with `O_DIRECT` or the buffered
+//! fallback, preallocating, and the arithmetic of packing bytes into aligned write blocks. The bytes
+//! themselves move through the ring (`engine/`); this module decides where and how much.
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Alignment of every `O_DIRECT` write: offset, length and memory.
+pub const DIO_ALIGN: usize = 4096;
+
+/// Bytes of a write block of `cap` bytes at `block_off` that may still be filled, when the range
+/// being received ends at `range_end`.
+pub fn room(block_off: u64, filled: usize, cap: usize, range_end: u64) -> usize {
+    let left_in_range = range_end.saturating_sub(block_off + filled as u64);
+    (cap - filled).min(usize::try_from(left_in_range).unwrap_or(usize::MAX))
+}
+
+/// How many bytes of a block holding `filled` bytes to hand to an `O_DIRECT` write. At the end of the
+/// file the tail is padded up to the alignment (the file is cut to length afterwards); elsewhere only
+/// the aligned prefix can be written, and the rest is fetched again.
+pub fn write_len(filled: usize, at_file_end: bool) -> usize {
+    if at_file_end {
+        filled.div_ceil(DIO_ALIGN) * DIO_ALIGN
+    } else {
+        filled / DIO_ALIGN * DIO_ALIGN
+    }
+}
+
+/// An output file open for writing.
+#[derive(Debug)]
+pub struct OutFile {
+    pub file: File,
+    /// Opened with `O_DIRECT`.
+    pub direct: bool,
+}
+
+/// Opens (creating or truncating) `path` for writing, with `O_DIRECT` where the filesystem allows it.
+pub fn open_output(path: &Path) -> io::Result<OutFile> {
+    let mut opts = OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    match opts.clone().custom_flags(libc::O_DIRECT).open(path) {
+        Ok(file) => Ok(OutFile { file, direct: true }),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(OutFile {
+            file: opts.open(path)?,
+            direct: false,
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// Why no output path could be chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathError {
+    /// The file exists and neither overwriting nor renaming is allowed (aria2 exit 13).
+    Exists(PathBuf),
+    /// Every `name.N.ext` up to 9999 is taken (aria2 exit 14).
+    NoFreeName(PathBuf),
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathError::Exists(p) => write!(
+                f,
+                "File {} exists, but a control file(*.aria2) does not exist. Download was canceled in order to prevent your file from being truncated to 0. If you are sure to download the file all over again, then delete it or add --allow-overwrite=true option and restart aria2.",
+                p.display()
+            ),
+            PathError::NoFreeName(p) => write!(f, "Renaming file {} failed: no free name left", p.display()),
+        }
+    }
+}
+
+/// `name.N.ext` for auto-renaming: the extension is what follows the last dot, unless the only dot
+/// leads the name.
+pub fn numbered(name: &str, n: u32) -> String {
+    match name.rfind('.') {
+        Some(i) if i > 0 => format!("{}.{n}{}", &name[..i], &name[i..]),
+        _ => format!("{name}.{n}"),
+    }
+}
+
+/// Picks the path to write: `dir/name` if free (or overwriting is allowed), else the first free
+/// `name.N.ext` when renaming is allowed. Returns whether it was renamed.
+pub fn choose_path(
+    dir: &Path,
+    name: &str,
+    allow_overwrite: bool,
+    auto_rename: bool,
+    exists: impl Fn(&Path) -> bool,
+) -> Result<(PathBuf, bool), PathError> {
+    let first = dir.join(name);
+    if allow_overwrite || !exists(&first) {
+        return Ok((first, false));
+    }
+    if !auto_rename {
+        return Err(PathError::Exists(first));
+    }
+    for n in 1..=9999 {
+        let p = dir.join(numbered(name, n));
+        if !exists(&p) {
+            return Ok((p, true));
+        }
+    }
+    Err(PathError::NoFreeName(first))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn room_stops_at_block_and_range_end() {
+        assert_eq!(room(0, 0, 65536, 1_000_000), 65536);
+        assert_eq!(room(0, 65000, 65536, 1_000_000), 536);
+        assert_eq!(room(0, 0, 65536, 4097), 4097);
+        assert_eq!(room(4096, 1, 65536, 4097), 0);
+        assert_eq!(room(16384, 0, 65536, 16384), 0);
+        assert_eq!(room(0, 10, 65536, 5), 0);
+    }
+
+    #[test]
+    fn write_len_pads_tail_and_trims_middle() {
+        assert_eq!(write_len(0, true), 0);
+        assert_eq!(write_len(1, true), 4096);
+        assert_eq!(write_len(4095, true), 4096);
+        assert_eq!(write_len(4096, true), 4096);
+        assert_eq!(write_len(4097, true), 8192);
+        assert_eq!(write_len(4097, false), 4096);
+        assert_eq!(write_len(4095, false), 0);
+        assert_eq!(write_len(262144, false), 262144);
+    }
+
+    /// Packs a byte stream delivered in odd pieces into blocks the way a connection does and checks
+    /// that the writes tile the file exactly, each aligned, with the tail padded.
+    #[test]
+    fn packing_odd_pieces_tiles_the_file() {
+        for total in [0u64, 1, 4095, 4096, 4097, 65536 * 3 + 17, 1 << 20] {
+            for piece in [1usize, 7, 4096, 5000, 70000] {
+                let cap = 65536;
+                let mut writes: Vec<(u64, usize)> = Vec::new();
+                let (mut off, mut filled, mut pos) = (0u64, 0usize, 0u64);
+                while pos < total {
+                    let take = (piece as u64).min(total - pos) as usize;
+                    let mut left = take;
+                    while left > 0 {
+                        let r = room(off, filled, cap, total);
+                        let n = r.min(left);
+                        filled += n;
+                        left -= n;
+                        pos += n as u64;
+                        if filled == cap || pos == total {
+                            let len = write_len(filled, pos == total);
+                            writes.push((off, len));
+                            off += filled as u64;
+                            filled = 0;
+                        }
+                    }
+                }
+                let mut at = 0;
+                for (o, l) in &writes {
+                    assert_eq!(*o, at);
+                    assert_eq!(o % DIO_ALIGN as u64, 0);
+                    assert_eq!(l % DIO_ALIGN, 0);
+                    at += *l as u64;
+                }
+                assert_eq!(at, total.div_ceil(4096) * 4096, "total {total} piece {piece}");
+            }
+        }
+    }
+
+    #[test]
+    fn numbered_names_like_aria2() {
+        assert_eq!(numbered("file.bin", 1), "file.1.bin");
+        assert_eq!(numbered("a.tar.gz", 2), "a.tar.2.gz");
+        assert_eq!(numbered("README", 3), "README.3");
+        assert_eq!(numbered(".bashrc", 1), ".bashrc.1");
+    }
+
+    #[test]
+    fn choose_path_rules() {
+        let taken: HashSet<PathBuf> = ["/d/f.bin", "/d/f.1.bin"].iter().map(PathBuf::from).collect();
+        let exists = |p: &Path| taken.contains(p);
+        let d = Path::new("/d");
+        assert_eq!(choose_path(d, "g.bin", false, true, exists).unwrap(), (PathBuf::from("/d/g.bin"), false));
+        assert_eq!(choose_path(d, "f.bin", true, true, exists).unwrap(), (PathBuf::from("/d/f.bin"), false));
+        assert_eq!(choose_path(d, "f.bin", false, true, exists).unwrap(), (PathBuf::from("/d/f.2.bin"), true));
+        assert_eq!(
+            choose_path(d, "f.bin", false, false, exists),
+            Err(PathError::Exists(PathBuf::from("/d/f.bin")))
+        );
+    }
+
+    #[test]
+    fn open_output_creates_and_truncates() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        std::fs::write(&p, b"old contents").unwrap();
+        let out = open_output(&p).unwrap();
+        drop(out);
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
+    }
+}

@@ -1,0 +1,334 @@
+//! TLS as bytes in, bytes out: a thin adapter over rustls 0.23's unbuffered client. The caller owns
+//! every buffer and all I/O; this module only turns ciphertext into plaintext for a sink and says what
+//! has to be sent. No rustls type crosses this interface, so the TLS library can be swapped.
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::UnbufferedClientConnection;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::fmt;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Smallest ciphertext buffer that always holds a whole record plus a coalesced handshake message.
+pub const MIN_INCOMING: usize = 72 * 1024;
+
+/// Where the default trust store comes from on Debian-like systems, first found wins.
+const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
+
+/// A TLS failure, in words a user can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsError {
+    /// The trust store could not be built (`--ca-certificate` unreadable or empty).
+    Config(String),
+    /// The server's certificate was rejected.
+    Certificate(String),
+    /// Any other TLS protocol failure.
+    Protocol(String),
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsError::Config(m) => write!(f, "TLS setup failed: {m}"),
+            TlsError::Certificate(m) => write!(
+                f,
+                "TLS: certificate verification failed: {m} (use --ca-certificate=FILE to trust another authority)"
+            ),
+            TlsError::Protocol(m) => write!(f, "TLS: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for TlsError {}
+
+fn from_rustls(e: rustls::Error) -> TlsError {
+    match e {
+        rustls::Error::InvalidCertificate(c) => TlsError::Certificate(format!("{c:?}")),
+        other => TlsError::Protocol(other.to_string()),
+    }
+}
+
+/// Shared client settings: trust anchors and verification policy. Built once per process.
+#[derive(Clone)]
+pub struct TlsConfig {
+    inner: Arc<ClientConfig>,
+}
+
+impl TlsConfig {
+    /// `ca_file` replaces the system trust store (as `--ca-certificate` does); `verify == false`
+    /// accepts any certificate (`--check-certificate=false`).
+    pub fn new(ca_file: Option<&Path>, verify: bool) -> Result<TlsConfig, TlsError> {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError::Config(e.to_string()))?;
+        let mut config = if verify {
+            let roots = match ca_file {
+                Some(path) => roots_from_file(path)?,
+                None => system_roots(),
+            };
+            builder.with_root_certificates(roots).with_no_client_auth()
+        } else {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+                .with_no_client_auth()
+        };
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(TlsConfig {
+            inner: Arc::new(config),
+        })
+    }
+}
+
+fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    let iter = CertificateDer::pem_file_iter(path)
+        .map_err(|e| TlsError::Config(format!("cannot read {}: {e}", path.display())))?;
+    for cert in iter {
+        let cert = cert.map_err(|e| TlsError::Config(format!("{}: {e}", path.display())))?;
+        roots
+            .add(cert)
+            .map_err(|e| TlsError::Config(format!("{}: {e}", path.display())))?;
+    }
+    if roots.is_empty() {
+        return Err(TlsError::Config(format!("no certificate found in {}", path.display())));
+    }
+    Ok(roots)
+}
+
+/// The system bundle, as Debian's aria2c uses; the compiled-in Mozilla roots when there is none.
+fn system_roots() -> RootCertStore {
+    for path in SYSTEM_BUNDLES {
+        if let Ok(iter) = CertificateDer::pem_file_iter(path) {
+            let mut roots = RootCertStore::empty();
+            roots.add_parsable_certificates(iter.flatten());
+            if !roots.is_empty() {
+                return roots;
+            }
+        }
+    }
+    RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    }
+}
+
+/// `--check-certificate=false`: any certificate is accepted, but handshake signatures are still
+/// checked so the session keys belong to whoever holds the presented key.
+#[derive(Debug)]
+struct AcceptAny(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Receives decrypted application data. `room` is how many bytes `put` can take right now; a record
+/// larger than that stays inside the TLS session until there is room (backpressure).
+pub trait PlainSink {
+    fn room(&self) -> usize;
+    fn put(&mut self, data: &[u8]);
+}
+
+/// What one call to [`TlsSession::process`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// Bytes at the front of `incoming` that are finished with and must be dropped.
+    pub consumed: usize,
+    /// The sink had no room for the next record; call again once it has.
+    pub sink_full: bool,
+    /// The handshake is complete (application data can flow).
+    pub handshake_done: bool,
+    /// The peer sent close_notify: no more application data will come.
+    pub peer_closed: bool,
+}
+
+/// One client connection's TLS state.
+pub struct TlsSession {
+    conn: UnbufferedClientConnection,
+    handshake_done: bool,
+    peer_closed: bool,
+}
+
+/// The server name for SNI and verification. IP literals verify against IP SANs and send no SNI.
+fn server_name(host: &url::Host<&str>) -> Result<ServerName<'static>, TlsError> {
+    match host {
+        url::Host::Domain(d) => ServerName::try_from(d.to_string())
+            .map_err(|e| TlsError::Config(format!("bad server name {d}: {e}"))),
+        url::Host::Ipv4(a) => Ok(ServerName::IpAddress(IpAddr::V4(*a).into())),
+        url::Host::Ipv6(a) => Ok(ServerName::IpAddress(IpAddr::V6(*a).into())),
+    }
+}
+
+fn grow_and<E>(out: &mut Vec<u8>, mut f: impl FnMut(&mut [u8]) -> Result<usize, E>, need: impl Fn(&E) -> Option<usize>) -> Result<(), E> {
+    let start = out.len();
+    let mut extra = 4096;
+    loop {
+        out.resize(start + extra, 0);
+        match f(&mut out[start..]) {
+            Ok(n) => {
+                out.truncate(start + n);
+                return Ok(());
+            }
+            Err(e) => {
+                out.truncate(start);
+                match need(&e) {
+                    Some(n) if n > extra => extra = n,
+                    _ => return Err(e),
+                }
+            }
+        }
+    }
+}
+
+impl TlsSession {
+    /// Starts a client handshake to `host`. The first flight is produced by the next `process`.
+    pub fn new(config: &TlsConfig, host: &url::Host<&str>) -> Result<TlsSession, TlsError> {
+        let conn = UnbufferedClientConnection::new(config.inner.clone(), server_name(host)?)
+            .map_err(from_rustls)?;
+        Ok(TlsSession {
+            conn,
+            handshake_done: false,
+            peer_closed: false,
+        })
+    }
+
+    /// Whether application data can be sent.
+    pub fn handshake_done(&self) -> bool {
+        self.handshake_done
+    }
+
+    /// Runs the state machine over the ciphertext in `incoming` until it needs more bytes from the
+    /// peer or the sink is full. TLS records to transmit are appended to `outgoing`; once the
+    /// handshake is done, a non-empty `request` is encrypted into `outgoing` and cleared.
+    pub fn process(
+        &mut self,
+        incoming: &mut [u8],
+        outgoing: &mut Vec<u8>,
+        request: &mut Vec<u8>,
+        sink: &mut dyn PlainSink,
+    ) -> Result<Step, TlsError> {
+        let mut off = 0;
+        loop {
+            let status = self.conn.process_tls_records(&mut incoming[off..]);
+            let discard = status.discard;
+            let state = match status.state {
+                Ok(s) => s,
+                Err(e) => return Err(from_rustls(e)),
+            };
+            match state {
+                ConnectionState::ReadTraffic(mut traffic) => {
+                    let mut full = false;
+                    loop {
+                        let need = traffic.peek_len().map_or(0, |n| n.get());
+                        if need > sink.room() {
+                            full = true;
+                            break;
+                        }
+                        match traffic.next_record() {
+                            None => break,
+                            Some(Err(e)) => return Err(from_rustls(e)),
+                            Some(Ok(record)) => {
+                                off += record.discard;
+                                sink.put(record.payload);
+                            }
+                        }
+                    }
+                    off += discard;
+                    if full {
+                        return Ok(self.step(off, true));
+                    }
+                }
+                ConnectionState::EncodeTlsData(mut enc) => {
+                    grow_and(outgoing, |buf| enc.encode(buf), |e| match e {
+                        EncodeError::InsufficientSize(s) => Some(s.required_size),
+                        _ => None,
+                    })
+                    .map_err(|e| TlsError::Protocol(e.to_string()))?;
+                    off += discard;
+                }
+                ConnectionState::TransmitTlsData(tx) => {
+                    // The records are in `outgoing`, which the caller sends in order before anything
+                    // written later; rustls only needs to know they are handed over.
+                    tx.done();
+                    off += discard;
+                }
+                ConnectionState::BlockedHandshake => {
+                    off += discard;
+                    return Ok(self.step(off, false));
+                }
+                ConnectionState::WriteTraffic(mut w) => {
+                    self.handshake_done = true;
+                    if !request.is_empty() {
+                        grow_and(outgoing, |buf| w.encrypt(request, buf), |e| match e {
+                            EncryptError::InsufficientSize(s) => Some(s.required_size),
+                            _ => None,
+                        })
+                        .map_err(|e| TlsError::Protocol(e.to_string()))?;
+                        request.clear();
+                    }
+                    off += discard;
+                    return Ok(self.step(off, false));
+                }
+                ConnectionState::PeerClosed => {
+                    self.peer_closed = true;
+                    off += discard;
+                }
+                ConnectionState::Closed => {
+                    self.peer_closed = true;
+                    off += discard;
+                    return Ok(self.step(off, false));
+                }
+                _ => return Err(TlsError::Protocol("unexpected TLS state".to_string())),
+            }
+        }
+    }
+
+    fn step(&self, consumed: usize, sink_full: bool) -> Step {
+        Step {
+            consumed,
+            sink_full,
+            handshake_done: self.handshake_done,
+            peer_closed: self.peer_closed,
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! What the user sees: aria2-style log lines, the progress readout (an indicatif bar on a terminal,
+//! aria2's one-line readout otherwise), the "Download Results" table, and exit codes. Everything here is
+//! fed from counters the engine already keeps; nothing here blocks or touches the ring.
+pub mod exit;
+pub mod format;
+
+use crate::cli::{LogLevel, ResultMode};
+use format::{abbrev_size, secfmt};
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+/// Final state of one download, as the results table shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Err,
+    InProgress,
+}
+
+/// A snapshot of one download for the readout and the results table.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub gid: u64,
+    pub done: u64,
+    pub total: Option<u64>,
+    pub connections: usize,
+    pub speed: u64,
+}
+
+/// One row of the results table.
+#[derive(Debug, Clone)]
+pub struct ResultRow {
+    pub gid: u64,
+    pub status: Status,
+    /// Average speed in bytes per second, when the download got anywhere.
+    pub avg_speed: Option<u64>,
+    /// The output path, or the first URI when no file was chosen.
+    pub path_or_uri: String,
+}
+
+/// The console: log lines, readout, results.
+pub struct Console {
+    level: LogLevel,
+    quiet: bool,
+    color: bool,
+    tty: bool,
+    readout: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+/// The local wall-clock time as aria2's log prefix `MM/DD HH:MM:SS`.
+fn timestamp() -> String {
+    let (mon, day, h, m, s) = crate::engine::sys::local_time();
+    format!("{mon:02}/{day:02} {h:02}:{m:02}:{s:02}")
+}
+
+impl Console {
+    /// A console writing to stdout.
+    pub fn new(level: LogLevel, quiet: bool, show_readout: bool) -> Console {
+        let tty = std::io::stdout().is_terminal();
+        Console {
+            level,
+            quiet,
+            color: true,
+            tty,
+            readout: show_readout && !quiet,
+            bar: None,
+        }
+    }
+
+    /// Whether the readout is redrawn in place (a terminal) rather than printed as lines.
+    pub fn is_tty(&self) -> bool {
+        self.tty
+    }
+
+    /// How often the engine should call [`Console::tick`].
+    pub fn tick_interval(&self) -> Duration {
+        if self.tty {
+            Duration::from_millis(100)
+        } else {
+            Duration::from_secs(1)
+        }
+    }
+
+    /// Prints one log line at `level`: a blank line, then `MM/DD HH:MM:SS [LEVEL] msg`.
+    pub fn log(&mut self, level: LogLevel, msg: &str) {
+        if self.quiet || level < self.level {
+            return;
+        }
+        let (name, code) = match level {
+            LogLevel::Debug => ("DEBUG", "1;37"),
+            LogLevel::Info => ("INFO", "1;36"),
+            LogLevel::Notice => ("NOTICE", "1;32"),
+            LogLevel::Warn => ("WARN", "1;33"),
+            LogLevel::Error => ("ERROR", "1;31"),
+        };
+        let tag = if self.color {
+            format!("\x1b[{code}m{name}\x1b[0m")
+        } else {
+            name.to_string()
+        };
+        let line = format!("\n{} [{tag}] {msg}", timestamp());
+        match &self.bar {
+            Some(bar) => bar.suspend(|| println!("{line}")),
+            None => println!("{line}"),
+        }
+    }
+
+    /// Shorthand for a NOTICE line.
+    pub fn notice(&mut self, msg: &str) {
+        self.log(LogLevel::Notice, msg);
+    }
+
+    /// Shorthand for an ERROR line.
+    pub fn error(&mut self, msg: &str) {
+        self.log(LogLevel::Error, msg);
+    }
+
+    /// Redraws the readout from the engine's counters.
+    pub fn tick(&mut self, active: &[Progress]) {
+        if !self.readout || active.is_empty() {
+            return;
+        }
+        let line = readout_line(active);
+        if self.tty {
+            let bar = self.bar.get_or_insert_with(|| {
+                let bar = indicatif::ProgressBar::new(0);
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stdout_with_hz(10));
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template("{wide_bar} {msg}")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                bar
+            });
+            let done: u64 = active.iter().map(|p| p.done).sum();
+            let total: u64 = active.iter().filter_map(|p| p.total).sum();
+            bar.set_length(total.max(done));
+            bar.set_position(done);
+            bar.set_message(line);
+        } else {
+            println!("{line}");
+        }
+    }
+
+    /// aria2's periodic progress summary.
+    pub fn summary(&mut self, active: &[Progress], paths: &[String]) {
+        if self.quiet || active.is_empty() {
+            return;
+        }
+        let now = crate::engine::sys::asctime_now();
+        let mut out = format!(" *** Download Progress Summary as of {now} *** \n{}\n", "=".repeat(79));
+        for (p, path) in active.iter().zip(paths) {
+            out.push_str(&readout_line(std::slice::from_ref(p)));
+            out.push_str(&format!("\nFILE: {path}\n{}\n", "-".repeat(79)));
+        }
+        match &self.bar {
+            Some(bar) => bar.suspend(|| print!("{out}")),
+            None => print!("{out}"),
+        }
+    }
+
+    /// Removes the progress bar before the final output.
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Prints the "Download Results" table, its legend, and the resume hint when anything failed.
+    pub fn results(&mut self, rows: &[ResultRow], mode: ResultMode) {
+        self.finish();
+        if self.quiet || mode == ResultMode::Hide || rows.is_empty() {
+            return;
+        }
+        let text = results_table(rows);
+        print!("{text}");
+        let _ = std::io::stdout().flush();
+    }
+}
+
+/// The readout line: `[#gid DONE/TOTAL(P%) CN:n DL:speed ETA:t]` for one download, aria2's multi
+/// form `[DL:speed][#gid DONE/TOTAL(P%)]...` for several.
+pub fn readout_line(active: &[Progress]) -> String {
+    let gid = |p: &Progress| format!("{:016x}", p.gid)[..6].to_string();
+    let amount = |p: &Progress| {
+        let mut s = format!("{}B", abbrev_size(p.done));
+        if let Some(t) = p.total {
+            s.push_str(&format!("/{}B", abbrev_size(t)));
+            if t > 0 {
+                s.push_str(&format!("({}%)", p.done * 100 / t));
+            }
+        }
+        s
+    };
+    if active.len() == 1 {
+        let p = &active[0];
+        let mut s = format!("[#{} {} CN:{}", gid(p), amount(p), p.connections);
+        let finished = p.total.is_some_and(|t| p.done >= t);
+        if !finished {
+            s.push_str(&format!(" DL:{}B", abbrev_size(p.speed)));
+            if let Some(t) = p.total {
+                let eta = if p.speed > 0 { t.saturating_sub(p.done) / p.speed } else { 0 };
+                if eta > 0 {
+                    s.push_str(&format!(" ETA:{}", secfmt(eta)));
+                }
+            }
+        }
+        s.push(']');
+        s
+    } else {
+        let speed: u64 = active.iter().map(|p| p.speed).sum();
+        let mut s = format!("[DL:{}B]", abbrev_size(speed));
+        for p in active.iter().take(5) {
+            s.push_str(&format!("[#{} {}]", gid(p), amount(p)));
+        }
+        if active.len() > 5 {
+            s.push_str(&format!("(+{})", active.len() - 5));
+        }
+        s
+    }
+}
+
+/// aria2's "Download Results" block, exactly as it prints it in default mode.
+pub fn results_table(rows: &[ResultRow]) -> String {
+    let mut out = String::from(
+        "\nDownload Results:\ngid   |stat|avg speed  |path/URI\n======+====+===========+=======================================================\n",
+    );
+    let (mut ok, mut err, mut inpr) = (false, false, false);
+    for r in rows {
+        let stat = match r.status {
+            Status::Ok => {
+                ok = true;
+                "OK  "
+            }
+            Status::Err => {
+                err = true;
+                "ERR "
+            }
+            Status::InProgress => {
+                inpr = true;
+                "INPR"
+            }
+        };
+        let speed = match r.avg_speed {
+            Some(s) => format!("{:>8}B/s", abbrev_size(s)),
+            None => format!("{:>11}", "n/a"),
+        };
+        let gid = &format!("{:016x}", r.gid)[..6];
+        out.push_str(&format!("{gid}|{stat}|{speed}|{}\n", r.path_or_uri));
+    }
+    out.push_str("\nStatus Legend:\n");
+    if ok {
+        out.push_str("(OK):download completed.");
+    }
+    if err {
+        out.push_str("(ERR):error occurred.");
+    }
+    if inpr {
+        out.push_str("(INPR):download in-progress.");
+    }
+    out.push('\n');
+    if err || inpr {
+        out.push_str("\naria2 will resume download if the transfer is restarted.\nIf there are any errors, then see the log file. See '-l' option in help/man page for details.\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_table_matches_aria2() {
+        let rows = [ResultRow {
+            gid: 0x50d36f0000000001,
+            status: Status::Ok,
+            avg_speed: Some(142 * 1024 * 1024),
+            path_or_uri: "/tmp/dl/file.bin".into(),
+        }];
+        assert_eq!(
+            results_table(&rows),
+            "\nDownload Results:\ngid   |stat|avg speed  |path/URI\n======+====+===========+=======================================================\n50d36f|OK  |   142MiB/s|/tmp/dl/file.bin\n\nStatus Legend:\n(OK):download completed.\n"
+        );
+        let rows = [
+            ResultRow {
+                gid: 0x79478cdd73393ecf,
+                status: Status::Err,
+                avg_speed: None,
+                path_or_uri: "http://h/nope".into(),
+            },
+            ResultRow {
+                gid: 0x238217aaaaaaaaaa,
+                status: Status::Ok,
+                avg_speed: Some(715 << 20),
+                path_or_uri: "/o/f".into(),
+            },
+        ];
+        let t = results_table(&rows);
+        assert!(t.contains("79478c|ERR |        n/a|http://h/nope\n"), "{t}");
+        assert!(t.contains("238217|OK  |   715MiB/s|/o/f\n"), "{t}");
+        assert!(t.contains("(OK):download completed.(ERR):error occurred.\n"), "{t}");
+        assert!(t.ends_with("See '-l' option in help/man page for details.\n"));
+    }
+
+    #[test]
+    fn readout_forms() {
+        let p = Progress {
+            gid: 0x373e0b0000000000,
+            done: 1 << 20,
+            total: Some(3_000_000),
+            connections: 1,
+            speed: 516 * 1024,
+        };
+        assert_eq!(readout_line(&[p.clone()]), "[#373e0b 1.0MiB/2.8MiB(34%) CN:1 DL:516KiB ETA:3s]");
+        let z = Progress {
+            gid: 0xc8fd800000000000,
+            done: 0,
+            total: Some(0),
+            connections: 1,
+            speed: 0,
+        };
+        assert_eq!(readout_line(&[z.clone()]), "[#c8fd80 0B/0B CN:1]");
+        let multi = readout_line(&[p, z]);
+        assert!(multi.starts_with("[DL:516KiB][#373e0b 1.0MiB/2.8MiB(34%)][#c8fd80 0B/0B]"), "{multi}");
+    }
+}
