@@ -40,7 +40,11 @@ fn real_main() -> i32 {
             out: settings.out.clone(),
         }]
     };
-    let mut console = Console::new(settings.console_log_level, settings.quiet, settings.show_console_readout);
+    let mut console = Console::new(
+        settings.console_log_level,
+        settings.quiet,
+        settings.show_console_readout,
+    );
     console.notice(&format!("Downloading {} item(s)", jobs.len()));
     let outcomes = match engine::run(&settings, jobs, &mut console) {
         Ok(o) => o,

@@ -17,9 +17,15 @@ pub enum ArgKind {
 pub enum ValueKind {
     Bool,
     /// Integer within an inclusive range.
-    Int { min: i64, max: i64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
     /// Byte size with an optional K/M suffix, within an inclusive range.
-    Size { min: u64, max: u64 },
+    Size {
+        min: u64,
+        max: u64,
+    },
     Choice(&'static [&'static str]),
     Path,
     Text,
@@ -294,8 +300,12 @@ mod tests {
             if let Some(d) = o.default {
                 let ok = match o.value {
                     ValueKind::Bool => d == "true" || d == "false",
-                    ValueKind::Int { min, max } => d.parse::<i64>().is_ok_and(|v| v >= min && v <= max),
-                    ValueKind::Size { min, max } => parse_size(d).is_some_and(|v| v >= min && v <= max),
+                    ValueKind::Int { min, max } => {
+                        d.parse::<i64>().is_ok_and(|v| v >= min && v <= max)
+                    }
+                    ValueKind::Size { min, max } => {
+                        parse_size(d).is_some_and(|v| v >= min && v <= max)
+                    }
                     ValueKind::Choice(c) => c.contains(&d),
                     ValueKind::Path | ValueKind::Text => true,
                 };

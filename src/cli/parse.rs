@@ -79,7 +79,10 @@ fn lookup_long(name: &str) -> Result<&'static OptDef, UsageError> {
     if let Some(o) = defs::by_name(name) {
         return Ok(o);
     }
-    let matches: Vec<&OptDef> = defs::OPTIONS.iter().filter(|o| o.name.starts_with(name)).collect();
+    let matches: Vec<&OptDef> = defs::OPTIONS
+        .iter()
+        .filter(|o| o.name.starts_with(name))
+        .collect();
     match matches.len() {
         1 => Ok(matches[0]),
         0 => {
@@ -100,7 +103,10 @@ fn lookup_long(name: &str) -> Result<&'static OptDef, UsageError> {
         _ => {
             let names: Vec<String> = matches.iter().map(|o| format!("'--{}'", o.name)).collect();
             Err(usage_error(
-                format!("ringdl: option '--{name}' is ambiguous; possibilities: {}", names.join(" ")),
+                format!(
+                    "ringdl: option '--{name}' is ambiguous; possibilities: {}",
+                    names.join(" ")
+                ),
                 28,
             ))
         }
@@ -200,7 +206,11 @@ fn bad_value(def: &OptDef, why: String) -> UsageError {
         def.name, def.name
     );
     if let Some(c) = def.short {
-        msg = msg.replacen(&format!(" --{}", def.name), &format!(" -{c}, --{}", def.name), 1);
+        msg = msg.replacen(
+            &format!(" --{}", def.name),
+            &format!(" -{c}, --{}", def.name),
+            1,
+        );
     }
     msg.push_str(&format!("\n    {}", def.help));
     if let Some(d) = def.default {
@@ -222,7 +232,8 @@ fn raw<'a>(values: &'a HashMap<&'static str, Vec<String>>, name: &str) -> Option
 }
 
 fn def(name: &str) -> Result<&'static OptDef, UsageError> {
-    defs::by_name(name).ok_or_else(|| usage_error(format!("ringdl: internal: no option --{name}"), 1))
+    defs::by_name(name)
+        .ok_or_else(|| usage_error(format!("ringdl: internal: no option --{name}"), 1))
 }
 
 fn get_bool(values: &HashMap<&'static str, Vec<String>>, name: &str) -> Result<bool, UsageError> {
@@ -230,14 +241,19 @@ fn get_bool(values: &HashMap<&'static str, Vec<String>>, name: &str) -> Result<b
         Some("true") => Ok(true),
         None => Ok(false),
         Some("false") => Ok(false),
-        Some(_) => Err(bad_value(def(name)?, format!("{name} must be either 'true' or 'false'."))),
+        Some(_) => Err(bad_value(
+            def(name)?,
+            format!("{name} must be either 'true' or 'false'."),
+        )),
     }
 }
 
 fn get_int(values: &HashMap<&'static str, Vec<String>>, name: &str) -> Result<i64, UsageError> {
     let d = def(name)?;
     let s = raw(values, name).unwrap_or("0");
-    let v: i64 = s.parse().map_err(|_| bad_value(d, format!("Bad number {s}")))?;
+    let v: i64 = s
+        .parse()
+        .map_err(|_| bad_value(d, format!("Bad number {s}")))?;
     if let ValueKind::Int { min, max } = d.value {
         if v < min || v > max {
             let why = if max == i64::MAX {
@@ -254,28 +270,41 @@ fn get_int(values: &HashMap<&'static str, Vec<String>>, name: &str) -> Result<i6
 fn get_size(values: &HashMap<&'static str, Vec<String>>, name: &str) -> Result<u64, UsageError> {
     let d = def(name)?;
     let s = raw(values, name).unwrap_or("0");
-    let v = defs::parse_size(s).ok_or_else(|| bad_value(d, format!("Bad or negative value detected: {s}")))?;
+    let v = defs::parse_size(s)
+        .ok_or_else(|| bad_value(d, format!("Bad or negative value detected: {s}")))?;
     if let ValueKind::Size { min, max } = d.value {
         if v < min || v > max {
-            return Err(bad_value(d, format!("{name} must be between {min} and {max}.")));
+            return Err(bad_value(
+                d,
+                format!("{name} must be between {min} and {max}."),
+            ));
         }
     }
     Ok(v)
 }
 
-fn get_choice<'a>(values: &'a HashMap<&'static str, Vec<String>>, name: &str) -> Result<&'a str, UsageError> {
+fn get_choice<'a>(
+    values: &'a HashMap<&'static str, Vec<String>>,
+    name: &str,
+) -> Result<&'a str, UsageError> {
     let d = def(name)?;
     let s = raw(values, name).unwrap_or("");
     if let ValueKind::Choice(choices) = d.value {
         if !choices.contains(&s) {
             let list: String = choices.iter().map(|c| format!("'{c}' ")).collect();
-            return Err(bad_value(d, format!("{name} must be one of the following:{list}")));
+            return Err(bad_value(
+                d,
+                format!("{name} must be one of the following:{list}"),
+            ));
         }
     }
     Ok(s)
 }
 
-fn build(values: &HashMap<&'static str, Vec<String>>, uris: Vec<String>) -> Result<Settings, UsageError> {
+fn build(
+    values: &HashMap<&'static str, Vec<String>>,
+    uris: Vec<String>,
+) -> Result<Settings, UsageError> {
     let dir = match raw(values, "dir") {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
@@ -294,13 +323,17 @@ fn build(values: &HashMap<&'static str, Vec<String>>, uris: Vec<String>) -> Resu
     };
     let settings = Settings {
         dir,
-        out: raw(values, "out").filter(|s| !s.is_empty()).map(str::to_string),
+        out: raw(values, "out")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
         max_concurrent: get_int(values, "max-concurrent-downloads")? as usize,
         max_conn_per_server: get_int(values, "max-connection-per-server")? as usize,
         split: get_int(values, "split")? as usize,
         min_split_size: get_size(values, "min-split-size")?,
         force_sequential: get_bool(values, "force-sequential")?,
-        ca_certificate: raw(values, "ca-certificate").filter(|s| !s.is_empty()).map(PathBuf::from),
+        ca_certificate: raw(values, "ca-certificate")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from),
         check_certificate: get_bool(values, "check-certificate")?,
         allow_overwrite: get_bool(values, "allow-overwrite")?,
         auto_file_renaming: get_bool(values, "auto-file-renaming")?,
@@ -378,8 +411,20 @@ mod tests {
 
     #[test]
     fn value_forms() {
-        let s = settings(&["-x16", "-s", "8", "--min-split-size=1M", "--dir", "/tmp/x", "u", "-j2"]);
-        assert_eq!((s.max_conn_per_server, s.split, s.min_split_size), (16, 8, 1 << 20));
+        let s = settings(&[
+            "-x16",
+            "-s",
+            "8",
+            "--min-split-size=1M",
+            "--dir",
+            "/tmp/x",
+            "u",
+            "-j2",
+        ]);
+        assert_eq!(
+            (s.max_conn_per_server, s.split, s.min_split_size),
+            (16, 8, 1 << 20)
+        );
         assert_eq!(s.dir, PathBuf::from("/tmp/x"));
         assert_eq!(s.max_concurrent, 2);
         assert_eq!(s.uris, vec!["u"]);
@@ -397,7 +442,9 @@ mod tests {
         assert_eq!(s.uris, vec!["false", "u"]);
         let e = err(&["--check-certificate=maybe", "u"]);
         assert_eq!(e.exit_code, 28);
-        assert!(e.message.contains("check-certificate must be either 'true' or 'false'."));
+        assert!(e
+            .message
+            .contains("check-certificate must be either 'true' or 'false'."));
     }
 
     #[test]
@@ -419,9 +466,18 @@ mod tests {
     fn bad_values_exit_28() {
         let e = err(&["-x", "0", "u"]);
         assert_eq!(e.exit_code, 28);
-        assert!(e.message.contains("max-connection-per-server must be between 1 and 64."), "{}", e.message);
-        assert!(err(&["-k", "5G", "u"]).message.contains("Bad or negative value detected: 5G"));
-        assert!(err(&["-k", "512K", "u"]).message.contains("min-split-size must be between"));
+        assert!(
+            e.message
+                .contains("max-connection-per-server must be between 1 and 64."),
+            "{}",
+            e.message
+        );
+        assert!(err(&["-k", "5G", "u"])
+            .message
+            .contains("Bad or negative value detected: 5G"));
+        assert!(err(&["-k", "512K", "u"])
+            .message
+            .contains("min-split-size must be between"));
         assert!(err(&["-j", "abc", "u"]).message.contains("Bad number abc"));
         assert!(err(&["--console-log-level=loud", "u"])
             .message
@@ -433,8 +489,16 @@ mod tests {
     fn unknown_option_suggests() {
         let e = err(&["--dri=/x", "u"]);
         assert_eq!(e.exit_code, 28);
-        assert!(e.message.starts_with("ringdl: unrecognized option '--dri'"), "{}", e.message);
-        assert!(e.message.contains("Did you mean:\n\t--dir"), "{}", e.message);
+        assert!(
+            e.message.starts_with("ringdl: unrecognized option '--dri'"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("Did you mean:\n\t--dir"),
+            "{}",
+            e.message
+        );
         assert_eq!(err(&["-y", "u"]).exit_code, 28);
     }
 
@@ -455,7 +519,10 @@ mod tests {
     #[test]
     fn help_and_version() {
         assert!(matches!(parse_args(["-h"]), Ok(Command::Help)));
-        assert!(matches!(parse_args(["u", "--version"]), Ok(Command::Version)));
+        assert!(matches!(
+            parse_args(["u", "--version"]),
+            Ok(Command::Version)
+        ));
         assert!(help_text().contains("--max-connection-per-server=N"));
     }
 }

@@ -127,7 +127,13 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    pub fn new(dl: usize, url: Url, mirror: usize, range: Option<(u64, Option<u64>)>, seg: usize) -> Exchange {
+    pub fn new(
+        dl: usize,
+        url: Url,
+        mirror: usize,
+        range: Option<(u64, Option<u64>)>,
+        seg: usize,
+    ) -> Exchange {
         Exchange {
             dl,
             url,
@@ -167,7 +173,8 @@ impl Exchange {
 
     /// Whether body bytes can be read straight into write blocks (no framing to strip).
     pub fn direct_body(&self) -> bool {
-        self.phase == Phase::Body && matches!(self.framing, Framing::Length(_) | Framing::UntilClose)
+        self.phase == Phase::Body
+            && matches!(self.framing, Framing::Length(_) | Framing::UntilClose)
     }
 }
 
@@ -175,7 +182,10 @@ impl Exchange {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConnState {
     Resolving,
-    Connecting { addrs: Vec<std::net::SocketAddr>, next: usize },
+    Connecting {
+        addrs: Vec<std::net::SocketAddr>,
+        next: usize,
+    },
     Open,
     Idle,
     /// Being torn down: waiting for its operations to complete.
@@ -389,7 +399,9 @@ impl BodySink<'_> {
                 self.ex.unusable = true;
             }
             Framing::Length(_) => {
-                let n = usize::try_from(self.ex.remaining).unwrap_or(usize::MAX).min(data.len());
+                let n = usize::try_from(self.ex.remaining)
+                    .unwrap_or(usize::MAX)
+                    .min(data.len());
                 self.ex.remaining -= n as u64;
                 self.place_or_spill(&data[..n]);
                 if self.ex.remaining == 0 {
@@ -527,7 +539,11 @@ impl BodySink<'_> {
             return 0;
         }
         if self.ex.phase != Phase::Body {
-            return if self.ex.phase == Phase::Head { http::MAX_HEAD } else { 0 };
+            return if self.ex.phase == Phase::Head {
+                http::MAX_HEAD
+            } else {
+                0
+            };
         }
         let w = self.blocks.size();
         let in_fill = self.fill.map_or(0, |f| w - f.filled);

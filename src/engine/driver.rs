@@ -2,8 +2,8 @@
 //! turn each into calls on the connection, the download and the protocol layers, and repeat until
 //! every download has ended and every operation in flight has completed.
 use super::conn::{
-    http_failure, BodySink, Conn, ConnState, DlState, Download, Exchange, Failure, Fill, Flush, Job, Outcome,
-    Phase, ServerKey, Want,
+    http_failure, BodySink, Conn, ConnState, DlState, Download, Exchange, Failure, Fill, Flush,
+    Job, Outcome, Phase, ServerKey, Want,
 };
 use super::pool::{Layout, Pool};
 use super::resolver::Resolver;
@@ -41,7 +41,10 @@ pub enum StartError {
     /// io_uring is refused or incomplete here.
     NoIoUring(String),
     /// Not even one connection's buffers fit the locked-memory limit.
-    Memlock { needed: usize, limit: Option<u64> },
+    Memlock {
+        needed: usize,
+        limit: Option<u64>,
+    },
     /// The TLS trust store could not be built.
     Tls(String),
     Other(String),
@@ -52,7 +55,7 @@ impl fmt::Display for StartError {
         match self {
             StartError::NoIoUring(why) => write!(
                 f,
-                "io_uring is not available ({why}); ringdl needs Linux 5.19 or later with io_uring allowed (check sysctl kernel.io_uring_disabled, seccomp or container settings)"
+                "io_uring is not available ({why}); ringdl needs Linux 5.6 or later with io_uring allowed (check sysctl kernel.io_uring_disabled, seccomp or container settings)"
             ),
             StartError::Memlock { needed, limit } => write!(
                 f,
@@ -68,11 +71,29 @@ impl fmt::Display for StartError {
 }
 
 enum Op {
-    Connect { slot: usize, _addr: Box<sys::RawAddr> },
-    Recv { slot: usize, direct: bool },
-    Send { slot: usize, buf: Vec<u8>, sent: usize },
-    Write { dl: usize, block: u32, off: u64, len: usize, done: usize },
-    Writeback { dl: usize },
+    Connect {
+        slot: usize,
+        _addr: Box<sys::RawAddr>,
+    },
+    Recv {
+        slot: usize,
+        direct: bool,
+    },
+    Send {
+        slot: usize,
+        buf: Vec<u8>,
+        sent: usize,
+    },
+    Write {
+        dl: usize,
+        block: u32,
+        off: u64,
+        len: usize,
+        done: usize,
+    },
+    Writeback {
+        dl: usize,
+    },
     Tick,
     Wake,
 }
@@ -143,7 +164,11 @@ fn errno_text(res: i32) -> String {
 }
 
 /// Runs every job to its end and reports each one's outcome, in the order given.
-pub fn run(settings: &Settings, jobs: Vec<Job>, console: &mut Console) -> Result<Vec<Outcome>, StartError> {
+pub fn run(
+    settings: &Settings,
+    jobs: Vec<Job>,
+    console: &mut Console,
+) -> Result<Vec<Outcome>, StartError> {
     let mut dls = Vec::new();
     let mut bad = Vec::new();
     for job in jobs {
@@ -151,26 +176,38 @@ pub fn run(settings: &Settings, jobs: Vec<Job>, console: &mut Console) -> Result
         let mut urls = Vec::new();
         for u in &job.uris {
             match Url::parse(u) {
-                Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => urls.push(url),
+                Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
+                    urls.push(url)
+                }
                 _ => bad.push(u.clone()),
             }
         }
         dls.push(Download::new(random_gid(), urls, first, job.out));
     }
-    let any_tls = dls.iter().any(|d| d.uris.iter().any(|u| u.scheme() == "https"));
+    let any_tls = dls
+        .iter()
+        .any(|d| d.uris.iter().any(|u| u.scheme() == "https"));
     let tls = if any_tls {
         Some(
-            TlsConfig::new(settings.ca_certificate.as_deref(), settings.check_certificate)
-                .map_err(|e| StartError::Tls(e.to_string()))?,
+            TlsConfig::new(
+                settings.ca_certificate.as_deref(),
+                settings.check_certificate,
+            )
+            .map_err(|e| StartError::Tls(e.to_string()))?,
         )
     } else {
         None
     };
-    let per_dl = settings.split.min(settings.max_conn_per_server.saturating_mul(4)).max(1);
+    let per_dl = settings
+        .split
+        .min(settings.max_conn_per_server.saturating_mul(4))
+        .max(1);
     let slots = (per_dl * settings.max_concurrent.min(dls.len().max(1))).clamp(1, MAX_SLOTS);
     let read_size = if any_tls { MIN_INCOMING } else { PLAIN_READ };
     let limit = sys::memlock_soft_limit();
-    let budget = limit.map_or(POOL_CAP, |l| (l as usize).saturating_sub(64 * 1024).min(POOL_CAP));
+    let budget = limit.map_or(POOL_CAP, |l| {
+        (l as usize).saturating_sub(64 * 1024).min(POOL_CAP)
+    });
     let layout = Layout::fit(slots, read_size, budget).ok_or(StartError::Memlock {
         needed: read_size + 4 * 64 * 1024,
         limit,
@@ -183,7 +220,8 @@ pub fn run(settings: &Settings, jobs: Vec<Job>, console: &mut Console) -> Result
         tick,
     )
     .map_err(|e| StartError::NoIoUring(e.to_string()))?;
-    let pool = Pool::new(layout).map_err(|e| StartError::Other(format!("cannot map I/O buffers: {e}")))?;
+    let pool =
+        Pool::new(layout).map_err(|e| StartError::Other(format!("cannot map I/O buffers: {e}")))?;
     ring.register(pool.iovec()).map_err(|e| {
         if e.raw_os_error() == Some(libc::ENOMEM) || e.raw_os_error() == Some(libc::EPERM) {
             StartError::Memlock {
@@ -194,7 +232,8 @@ pub fn run(settings: &Settings, jobs: Vec<Job>, console: &mut Console) -> Result
             StartError::NoIoUring(format!("registering buffers failed: {e}"))
         }
     })?;
-    let resolver = Resolver::start().map_err(|e| StartError::Other(format!("cannot start resolver: {e}")))?;
+    let resolver =
+        Resolver::start().map_err(|e| StartError::Other(format!("cannot start resolver: {e}")))?;
     let mut engine = Engine {
         s: settings,
         console,
@@ -282,7 +321,10 @@ impl Engine<'_> {
             .map(|(i, _)| i as u64)
             .collect();
         for ud in pending {
-            if !matches!(self.ops.slots[ud as usize], Some(Op::Write { .. }) | Some(Op::Writeback { .. })) {
+            if !matches!(
+                self.ops.slots[ud as usize],
+                Some(Op::Write { .. }) | Some(Op::Writeback { .. })
+            ) {
                 self.ring.cancel(ud);
             }
         }
@@ -314,7 +356,9 @@ impl Engine<'_> {
                 if let Some(op) = self.ops.remove(ud) {
                     match op {
                         Op::Write { block, .. } => self.pool.writes.free(block),
-                        Op::Connect { slot, .. } | Op::Recv { slot, .. } | Op::Send { slot, .. } => {
+                        Op::Connect { slot, .. }
+                        | Op::Recv { slot, .. }
+                        | Op::Send { slot, .. } => {
                             self.forget_op(slot, ud);
                         }
                         _ => {}
@@ -349,7 +393,11 @@ impl Engine<'_> {
     // ---- scheduling -------------------------------------------------------------------------
 
     fn schedule(&mut self) {
-        let active = self.dls.iter().filter(|d| d.state == DlState::Active).count();
+        let active = self
+            .dls
+            .iter()
+            .filter(|d| d.state == DlState::Active)
+            .count();
         let mut room = self.s.max_concurrent.saturating_sub(active);
         for i in 0..self.dls.len() {
             if room == 0 {
@@ -440,8 +488,9 @@ impl Engine<'_> {
     fn open(&mut self, w: Want) -> bool {
         let key = ServerKey::of(&w.url);
         let idle = self.conns.iter().position(|c| {
-            c.as_ref()
-                .is_some_and(|c| c.state == ConnState::Idle && c.server == key && c.inflight.is_empty())
+            c.as_ref().is_some_and(|c| {
+                c.state == ConnState::Idle && c.server == key && c.inflight.is_empty()
+            })
         });
         if let Some(slot) = idle {
             self.dls[w.dl].conns += 1;
@@ -475,8 +524,12 @@ impl Engine<'_> {
         conn.want = Some(w);
         self.conns[slot] = Some(conn);
         match host {
-            Some(url::Host::Ipv4(a)) => self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)]),
-            Some(url::Host::Ipv6(a)) => self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)]),
+            Some(url::Host::Ipv4(a)) => {
+                self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)])
+            }
+            Some(url::Host::Ipv6(a)) => {
+                self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)])
+            }
             _ => {
                 if let Some(addrs) = self.dns.get(&(key.host.clone(), key.port)) {
                     let addrs = addrs.clone();
@@ -497,14 +550,19 @@ impl Engine<'_> {
     }
 
     fn connect_next(&mut self, slot: usize) {
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         let ConnState::Connecting { addrs, next } = &mut c.state else {
             return;
         };
         let Some(addr) = addrs.get(*next).copied() else {
             let f = Failure::retry(
                 ExitCode::UNKNOWN,
-                format!("Failed to establish connection to {}:{}", c.server.host, c.server.port),
+                format!(
+                    "Failed to establish connection to {}:{}",
+                    c.server.host, c.server.port
+                ),
             );
             self.fail_conn(slot, f);
             return;
@@ -578,17 +636,18 @@ impl Engine<'_> {
     }
 
     fn closing(&self, slot: usize) -> bool {
-        self.conns[slot].as_ref().is_none_or(|c| c.state == ConnState::Closing)
+        self.conns[slot]
+            .as_ref()
+            .is_none_or(|c| c.state == ConnState::Closing)
     }
 
     fn on_wake(&mut self) {
         let answers: Vec<_> = self.resolver.answers().collect();
         for (id, result) in answers {
-            let Some(slot) = self
-                .conns
-                .iter()
-                .position(|c| c.as_ref().is_some_and(|c| c.id == id && c.state == ConnState::Resolving))
-            else {
+            let Some(slot) = self.conns.iter().position(|c| {
+                c.as_ref()
+                    .is_some_and(|c| c.id == id && c.state == ConnState::Resolving)
+            }) else {
                 continue;
             };
             let (host, port) = match &self.conns[slot] {
@@ -601,7 +660,10 @@ impl Engine<'_> {
                     self.connect_to(slot, addrs);
                 }
                 Err(e) => {
-                    let f = Failure::retry(ExitCode::RESOLVE, format!("Name resolution for {host} failed: {e}"));
+                    let f = Failure::retry(
+                        ExitCode::RESOLVE,
+                        format!("Name resolution for {host} failed: {e}"),
+                    );
                     self.fail_conn(slot, f);
                 }
             }
@@ -640,13 +702,19 @@ impl Engine<'_> {
         };
         if tls {
             let Some(cfg) = &self.tls else {
-                self.fail_conn(slot, Failure::fatal(ExitCode::UNKNOWN, "TLS is not configured"));
+                self.fail_conn(
+                    slot,
+                    Failure::fatal(ExitCode::UNKNOWN, "TLS is not configured"),
+                );
                 return;
             };
             let session = {
-                let Some(c) = self.conns[slot].as_ref() else { return };
-                let host = url::Host::parse(&c.server.host)
-                    .or_else(|_| url::Host::parse(c.server.host.trim_start_matches('[').trim_end_matches(']')));
+                let Some(c) = self.conns[slot].as_ref() else {
+                    return;
+                };
+                let host = url::Host::parse(&c.server.host).or_else(|_| {
+                    url::Host::parse(c.server.host.trim_start_matches('[').trim_end_matches(']'))
+                });
                 match host {
                     Ok(h) => {
                         let h: url::Host<&str> = match &h {
@@ -684,7 +752,9 @@ impl Engine<'_> {
             self.release_conn(slot, w.dl);
             return;
         }
-        let Some(c) = self.conns[slot].as_ref() else { return };
+        let Some(c) = self.conns[slot].as_ref() else {
+            return;
+        };
         let ex = match d.plan.as_mut() {
             None => Exchange::new(w.dl, w.url, w.mirror, None, 0),
             Some(plan) => {
@@ -697,7 +767,11 @@ impl Engine<'_> {
                     Some(seg) => {
                         let s = plan.segment(seg);
                         let total = plan.total();
-                        let last = if s.end == total { None } else { Some(s.end - 1) };
+                        let last = if s.end == total {
+                            None
+                        } else {
+                            Some(s.end - 1)
+                        };
                         let last = last.or(Some(total - 1));
                         Exchange::new(w.dl, w.url, w.mirror, Some((s.pos, last)), seg)
                     }
@@ -716,9 +790,9 @@ impl Engine<'_> {
     /// The connection has no work for download `dl` any more: keep it for reuse.
     fn release_conn(&mut self, slot: usize, dl: usize) {
         self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
-        let reusable = self.conns[slot]
-            .as_ref()
-            .is_some_and(|c| c.state == ConnState::Open && !c.eof && !c.tls_peer_closed && c.fd.is_some());
+        let reusable = self.conns[slot].as_ref().is_some_and(|c| {
+            c.state == ConnState::Open && !c.eof && !c.tls_peer_closed && c.fd.is_some()
+        });
         if reusable {
             if let Some(c) = self.conns[slot].as_mut() {
                 c.state = ConnState::Idle;
@@ -744,7 +818,9 @@ impl Engine<'_> {
             },
             &mut req,
         );
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         c.ex = Some(ex);
         c.eof = false;
         if c.tls.is_some() {
@@ -757,11 +833,15 @@ impl Engine<'_> {
     }
 
     fn start_send(&mut self, slot: usize) {
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         if c.sending || c.out.is_empty() || c.state == ConnState::Closing {
             return;
         }
-        let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else { return };
+        let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
+            return;
+        };
         let buf = std::mem::take(&mut c.out);
         let (ptr, len) = (buf.as_ptr(), buf.len());
         c.sending = true;
@@ -774,10 +854,17 @@ impl Engine<'_> {
         if self.closing(slot) {
             return;
         }
-        if res == -libc::EINTR || res == -libc::EAGAIN || (res > 0 && sent + (res as usize) < buf.len()) {
+        if res == -libc::EINTR
+            || res == -libc::EAGAIN
+            || (res > 0 && sent + (res as usize) < buf.len())
+        {
             let sent = if res > 0 { sent + res as usize } else { sent };
-            let Some(c) = self.conns[slot].as_mut() else { return };
-            let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else { return };
+            let Some(c) = self.conns[slot].as_mut() else {
+                return;
+            };
+            let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
+                return;
+            };
             // SAFETY of the pointer: `buf` moves into the in-flight table, which keeps it alive.
             let ptr = buf[sent..].as_ptr();
             let len = buf.len() - sent;
@@ -787,8 +874,15 @@ impl Engine<'_> {
             return;
         }
         if res < 0 {
-            let code = if res == -libc::ECANCELED { ExitCode::TIMEOUT } else { ExitCode::NETWORK };
-            self.fail_conn(slot, Failure::retry(code, format!("send failed: {}", errno_text(res))));
+            let code = if res == -libc::ECANCELED {
+                ExitCode::TIMEOUT
+            } else {
+                ExitCode::NETWORK
+            };
+            self.fail_conn(
+                slot,
+                Failure::retry(code, format!("send failed: {}", errno_text(res))),
+            );
             return;
         }
         if let Some(c) = self.conns[slot].as_mut() {
@@ -812,9 +906,15 @@ impl Engine<'_> {
         }
         if res < 0 {
             let (code, msg) = if res == -libc::ECANCELED {
-                (ExitCode::TIMEOUT, "Timeout while receiving data from the server".to_string())
+                (
+                    ExitCode::TIMEOUT,
+                    "Timeout while receiving data from the server".to_string(),
+                )
             } else {
-                (ExitCode::NETWORK, format!("receive failed: {}", errno_text(res)))
+                (
+                    ExitCode::NETWORK,
+                    format!("receive failed: {}", errno_text(res)),
+                )
             };
             self.fail_conn(slot, Failure::retry(code, msg));
             return;
@@ -844,7 +944,9 @@ impl Engine<'_> {
     /// Bytes of a plain body arrived straight in the connection's write block.
     fn received_direct(&mut self, slot: usize, n: usize) {
         let write_size = self.pool.writes.size();
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         let (Some(ex), Some(fill)) = (c.ex.as_mut(), c.fill.as_mut()) else {
             return;
         };
@@ -874,7 +976,9 @@ impl Engine<'_> {
     /// Runs the protocol layers over the unprocessed bytes of the connection's read block.
     fn pump(&mut self, slot: usize) {
         for _ in 0..4 {
-            let Some(c) = self.conns[slot].as_mut() else { return };
+            let Some(c) = self.conns[slot].as_mut() else {
+                return;
+            };
             if c.state == ConnState::Closing {
                 return;
             }
@@ -884,7 +988,13 @@ impl Engine<'_> {
             };
             let rb = &mut self.pool.reads.slice(slot)[c.rb_start..c.rb_end];
             if let Some(tls) = c.tls.as_mut() {
-                let mut dummy = Exchange::new(0, Url::parse("http://idle.invalid/").expect("static URL"), 0, None, 0);
+                let mut dummy = Exchange::new(
+                    0,
+                    Url::parse("http://idle.invalid/").expect("static URL"),
+                    0,
+                    None,
+                    0,
+                );
                 let idle = c.ex.is_none();
                 let ex = c.ex.as_mut().unwrap_or(&mut dummy);
                 let mut sink = BodySink {
@@ -909,7 +1019,9 @@ impl Engine<'_> {
                     }
                     Err(e) => {
                         let f = match e {
-                            crate::tls::TlsError::Certificate(_) => Failure::fatal(ExitCode::UNKNOWN, e.to_string()),
+                            crate::tls::TlsError::Certificate(_) => {
+                                Failure::fatal(ExitCode::UNKNOWN, e.to_string())
+                            }
                             _ => Failure::retry(ExitCode::UNKNOWN, e.to_string()),
                         };
                         self.fail_conn(slot, f);
@@ -951,9 +1063,13 @@ impl Engine<'_> {
 
     /// What to do with a parsed response head.
     fn on_head(&mut self, slot: usize) {
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         let Some(ex) = c.ex.as_mut() else { return };
-        let Some(resp) = ex.response.take() else { return };
+        let Some(resp) = ex.response.take() else {
+            return;
+        };
         let dl = ex.dl;
         let status = resp.status;
         let conn_id = c.id;
@@ -961,7 +1077,10 @@ impl Engine<'_> {
             let Some(loc) = resp.location.as_deref() else {
                 self.fail_conn(
                     slot,
-                    Failure::fatal(ExitCode::HTTP_PROTOCOL, format!("redirect status {status} without Location")),
+                    Failure::fatal(
+                        ExitCode::HTTP_PROTOCOL,
+                        format!("redirect status {status} without Location"),
+                    ),
                 );
                 return;
             };
@@ -1057,7 +1176,9 @@ impl Engine<'_> {
                 }
             }
         }
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         let Some(ex) = c.ex.as_mut() else { return };
         ex.start_body(framing);
         if !resp.keep_alive || framing == Framing::UntilClose {
@@ -1085,17 +1206,28 @@ impl Engine<'_> {
         resp: &http::ResponseHead,
         framing: Framing,
     ) -> Result<(), Failure> {
-        let Some(c) = self.conns[slot].as_ref() else { return Ok(()) };
-        let Some(ex) = c.ex.as_ref() else { return Ok(()) };
+        let Some(c) = self.conns[slot].as_ref() else {
+            return Ok(());
+        };
+        let Some(ex) = c.ex.as_ref() else {
+            return Ok(());
+        };
         let conn_id = c.id;
         let dl = ex.dl;
         let url = ex.url.clone();
         let total = match (framing, resp.status, resp.content_range) {
             (Framing::Length(n), 200, _) => Some(n),
-            (Framing::Length(n), 206, Some(cr)) if cr.first == 0 && cr.complete_length == Some(n) => Some(n),
+            (Framing::Length(n), 206, Some(cr))
+                if cr.first == 0 && cr.complete_length == Some(n) =>
+            {
+                Some(n)
+            }
             (Framing::Empty, _, _) => Some(0),
             (Framing::Length(_), 206, _) => {
-                return Err(Failure::fatal(ExitCode::HTTP_PROTOCOL, "unexpected partial content"));
+                return Err(Failure::fatal(
+                    ExitCode::HTTP_PROTOCOL,
+                    "unexpected partial content",
+                ));
             }
             _ => None,
         };
@@ -1110,7 +1242,10 @@ impl Engine<'_> {
                     .unwrap_or_else(|| http::filename_from_url(&url)),
             };
             std::fs::create_dir_all(&self.s.dir).map_err(|e| {
-                Failure::fatal(ExitCode::MKDIR, format!("Failed to make the directory {}: {e}", self.s.dir.display()))
+                Failure::fatal(
+                    ExitCode::MKDIR,
+                    format!("Failed to make the directory {}: {e}", self.s.dir.display()),
+                )
             })?;
             let (path, renamed) = store::choose_path(
                 &self.s.dir,
@@ -1121,19 +1256,28 @@ impl Engine<'_> {
             )
             .map_err(|e| match e {
                 store::PathError::Exists(_) => Failure::fatal(ExitCode::FILE_EXISTS, e.to_string()),
-                store::PathError::NoFreeName(_) => Failure::fatal(ExitCode::RENAME_FAILED, e.to_string()),
+                store::PathError::NoFreeName(_) => {
+                    Failure::fatal(ExitCode::RENAME_FAILED, e.to_string())
+                }
             })?;
             let path = if path.is_absolute() {
                 path
             } else {
-                std::env::current_dir().map(|c| c.join(&path)).unwrap_or(path)
+                std::env::current_dir()
+                    .map(|c| c.join(&path))
+                    .unwrap_or(path)
             };
             if renamed {
-                self.console
-                    .notice(&format!("File already exists. Renamed to {}.", path.display()));
+                self.console.notice(&format!(
+                    "File already exists. Renamed to {}.",
+                    path.display()
+                ));
             }
             let out = store::open_output(&path).map_err(|e| {
-                Failure::fatal(ExitCode::FILE_CREATE, format!("Failed to open the file {}, cause: {e}", path.display()))
+                Failure::fatal(
+                    ExitCode::FILE_CREATE,
+                    format!("Failed to open the file {}, cause: {e}", path.display()),
+                )
             })?;
             let d = &mut self.dls[dl];
             if !out.direct {
@@ -1167,7 +1311,9 @@ impl Engine<'_> {
     }
 
     fn on_eof(&mut self, slot: usize) {
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         let Some(ex) = c.ex.as_mut() else {
             // An idle or handshaking connection closed.
             if c.want.is_none() {
@@ -1213,7 +1359,9 @@ impl Engine<'_> {
     }
 
     fn check_exchange(&mut self, slot: usize) {
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         if c.state == ConnState::Closing {
             return;
         }
@@ -1243,7 +1391,10 @@ impl Engine<'_> {
             }
             let seg = plan.segment(ex.seg);
             if seg.pos < seg.end && seg.owner == Some(c.id) && !plan.is_complete() {
-                let f = Failure::retry(ExitCode::NETWORK, "the response body ended before its range was complete");
+                let f = Failure::retry(
+                    ExitCode::NETWORK,
+                    "the response body ended before its range was complete",
+                );
                 self.fail_conn(slot, f);
                 return;
             }
@@ -1310,7 +1461,10 @@ impl Engine<'_> {
 
     /// Abandons the connection's exchange without counting a failure (its range goes back).
     fn abandon_exchange(&mut self, slot: usize) {
-        let dl = self.conns[slot].as_ref().and_then(|c| c.ex.as_ref()).map(|e| e.dl);
+        let dl = self.conns[slot]
+            .as_ref()
+            .and_then(|c| c.ex.as_ref())
+            .map(|e| e.dl);
         self.return_range(slot);
         if let Some(dl) = dl {
             self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
@@ -1323,7 +1477,10 @@ impl Engine<'_> {
 
     /// Closes a connection whose exchange is over (e.g. after a redirect), uncounting it.
     fn close_exchange_conn(&mut self, slot: usize) {
-        let dl = self.conns[slot].as_ref().and_then(|c| c.ex.as_ref()).map(|e| e.dl);
+        let dl = self.conns[slot]
+            .as_ref()
+            .and_then(|c| c.ex.as_ref())
+            .map(|e| e.dl);
         if let Some(dl) = dl {
             self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
         }
@@ -1333,12 +1490,18 @@ impl Engine<'_> {
     /// Writes what the connection's block holds that can be written, and gives the rest of its range
     /// back to the plan.
     fn return_range(&mut self, slot: usize) {
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         let Some(ex) = c.ex.as_ref() else { return };
         let dl = ex.dl;
         let seg_i = ex.seg;
         let owner = c.id;
-        let fill = if c.recv.is_none() { c.fill.take() } else { None };
+        let fill = if c.recv.is_none() {
+            c.fill.take()
+        } else {
+            None
+        };
         let d = &mut self.dls[dl];
         let Some(plan) = d.plan.as_mut() else {
             if let Some(f) = fill {
@@ -1357,7 +1520,11 @@ impl Engine<'_> {
             Some(f) => {
                 let at_end = f.off + f.filled as u64 == plan.total();
                 let len = store::write_len(f.filled, at_end && d.length_known);
-                let kept = if at_end && d.length_known { f.filled } else { len };
+                let kept = if at_end && d.length_known {
+                    f.filled
+                } else {
+                    len
+                };
                 if len > 0 {
                     self.flushes.push(Flush {
                         dl,
@@ -1402,7 +1569,10 @@ impl Engine<'_> {
         } else {
             self.console.log(
                 LogLevel::Info,
-                &format!("CUID#{conn_id} - Restarting the download. URI={uri}: {}", f.message),
+                &format!(
+                    "CUID#{conn_id} - Restarting the download. URI={uri}: {}",
+                    f.message
+                ),
             );
             if d.plan.is_none() || d.ranges_ok {
                 d.wanted += 1;
@@ -1418,7 +1588,8 @@ impl Engine<'_> {
         for slot in 0..self.conns.len() {
             let mine = self.conns[slot].as_ref().is_some_and(|c| {
                 c.state != ConnState::Closing
-                    && (c.ex.as_ref().is_some_and(|e| e.dl == dl) || c.want.as_ref().is_some_and(|w| w.dl == dl))
+                    && (c.ex.as_ref().is_some_and(|e| e.dl == dl)
+                        || c.want.as_ref().is_some_and(|w| w.dl == dl))
             });
             if mine {
                 self.return_range(slot);
@@ -1431,7 +1602,9 @@ impl Engine<'_> {
 
     /// Tears a connection down: cancels its operations; the slot is freed when the last completes.
     fn close_conn(&mut self, slot: usize) {
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         if c.state == ConnState::Closing {
             return;
         }
@@ -1467,11 +1640,15 @@ impl Engine<'_> {
     fn arm_recv(&mut self, slot: usize) {
         let write_size = self.pool.writes.size();
         let read_size = self.pool.reads.size();
-        let Some(c) = self.conns[slot].as_mut() else { return };
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         if c.recv.is_some() || c.state != ConnState::Open || c.eof {
             return;
         }
-        let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else { return };
+        let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
+            return;
+        };
         let Some(ex) = c.ex.as_mut() else {
             // TLS handshakes of a connection with no exchange yet still need reading.
             return;
@@ -1527,7 +1704,10 @@ impl Engine<'_> {
             if c.rb_start == 0 {
                 self.fail_conn(
                     slot,
-                    Failure::retry(ExitCode::NETWORK, "a TLS record does not fit the receive buffer"),
+                    Failure::retry(
+                        ExitCode::NETWORK,
+                        "a TLS record does not fit the receive buffer",
+                    ),
                 );
                 return;
             }
@@ -1538,7 +1718,10 @@ impl Engine<'_> {
         }
         let ptr = self.pool.reads.ptr(slot).wrapping_add(c.rb_end);
         let len = read_size - c.rb_end;
-        let ud = self.ops.insert(Op::Recv { slot, direct: false });
+        let ud = self.ops.insert(Op::Recv {
+            slot,
+            direct: false,
+        });
         c.recv = Some(len);
         c.inflight.push(ud);
         self.ring.recv_fixed(fd, ptr, len, ud);
@@ -1587,7 +1770,11 @@ impl Engine<'_> {
                 if let Some(fd) = fd {
                     if sys::clear_direct(fd).is_ok() {
                         d.direct = false;
-                        let path = d.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+                        let path = d
+                            .path
+                            .as_ref()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default();
                         self.console.notice(&format!(
                             "{path}: O_DIRECT is not supported here; writing through the page cache and dropping it behind"
                         ));
@@ -1621,10 +1808,17 @@ impl Engine<'_> {
         d.writes -= 1;
         if res < 0 || (res == 0 && len > done) {
             let errno = if res < 0 { -res } else { libc::EIO };
-            let path = d.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+            let path = d
+                .path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
             let f = Failure::fatal(
                 ExitCode::for_write_error(errno),
-                format!("Failed to write into the file {path}, cause: {}", errno_text(-errno)),
+                format!(
+                    "Failed to write into the file {path}, cause: {}",
+                    errno_text(-errno)
+                ),
             );
             if d.error.is_none() {
                 self.console.error(&f.message.clone());
@@ -1649,7 +1843,9 @@ impl Engine<'_> {
             return;
         }
         for slot in 0..self.conns.len() {
-            let starved = self.conns[slot].as_ref().is_some_and(|c| c.starved && c.state == ConnState::Open);
+            let starved = self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.starved && c.state == ConnState::Open);
             if !starved {
                 continue;
             }
@@ -1684,12 +1880,22 @@ impl Engine<'_> {
             return;
         }
         if d.error.is_some() {
-            if d.conns == 0 && !self.conns.iter().flatten().any(|c| c.ex.as_ref().is_some_and(|e| e.dl == dl)) {
+            if d.conns == 0
+                && !self
+                    .conns
+                    .iter()
+                    .flatten()
+                    .any(|c| c.ex.as_ref().is_some_and(|e| e.dl == dl))
+            {
                 d.state = DlState::Finished;
                 d.ended = Some(Instant::now());
                 d.file = None;
                 self.finished_order.push(dl);
-                let path = d.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+                let path = d
+                    .path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
                 let gid = d.gid;
                 self.console
                     .notice(&format!("Download GID#{gid:016x} not complete: {path}"));
@@ -1697,18 +1903,26 @@ impl Engine<'_> {
             return;
         }
         let complete = d.length_known && d.plan.as_ref().is_some_and(Plan::is_complete);
-        let pending_fill = self.conns.iter().flatten().any(|c| {
-            c.fill.is_some() && c.ex.as_ref().is_some_and(|e| e.dl == dl)
-        }) || self.flushes.iter().any(|f| f.dl == dl);
+        let pending_fill = self
+            .conns
+            .iter()
+            .flatten()
+            .any(|c| c.fill.is_some() && c.ex.as_ref().is_some_and(|e| e.dl == dl))
+            || self.flushes.iter().any(|f| f.dl == dl);
         if !complete || pending_fill {
             return;
         }
         let d = &mut self.dls[dl];
         let total = d.plan.as_ref().map_or(0, Plan::total);
-        let path = d.path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let path = d
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         if let Some(file) = d.file.take() {
             if let Err(e) = file.set_len(total) {
-                let f = Failure::fatal(ExitCode::FILE_IO, format!("Failed to truncate {path}: {e}"));
+                let f =
+                    Failure::fatal(ExitCode::FILE_IO, format!("Failed to truncate {path}: {e}"));
                 d.error = Some(f);
             }
         }
@@ -1720,9 +1934,9 @@ impl Engine<'_> {
         }
         // Connections still streaming into this finished download are of no further use.
         for slot in 0..self.conns.len() {
-            let streaming = self.conns[slot]
-                .as_ref()
-                .is_some_and(|c| c.ex.as_ref().is_some_and(|e| e.dl == dl) && c.state != ConnState::Closing);
+            let streaming = self.conns[slot].as_ref().is_some_and(|c| {
+                c.ex.as_ref().is_some_and(|e| e.dl == dl) && c.state != ConnState::Closing
+            });
             if streaming {
                 self.close_conn(slot);
             }
@@ -1749,7 +1963,11 @@ impl Engine<'_> {
                 connections: d.conns,
                 speed: d.speed,
             });
-            paths.push(d.path.as_ref().map_or_else(|| d.first_uri.clone(), |p| p.display().to_string()));
+            paths.push(
+                d.path
+                    .as_ref()
+                    .map_or_else(|| d.first_uri.clone(), |p| p.display().to_string()),
+            );
         }
         self.console.tick(&active);
         let every = self.s.summary_interval;

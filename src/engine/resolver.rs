@@ -23,25 +23,27 @@ impl Resolver {
         let thread_wake = wake.clone();
         let (req_tx, req_rx) = mpsc::channel::<(u64, String, u16)>();
         let (ans_tx, ans_rx) = mpsc::channel::<Answer>();
-        let thread = thread::Builder::new().name("resolver".into()).spawn(move || {
-            for (token, host, port) in req_rx {
-                let result = (host.as_str(), port)
-                    .to_socket_addrs()
-                    .map(|a| a.collect::<Vec<_>>())
-                    .map_err(|e| e.to_string())
-                    .and_then(|v| {
-                        if v.is_empty() {
-                            Err("no address found".to_string())
-                        } else {
-                            Ok(v)
-                        }
-                    });
-                if ans_tx.send((token, result)).is_err() {
-                    break;
+        let thread = thread::Builder::new()
+            .name("resolver".into())
+            .spawn(move || {
+                for (token, host, port) in req_rx {
+                    let result = (host.as_str(), port)
+                        .to_socket_addrs()
+                        .map(|a| a.collect::<Vec<_>>())
+                        .map_err(|e| e.to_string())
+                        .and_then(|v| {
+                            if v.is_empty() {
+                                Err("no address found".to_string())
+                            } else {
+                                Ok(v)
+                            }
+                        });
+                    if ans_tx.send((token, result)).is_err() {
+                        break;
+                    }
+                    super::sys::eventfd_signal(thread_wake.as_raw_fd());
                 }
-                super::sys::eventfd_signal(thread_wake.as_raw_fd());
-            }
-        })?;
+            })?;
         Ok(Resolver {
             requests: Some(req_tx),
             answers: ans_rx,

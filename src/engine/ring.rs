@@ -39,7 +39,9 @@ pub enum Clock {
 }
 
 fn timespec(d: Duration) -> types::Timespec {
-    types::Timespec::new().sec(d.as_secs()).nsec(d.subsec_nanos())
+    types::Timespec::new()
+        .sec(d.as_secs())
+        .nsec(d.subsec_nanos())
 }
 
 impl Ring {
@@ -103,7 +105,9 @@ impl Ring {
     }
 
     fn timeout_entry(&self, clock: Clock) -> squeue::Entry {
-        opcode::LinkTimeout::new(&self.timespecs[clock as usize]).build().user_data(IGNORE)
+        opcode::LinkTimeout::new(&self.timespecs[clock as usize])
+            .build()
+            .user_data(IGNORE)
     }
 
     /// Receive into `buf` (inside the registered pool) with a linked timeout.
@@ -128,7 +132,13 @@ impl Ring {
     }
 
     /// Connect to `addr` (owned by the in-flight table) with the connect timeout.
-    pub fn connect(&mut self, fd: RawFd, addr: *const libc::sockaddr, len: libc::socklen_t, ud: u64) {
+    pub fn connect(
+        &mut self,
+        fd: RawFd,
+        addr: *const libc::sockaddr,
+        len: libc::socklen_t,
+        ud: u64,
+    ) {
         let c = opcode::Connect::new(types::Fd(fd), addr, len)
             .build()
             .flags(squeue::Flags::IO_LINK)
@@ -150,7 +160,11 @@ impl Ring {
     pub fn writeback_and_drop(&mut self, fd: RawFd, offset: u64, len: usize, ud: u64) {
         let s = opcode::SyncFileRange::new(types::Fd(fd), len as u32)
             .offset(offset)
-            .flags(libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE | libc::SYNC_FILE_RANGE_WAIT_AFTER)
+            .flags(
+                libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                    | libc::SYNC_FILE_RANGE_WRITE
+                    | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+            )
             .build()
             .flags(squeue::Flags::IO_LINK)
             .user_data(IGNORE);
@@ -163,13 +177,17 @@ impl Ring {
 
     /// Read 8 bytes from an eventfd into `buf` (owned by the engine until the CQE).
     pub fn read_eventfd(&mut self, fd: RawFd, buf: *mut u64, ud: u64) {
-        let r = opcode::Read::new(types::Fd(fd), buf as *mut u8, 8).build().user_data(ud);
+        let r = opcode::Read::new(types::Fd(fd), buf as *mut u8, 8)
+            .build()
+            .user_data(ud);
         self.push(&[r]);
     }
 
     /// The UI tick.
     pub fn tick(&mut self, ud: u64) {
-        let t = opcode::Timeout::new(&self.timespecs[Clock::Tick as usize]).build().user_data(ud);
+        let t = opcode::Timeout::new(&self.timespecs[Clock::Tick as usize])
+            .build()
+            .user_data(ud);
         self.push(&[t]);
     }
 
@@ -185,7 +203,10 @@ impl Ring {
             match self.ring.submit_and_wait(1) {
                 Ok(_) => return Ok(()),
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => return Ok(()),
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) || e.raw_os_error() == Some(libc::EAGAIN) => {
+                Err(e)
+                    if e.raw_os_error() == Some(libc::EBUSY)
+                        || e.raw_os_error() == Some(libc::EAGAIN) =>
+                {
                     // Completions must be reaped before the kernel takes more.
                     return Ok(());
                 }

@@ -23,7 +23,9 @@ pub fn local_time() -> (i32, i32, i32, i32, i32) {
 /// Local time in C's `asctime` form without the newline: `Sun Nov 29 20:55:52 2026`.
 pub fn asctime_now() -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let tm = tm_now();
     format!(
         "{} {} {:2} {:02}:{:02}:{:02} {}",
@@ -54,7 +56,11 @@ pub fn memlock_soft_limit() -> Option<u64> {
 
 /// A new blocking TCP socket of the address's family, close-on-exec.
 pub fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
-    let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    let domain = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
     // SAFETY: plain syscall; on success we take sole ownership of the returned descriptor.
     let fd = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {

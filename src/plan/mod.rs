@@ -101,10 +101,9 @@ impl Plan {
     /// starts there, if nobody has started on it. Returns that segment, now owned by `owner`.
     pub fn continue_into(&mut self, i: usize, owner: Owner) -> Option<usize> {
         let end = self.segments[i].end;
-        let j = self
-            .segments
-            .iter()
-            .position(|s| s.start == end && s.owner.is_none() && s.pos == s.start && s.end > s.start)?;
+        let j = self.segments.iter().position(|s| {
+            s.start == end && s.owner.is_none() && s.pos == s.start && s.end > s.start
+        })?;
         self.segments[j].owner = Some(owner);
         Some(j)
     }
@@ -334,8 +333,12 @@ mod tests {
         check_cover(&p);
         // Everyone works a little; finished ones steal again until nothing is splittable.
         for round in 0..200 {
-            let owners: Vec<(usize, Owner)> =
-                p.segments().iter().enumerate().filter_map(|(i, s)| s.owner.map(|o| (i, o))).collect();
+            let owners: Vec<(usize, Owner)> = p
+                .segments()
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| s.owner.map(|o| (i, o)))
+                .collect();
             for (i, o) in owners {
                 p.advance(i, (o + 1) * 300 * 1024);
                 if p.segment(i).pos == p.segment(i).end {

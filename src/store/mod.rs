@@ -165,7 +165,11 @@ mod tests {
                     assert_eq!(l % DIO_ALIGN, 0);
                     at += *l as u64;
                 }
-                assert_eq!(at, total.div_ceil(4096) * 4096, "total {total} piece {piece}");
+                assert_eq!(
+                    at,
+                    total.div_ceil(4096) * 4096,
+                    "total {total} piece {piece}"
+                );
             }
         }
     }
@@ -180,12 +184,24 @@ mod tests {
 
     #[test]
     fn choose_path_rules() {
-        let taken: HashSet<PathBuf> = ["/d/f.bin", "/d/f.1.bin"].iter().map(PathBuf::from).collect();
+        let taken: HashSet<PathBuf> = ["/d/f.bin", "/d/f.1.bin"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
         let exists = |p: &Path| taken.contains(p);
         let d = Path::new("/d");
-        assert_eq!(choose_path(d, "g.bin", false, true, exists).unwrap(), (PathBuf::from("/d/g.bin"), false));
-        assert_eq!(choose_path(d, "f.bin", true, true, exists).unwrap(), (PathBuf::from("/d/f.bin"), false));
-        assert_eq!(choose_path(d, "f.bin", false, true, exists).unwrap(), (PathBuf::from("/d/f.2.bin"), true));
+        assert_eq!(
+            choose_path(d, "g.bin", false, true, exists).unwrap(),
+            (PathBuf::from("/d/g.bin"), false)
+        );
+        assert_eq!(
+            choose_path(d, "f.bin", true, true, exists).unwrap(),
+            (PathBuf::from("/d/f.bin"), false)
+        );
+        assert_eq!(
+            choose_path(d, "f.bin", false, true, exists).unwrap(),
+            (PathBuf::from("/d/f.2.bin"), true)
+        );
         assert_eq!(
             choose_path(d, "f.bin", false, false, exists),
             Err(PathError::Exists(PathBuf::from("/d/f.bin")))

@@ -101,7 +101,10 @@ fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsError> {
             .map_err(|e| TlsError::Config(format!("{}: {e}", path.display())))?;
     }
     if roots.is_empty() {
-        return Err(TlsError::Config(format!("no certificate found in {}", path.display())));
+        return Err(TlsError::Config(format!(
+            "no certificate found in {}",
+            path.display()
+        )));
     }
     Ok(roots)
 }
@@ -145,7 +148,12 @@ impl ServerCertVerifier for AcceptAny {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -154,7 +162,12 @@ impl ServerCertVerifier for AcceptAny {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -199,7 +212,11 @@ fn server_name(host: &url::Host<&str>) -> Result<ServerName<'static>, TlsError> 
     }
 }
 
-fn grow_and<E>(out: &mut Vec<u8>, mut f: impl FnMut(&mut [u8]) -> Result<usize, E>, need: impl Fn(&E) -> Option<usize>) -> Result<(), E> {
+fn grow_and<E>(
+    out: &mut Vec<u8>,
+    mut f: impl FnMut(&mut [u8]) -> Result<usize, E>,
+    need: impl Fn(&E) -> Option<usize>,
+) -> Result<(), E> {
     let start = out.len();
     let mut extra = 4096;
     loop {
@@ -279,10 +296,14 @@ impl TlsSession {
                     }
                 }
                 ConnectionState::EncodeTlsData(mut enc) => {
-                    grow_and(outgoing, |buf| enc.encode(buf), |e| match e {
-                        EncodeError::InsufficientSize(s) => Some(s.required_size),
-                        _ => None,
-                    })
+                    grow_and(
+                        outgoing,
+                        |buf| enc.encode(buf),
+                        |e| match e {
+                            EncodeError::InsufficientSize(s) => Some(s.required_size),
+                            _ => None,
+                        },
+                    )
                     .map_err(|e| TlsError::Protocol(e.to_string()))?;
                     off += discard;
                 }
@@ -299,10 +320,14 @@ impl TlsSession {
                 ConnectionState::WriteTraffic(mut w) => {
                     self.handshake_done = true;
                     if !request.is_empty() {
-                        grow_and(outgoing, |buf| w.encrypt(request, buf), |e| match e {
-                            EncryptError::InsufficientSize(s) => Some(s.required_size),
-                            _ => None,
-                        })
+                        grow_and(
+                            outgoing,
+                            |buf| w.encrypt(request, buf),
+                            |e| match e {
+                                EncryptError::InsufficientSize(s) => Some(s.required_size),
+                                _ => None,
+                            },
+                        )
                         .map_err(|e| TlsError::Protocol(e.to_string()))?;
                         request.clear();
                     }
@@ -330,5 +355,182 @@ impl TlsSession {
             handshake_done: self.handshake_done,
             peer_closed: self.peer_closed,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    struct Collect {
+        got: Vec<u8>,
+        room: usize,
+    }
+
+    impl PlainSink for Collect {
+        fn room(&self) -> usize {
+            self.room
+        }
+        fn put(&mut self, data: &[u8]) {
+            assert!(
+                data.len() <= self.room,
+                "record larger than the room it was given"
+            );
+            self.got.extend_from_slice(data);
+        }
+    }
+
+    fn server_config(names: &[&str]) -> (Arc<rustls::ServerConfig>, String) {
+        let ck = rcgen::generate_simple_self_signed(
+            names.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::try_from(ck.key_pair.serialize_der()).unwrap();
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let cfg = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![ck.cert.der().clone()], key)
+            .unwrap();
+        (Arc::new(cfg), ck.cert.pem())
+    }
+
+    /// Runs client and server in memory until the client has `want` plaintext bytes, an error, or
+    /// nothing moves. Returns the client's sink and the request the server read.
+    fn exchange(
+        client: &TlsConfig,
+        host: url::Host<&str>,
+        server: Arc<rustls::ServerConfig>,
+        body: &[u8],
+        room: usize,
+    ) -> Result<(Vec<u8>, Vec<u8>), TlsError> {
+        let mut session = TlsSession::new(client, &host)?;
+        let mut srv = rustls::ServerConnection::new(server).unwrap();
+        srv.set_buffer_limit(None);
+        let mut incoming = vec![0u8; MIN_INCOMING];
+        let mut used = 0;
+        let mut out = Vec::new();
+        let mut request = b"GET / HTTP/1.1\r\n\r\n".to_vec();
+        let mut sink = Collect {
+            got: Vec::new(),
+            room,
+        };
+        let mut server_got = Vec::new();
+        let mut responded = false;
+        let mut s2c = Vec::new();
+        for _ in 0..10_000 {
+            let step = session.process(&mut incoming[..used], &mut out, &mut request, &mut sink)?;
+            incoming.copy_within(step.consumed..used, 0);
+            used -= step.consumed;
+            if step.sink_full {
+                // The caller frees room later; here, simply a little more each time.
+                sink.room += 1000;
+            }
+            if !out.is_empty() {
+                srv.read_tls(&mut &out[..]).unwrap();
+                out.clear();
+                if let Err(e) = srv.process_new_packets() {
+                    let _ = srv.write_tls(&mut s2c);
+                    let _ = e;
+                }
+            }
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = srv.reader().read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                server_got.extend_from_slice(&buf[..n]);
+            }
+            if !responded && server_got.ends_with(b"\r\n\r\n") {
+                srv.writer().write_all(body).unwrap();
+                responded = true;
+            }
+            while srv.wants_write() {
+                srv.write_tls(&mut s2c).unwrap();
+            }
+            let n = s2c.len().min(incoming.len() - used);
+            incoming[used..used + n].copy_from_slice(&s2c[..n]);
+            used += n;
+            s2c.drain(..n);
+            if sink.got.len() >= body.len() && responded {
+                break;
+            }
+        }
+        Ok((sink.got, server_got))
+    }
+
+    fn client_trusting(pem: &str, verify: bool) -> TlsConfig {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.pem");
+        std::fs::write(&path, pem).unwrap();
+        TlsConfig::new(Some(&path), verify).unwrap()
+    }
+
+    #[test]
+    fn handshake_request_and_response_in_memory() {
+        let (srv, pem) = server_config(&["localhost"]);
+        let client = client_trusting(&pem, true);
+        let body: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let (got, req) = exchange(
+            &client,
+            url::Host::Domain("localhost"),
+            srv,
+            &body,
+            usize::MAX,
+        )
+        .unwrap();
+        assert_eq!(req, b"GET / HTTP/1.1\r\n\r\n");
+        assert_eq!(got, body);
+    }
+
+    #[test]
+    fn records_wait_for_room() {
+        let (srv, pem) = server_config(&["localhost"]);
+        let client = client_trusting(&pem, true);
+        let body = vec![42u8; 100_000];
+        // Room starts below one record; the session holds records back until there is room.
+        let (got, _) = exchange(&client, url::Host::Domain("localhost"), srv, &body, 100).unwrap();
+        assert_eq!(got, body);
+    }
+
+    #[test]
+    fn wrong_host_is_a_certificate_error() {
+        let (srv, pem) = server_config(&["other.example"]);
+        let client = client_trusting(&pem, true);
+        let err = exchange(
+            &client,
+            url::Host::Domain("localhost"),
+            srv,
+            b"x",
+            usize::MAX,
+        )
+        .unwrap_err();
+        assert!(matches!(err, TlsError::Certificate(_)), "{err:?}");
+        assert!(err.to_string().contains("certificate verification failed"));
+    }
+
+    #[test]
+    fn unchecked_accepts_wrong_host() {
+        let (srv, pem) = server_config(&["other.example"]);
+        let client = client_trusting(&pem, false);
+        let (got, _) = exchange(
+            &client,
+            url::Host::Domain("localhost"),
+            srv,
+            b"hello",
+            usize::MAX,
+        )
+        .unwrap();
+        assert_eq!(got, b"hello");
+    }
+
+    #[test]
+    fn unreadable_ca_file_is_a_config_error() {
+        let err = TlsConfig::new(Some(Path::new("/nonexistent/ca.pem")), true)
+            .err()
+            .unwrap();
+        assert!(matches!(err, TlsError::Config(_)));
     }
 }

@@ -148,7 +148,10 @@ impl Console {
             return;
         }
         let now = crate::engine::sys::asctime_now();
-        let mut out = format!(" *** Download Progress Summary as of {now} *** \n{}\n", "=".repeat(79));
+        let mut out = format!(
+            " *** Download Progress Summary as of {now} *** \n{}\n",
+            "=".repeat(79)
+        );
         for (p, path) in active.iter().zip(paths) {
             out.push_str(&readout_line(std::slice::from_ref(p)));
             out.push_str(&format!("\nFILE: {path}\n{}\n", "-".repeat(79)));
@@ -199,7 +202,11 @@ pub fn readout_line(active: &[Progress]) -> String {
         if !finished {
             s.push_str(&format!(" DL:{}B", abbrev_size(p.speed)));
             if let Some(t) = p.total {
-                let eta = if p.speed > 0 { t.saturating_sub(p.done) / p.speed } else { 0 };
+                let eta = if p.speed > 0 {
+                    t.saturating_sub(p.done) / p.speed
+                } else {
+                    0
+                };
                 if eta > 0 {
                     s.push_str(&format!(" ETA:{}", secfmt(eta)));
                 }
@@ -298,7 +305,10 @@ mod tests {
         let t = results_table(&rows);
         assert!(t.contains("79478c|ERR |        n/a|http://h/nope\n"), "{t}");
         assert!(t.contains("238217|OK  |   715MiB/s|/o/f\n"), "{t}");
-        assert!(t.contains("(OK):download completed.(ERR):error occurred.\n"), "{t}");
+        assert!(
+            t.contains("(OK):download completed.(ERR):error occurred.\n"),
+            "{t}"
+        );
         assert!(t.ends_with("See '-l' option in help/man page for details.\n"));
     }
 
@@ -311,7 +321,10 @@ mod tests {
             connections: 1,
             speed: 516 * 1024,
         };
-        assert_eq!(readout_line(&[p.clone()]), "[#373e0b 1.0MiB/2.8MiB(34%) CN:1 DL:516KiB ETA:3s]");
+        assert_eq!(
+            readout_line(&[p.clone()]),
+            "[#373e0b 1.0MiB/2.8MiB(34%) CN:1 DL:516KiB ETA:3s]"
+        );
         let z = Progress {
             gid: 0xc8fd800000000000,
             done: 0,
@@ -321,6 +334,9 @@ mod tests {
         };
         assert_eq!(readout_line(&[z.clone()]), "[#c8fd80 0B/0B CN:1]");
         let multi = readout_line(&[p, z]);
-        assert!(multi.starts_with("[DL:516KiB][#373e0b 1.0MiB/2.8MiB(34%)][#c8fd80 0B/0B]"), "{multi}");
+        assert!(
+            multi.starts_with("[DL:516KiB][#373e0b 1.0MiB/2.8MiB(34%)][#c8fd80 0B/0B]"),
+            "{multi}"
+        );
     }
 }
