@@ -124,6 +124,8 @@ pub struct Exchange {
     pub unusable: bool,
     pub error: Option<Failure>,
     pub any_bytes: bool,
+    /// The range was taken over by another connection: end quietly.
+    pub overruled: bool,
 }
 
 impl Exchange {
@@ -153,6 +155,7 @@ impl Exchange {
             unusable: false,
             error: None,
             any_bytes: false,
+            overruled: false,
         }
     }
 
@@ -285,6 +288,9 @@ pub struct Download {
     pub plan: Option<Plan>,
     pub length_known: bool,
     pub ranges_ok: bool,
+    /// A range request has been answered correctly (until then the first, whole-file response may
+    /// take over ranges other connections have not started).
+    pub ranges_confirmed: bool,
     /// Final URL of the first request (after redirects), used by extra connections.
     pub split_url: Option<Url>,
     pub conns: usize,
@@ -319,6 +325,7 @@ impl Download {
             plan: None,
             length_known: false,
             ranges_ok: false,
+            ranges_confirmed: false,
             split_url: None,
             conns: 0,
             wanted: 0,
@@ -364,6 +371,8 @@ pub struct BodySink<'a> {
     pub fill: &'a mut Option<Fill>,
     pub blocks: &'a mut WriteBlocks,
     pub plan: Option<&'a mut Plan>,
+    /// A whole-file stream may take over ranges whose connections have received nothing yet.
+    pub may_overrule: bool,
     pub flushes: &'a mut Vec<Flush>,
 }
 
@@ -480,8 +489,15 @@ impl BodySink<'_> {
         let mut used = 0;
         while used < data.len() {
             let seg = plan.segment(self.ex.seg).clone();
+            if seg.owner != Some(self.owner) {
+                // Another connection took this range over: these bytes are not ours to place.
+                self.ex.unusable = true;
+                self.ex.overruled = true;
+                return data.len();
+            }
             if seg.pos >= seg.end {
-                match plan.continue_into(self.ex.seg, self.owner) {
+                let overrule = self.may_overrule && self.ex.range.is_none();
+                match plan.continue_into(self.ex.seg, self.owner, overrule) {
                     Some(next) => {
                         self.ex.seg = next;
                         continue;

@@ -480,7 +480,7 @@ impl Engine<'_> {
                     "the server does not support ranges and the connection that could finish the file is gone",
                 )
             });
-            self.fail_download(i, f);
+            self.fail_download(i, f, None);
         }
     }
 
@@ -960,6 +960,15 @@ impl Engine<'_> {
         }
         let d = &mut self.dls[ex.dl];
         let Some(plan) = d.plan.as_mut() else { return };
+        if plan.segment(ex.seg).owner != Some(c.id) {
+            // Taken over by the whole-file response: these bytes are somebody else's now.
+            ex.unusable = true;
+            ex.overruled = true;
+            let block = fill.block;
+            c.fill = None;
+            self.pool.writes.free(block);
+            return;
+        }
         plan.advance(ex.seg, n as u64);
         let seg_end = plan.segment(ex.seg).end;
         let end = fill.off + fill.filled as u64;
@@ -982,6 +991,9 @@ impl Engine<'_> {
             if c.state == ConnState::Closing {
                 return;
             }
+            let may_overrule =
+                c.ex.as_ref()
+                    .is_some_and(|ex| !self.dls[ex.dl].ranges_confirmed);
             let plan = match c.ex.as_ref() {
                 Some(ex) => self.dls[ex.dl].plan.as_mut(),
                 None => None,
@@ -1003,6 +1015,7 @@ impl Engine<'_> {
                     fill: &mut c.fill,
                     blocks: &mut self.pool.writes,
                     plan,
+                    may_overrule,
                     flushes: &mut self.flushes,
                 };
                 match tls.process(rb, &mut c.out, &mut c.plain_out, &mut sink) {
@@ -1036,6 +1049,7 @@ impl Engine<'_> {
                         fill: &mut c.fill,
                         blocks: &mut self.pool.writes,
                         plan,
+                        may_overrule,
                         flushes: &mut self.flushes,
                     };
                     sink.feed(rb);
@@ -1071,6 +1085,7 @@ impl Engine<'_> {
             return;
         };
         let dl = ex.dl;
+        let seg_i = ex.seg;
         let status = resp.status;
         let conn_id = c.id;
         if http::is_redirect(status) {
@@ -1143,6 +1158,16 @@ impl Engine<'_> {
                 }
             }
             Some((first, last)) => {
+                let seg_owner = self.dls[dl]
+                    .plan
+                    .as_ref()
+                    .and_then(|p| p.segment(seg_i).owner);
+                if seg_owner != Some(conn_id) {
+                    // The whole-file response took this range over while we waited.
+                    self.close_exchange_conn(slot);
+                    self.maybe_finish(dl);
+                    return;
+                }
                 let total = self.dls[dl].total();
                 let check = match (status, resp.content_range) {
                     (206, Some(cr)) => cr.check(first, last, total).map_err(http_failure),
@@ -1174,6 +1199,7 @@ impl Engine<'_> {
                     self.abandon_exchange(slot);
                     return;
                 }
+                self.dls[dl].ranges_confirmed = true;
             }
         }
         let Some(c) = self.conns[slot].as_mut() else {
@@ -1186,6 +1212,7 @@ impl Engine<'_> {
         }
         let rest = std::mem::take(&mut ex.head_rest);
         if !rest.is_empty() {
+            let may_overrule = !self.dls[dl].ranges_confirmed;
             let plan = self.dls[dl].plan.as_mut();
             let mut sink = BodySink {
                 owner: c.id,
@@ -1193,6 +1220,7 @@ impl Engine<'_> {
                 fill: &mut c.fill,
                 blocks: &mut self.pool.writes,
                 plan,
+                may_overrule,
                 flushes: &mut self.flushes,
             };
             sink.unframe(&rest);
@@ -1370,11 +1398,18 @@ impl Engine<'_> {
             self.fail_conn(slot, f);
             return;
         }
+        if ex.overruled {
+            let dl = ex.dl;
+            self.close_exchange_conn(slot);
+            self.maybe_finish(dl);
+            return;
+        }
         if ex.phase != Phase::Body || !ex.spill.is_empty() {
             return;
         }
         let dl = ex.dl;
         let d = &mut self.dls[dl];
+        let overrule = !d.ranges_confirmed && ex.range.is_none();
         let Some(plan) = d.plan.as_mut() else { return };
         if ex.body_complete {
             if !d.length_known {
@@ -1417,7 +1452,7 @@ impl Engine<'_> {
         if seg.pos >= seg.end {
             // This range is done but the response goes on (a whole-file response, or a range another
             // connection took over): go on into the next range if it is untouched, else stop here.
-            if let Some(next) = plan.continue_into(ex.seg, c.id) {
+            if let Some(next) = plan.continue_into(ex.seg, c.id, overrule) {
                 ex.seg = next;
                 return;
             }
@@ -1561,11 +1596,7 @@ impl Engine<'_> {
         }
         d.failures += 1;
         if !f.retry || d.failures >= MAX_TRIES || d.bad_uris.iter().all(|b| *b) {
-            self.console.error(&format!(
-                "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} {}",
-                f.code.0, f.message
-            ));
-            self.fail_download(dl, f);
+            self.fail_download(dl, f, Some((conn_id, uri)));
         } else {
             self.console.log(
                 LogLevel::Info,
@@ -1582,7 +1613,20 @@ impl Engine<'_> {
         }
     }
 
-    fn fail_download(&mut self, dl: usize, f: Failure) {
+    /// Ends download `dl` with `f`, saying so in one error line (naming the connection and URI that
+    /// failed when there is one).
+    fn fail_download(&mut self, dl: usize, f: Failure, at: Option<(u64, String)>) {
+        let line = match at {
+            Some((conn, uri)) => format!(
+                "CUID#{conn} - Download aborted. URI={uri}: errorCode={} {}",
+                f.code.0, f.message
+            ),
+            None => format!(
+                "Download aborted. URI={}: errorCode={} {}",
+                self.dls[dl].first_uri, f.code.0, f.message
+            ),
+        };
+        self.console.error(&line);
         self.dls[dl].error = Some(f);
         self.dls[dl].wanted = 0;
         for slot in 0..self.conns.len() {
@@ -1821,8 +1865,7 @@ impl Engine<'_> {
                 ),
             );
             if d.error.is_none() {
-                self.console.error(&f.message.clone());
-                self.fail_download(dl, f);
+                self.fail_download(dl, f, None);
             }
         } else {
             d.written += len as u64;
@@ -1853,6 +1896,7 @@ impl Engine<'_> {
                 c.starved = false;
                 c.tls_blocked = false;
                 if let Some(ex) = c.ex.as_mut() {
+                    let may_overrule = !self.dls[ex.dl].ranges_confirmed;
                     let plan = self.dls[ex.dl].plan.as_mut();
                     let mut sink = BodySink {
                         owner: c.id,
@@ -1860,6 +1904,7 @@ impl Engine<'_> {
                         fill: &mut c.fill,
                         blocks: &mut self.pool.writes,
                         plan,
+                        may_overrule,
                         flushes: &mut self.flushes,
                     };
                     sink.drain_spill();

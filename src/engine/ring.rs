@@ -197,21 +197,20 @@ impl Ring {
         self.push(&[c]);
     }
 
-    /// Submits everything staged and waits for at least one completion.
+    /// Submits everything staged and waits for at least one completion. An interrupted wait, or a
+    /// kernel that wants its completions reaped first (EBUSY/EAGAIN), returns so the caller harvests.
     pub fn submit_and_wait(&mut self) -> io::Result<()> {
-        loop {
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => return Ok(()),
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => return Ok(()),
-                Err(e)
-                    if e.raw_os_error() == Some(libc::EBUSY)
-                        || e.raw_os_error() == Some(libc::EAGAIN) =>
-                {
-                    // Completions must be reaped before the kernel takes more.
-                    return Ok(());
-                }
-                Err(e) => return Err(e),
+        match self.ring.submit_and_wait(1) {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                ) =>
+            {
+                Ok(())
             }
+            Err(e) => Err(e),
         }
     }
 

@@ -189,8 +189,8 @@ pub fn readout_line(active: &[Progress]) -> String {
         let mut s = format!("{}B", abbrev_size(p.done));
         if let Some(t) = p.total {
             s.push_str(&format!("/{}B", abbrev_size(t)));
-            if t > 0 {
-                s.push_str(&format!("({}%)", p.done * 100 / t));
+            if let Some(pct) = (p.done * 100).checked_div(t) {
+                s.push_str(&format!("({pct}%)"));
             }
         }
         s
@@ -202,11 +202,7 @@ pub fn readout_line(active: &[Progress]) -> String {
         if !finished {
             s.push_str(&format!(" DL:{}B", abbrev_size(p.speed)));
             if let Some(t) = p.total {
-                let eta = if p.speed > 0 {
-                    t.saturating_sub(p.done) / p.speed
-                } else {
-                    0
-                };
+                let eta = t.saturating_sub(p.done).checked_div(p.speed).unwrap_or(0);
                 if eta > 0 {
                     s.push_str(&format!(" ETA:{}", secfmt(eta)));
                 }
@@ -322,7 +318,7 @@ mod tests {
             speed: 516 * 1024,
         };
         assert_eq!(
-            readout_line(&[p.clone()]),
+            readout_line(std::slice::from_ref(&p)),
             "[#373e0b 1.0MiB/2.8MiB(34%) CN:1 DL:516KiB ETA:3s]"
         );
         let z = Progress {
@@ -332,7 +328,10 @@ mod tests {
             connections: 1,
             speed: 0,
         };
-        assert_eq!(readout_line(&[z.clone()]), "[#c8fd80 0B/0B CN:1]");
+        assert_eq!(
+            readout_line(std::slice::from_ref(&z)),
+            "[#c8fd80 0B/0B CN:1]"
+        );
         let multi = readout_line(&[p, z]);
         assert!(
             multi.starts_with("[DL:516KiB][#373e0b 1.0MiB/2.8MiB(34%)][#c8fd80 0B/0B]"),
