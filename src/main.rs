@@ -12,12 +12,14 @@ fn real_main() -> i32 {
     let settings = match cli::parse_args(std::env::args_os().skip(1)) {
         Ok(Command::Download(s)) => s,
         Ok(Command::Help) => {
-            print!("{}", cli::help_text());
+            ringdl::ui::emit(&cli::help_text());
             return 0;
         }
         Ok(Command::Version) => {
-            println!("ringdl version {}", env!("CARGO_PKG_VERSION"));
-            println!("Enabled Features: HTTP, HTTPS (rustls), io_uring, O_DIRECT");
+            ringdl::ui::emit(&format!(
+                "ringdl version {}\nEnabled Features: HTTP, HTTPS (rustls), io_uring, O_DIRECT\n",
+                env!("CARGO_PKG_VERSION")
+            ));
             return 0;
         }
         Err(e) => {

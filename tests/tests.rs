@@ -3,5 +3,6 @@
 //! (`nginx::`).
 
 mod download;
+mod engine;
 mod nginx;
 mod support;

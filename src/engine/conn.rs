@@ -304,9 +304,8 @@ pub struct Download {
     pub soft_error: Option<Failure>,
     pub started: Option<Instant>,
     pub ended: Option<Instant>,
-    /// Bytes received at the last readout, for its speed.
-    pub last_received: u64,
-    pub speed: u64,
+    /// (time, bytes received) at recent readouts: the speed is measured over the last few seconds.
+    pub samples: std::collections::VecDeque<(Instant, u64)>,
 }
 
 impl Download {
@@ -336,14 +335,30 @@ impl Download {
             soft_error: None,
             started: None,
             ended: None,
-            last_received: 0,
-            speed: 0,
+            samples: std::collections::VecDeque::new(),
         }
     }
 
     /// Bytes received so far.
     pub fn received(&self) -> u64 {
         self.plan.as_ref().map_or(0, Plan::received)
+    }
+
+    /// Records the byte count now and returns the speed over the last ~3 seconds (bytes/s).
+    pub fn sample_speed(&mut self, now: Instant) -> u64 {
+        let got = self.received();
+        self.samples.push_back((now, got));
+        while self.samples.len() > 2
+            && now.duration_since(self.samples[0].0) > std::time::Duration::from_secs(3)
+        {
+            self.samples.pop_front();
+        }
+        let (t0, b0) = self.samples[0];
+        let secs = now.duration_since(t0).as_secs_f64();
+        if secs < 0.05 {
+            return 0;
+        }
+        (got.saturating_sub(b0) as f64 / secs) as u64
     }
 
     /// The file length, when known.

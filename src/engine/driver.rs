@@ -144,7 +144,6 @@ struct Engine<'a> {
     dns: HashMap<(String, u16), Vec<SocketAddr>>,
     next_id: u64,
     flushes: Vec<Flush>,
-    last_tick: Instant,
     last_summary: Instant,
     finished_order: Vec<usize>,
 }
@@ -254,7 +253,6 @@ pub fn run(
         dns: HashMap::new(),
         next_id: 1,
         flushes: Vec::new(),
-        last_tick: Instant::now(),
         last_summary: Instant::now(),
         finished_order: Vec::new(),
     };
@@ -425,7 +423,9 @@ impl Engine<'_> {
     fn start_download(&mut self, i: usize) {
         let d = &mut self.dls[i];
         d.state = DlState::Active;
-        d.started = Some(Instant::now());
+        let now = Instant::now();
+        d.started = Some(now);
+        d.samples.push_back((now, 0));
         let Some(mirror) = d.bad_uris.iter().position(|b| !b) else {
             return;
         };
@@ -877,7 +877,7 @@ impl Engine<'_> {
             let code = if res == -libc::ECANCELED {
                 ExitCode::TIMEOUT
             } else {
-                ExitCode::NETWORK
+                ExitCode::UNKNOWN
             };
             self.fail_conn(
                 slot,
@@ -912,7 +912,7 @@ impl Engine<'_> {
                 )
             } else {
                 (
-                    ExitCode::NETWORK,
+                    ExitCode::UNKNOWN,
                     format!("receive failed: {}", errno_text(res)),
                 )
             };
@@ -1371,7 +1371,7 @@ impl Engine<'_> {
             }
             _ => {
                 let f = Failure::retry(
-                    ExitCode::NETWORK,
+                    ExitCode::UNKNOWN,
                     "the server closed the connection before the response was complete",
                 );
                 self.fail_conn(slot, f);
@@ -1427,7 +1427,7 @@ impl Engine<'_> {
             let seg = plan.segment(ex.seg);
             if seg.pos < seg.end && seg.owner == Some(c.id) && !plan.is_complete() {
                 let f = Failure::retry(
-                    ExitCode::NETWORK,
+                    ExitCode::UNKNOWN,
                     "the response body ended before its range was complete",
                 );
                 self.fail_conn(slot, f);
@@ -1749,7 +1749,7 @@ impl Engine<'_> {
                 self.fail_conn(
                     slot,
                     Failure::retry(
-                        ExitCode::NETWORK,
+                        ExitCode::UNKNOWN,
                         "a TLS record does not fit the receive buffer",
                     ),
                 );
@@ -1993,20 +1993,16 @@ impl Engine<'_> {
 
     fn on_tick(&mut self) {
         let now = Instant::now();
-        let secs = now.duration_since(self.last_tick).as_secs_f64().max(0.001);
-        self.last_tick = now;
         let mut active = Vec::new();
         let mut paths = Vec::new();
         for d in self.dls.iter_mut().filter(|d| d.state == DlState::Active) {
-            let got = d.received();
-            d.speed = ((got.saturating_sub(d.last_received)) as f64 / secs) as u64;
-            d.last_received = got;
+            let speed = d.sample_speed(now);
             active.push(Progress {
                 gid: d.gid,
-                done: got,
+                done: d.received(),
                 total: d.total(),
                 connections: d.conns,
-                speed: d.speed,
+                speed,
             });
             paths.push(
                 d.path

@@ -48,6 +48,14 @@ pub struct Console {
     bar: Option<indicatif::ProgressBar>,
 }
 
+/// Writes console text to stdout. A closed stdout (a pipe whose reader left) is not an error worth
+/// stopping a download for, so write errors are dropped.
+pub fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
 /// The local wall-clock time as aria2's log prefix `MM/DD HH:MM:SS`.
 fn timestamp() -> String {
     let (mon, day, h, m, s) = crate::engine::sys::local_time();
@@ -101,8 +109,8 @@ impl Console {
         };
         let line = format!("\n{} [{tag}] {msg}", timestamp());
         match &self.bar {
-            Some(bar) => bar.suspend(|| println!("{line}")),
-            None => println!("{line}"),
+            Some(bar) => bar.suspend(|| emit(&format!("{line}\n"))),
+            None => emit(&format!("{line}\n")),
         }
     }
 
@@ -138,7 +146,7 @@ impl Console {
             bar.set_position(done);
             bar.set_message(line);
         } else {
-            println!("{line}");
+            emit(&format!("{line}\n"));
         }
     }
 
@@ -157,8 +165,8 @@ impl Console {
             out.push_str(&format!("\nFILE: {path}\n{}\n", "-".repeat(79)));
         }
         match &self.bar {
-            Some(bar) => bar.suspend(|| print!("{out}")),
-            None => print!("{out}"),
+            Some(bar) => bar.suspend(|| emit(&out)),
+            None => emit(&out),
         }
     }
 
@@ -176,8 +184,7 @@ impl Console {
             return;
         }
         let text = results_table(rows);
-        print!("{text}");
-        let _ = std::io::stdout().flush();
+        emit(&text);
     }
 }
 

@@ -1,0 +1,194 @@
+//! The engine's promises beyond single downloads: reuse of connections and TLS sessions, a buffer
+//! pool that fits an ordinary user's locked-memory limit, a clear message when it does not, and
+//! output to a pipe whose reader has gone.
+
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::server::{Route, TestServer};
+use crate::support::{content, ringdl, run_program, sha256_file, sha256_hex, TestDir, RUN_TIMEOUT};
+
+const MIB: usize = 1024 * 1024;
+
+fn bin() -> String {
+    env!("CARGO_BIN_EXE_ringdl").to_string()
+}
+
+#[test]
+fn split_tls_download_resumes_sessions() {
+    let server = TestServer::https();
+    let data = content(71, 6 * MIB + 3);
+    server.route("/r.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let ca = format!("--ca-certificate={}", server.ca_file().display());
+    let run = ringdl(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            &ca,
+            "-x4",
+            "-s4",
+            "-k1M",
+            &server.url("/r.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("r.bin")), sha256_hex(&data));
+    let stats = server.stats();
+    assert!(stats.connections >= 2, "no split: {stats:?}");
+    // The extra connections open after the first response, when a session ticket is in hand.
+    assert!(
+        stats.tls_resumed >= 1,
+        "no TLS session was resumed: {stats:?}"
+    );
+}
+
+#[test]
+fn many_files_use_at_most_j_connections() {
+    let server = TestServer::plain();
+    let mut uris = Vec::new();
+    for i in 0..40 {
+        server.route(
+            &format!("/s/{i}"),
+            Route::bytes(content(i, 100 + i as usize * 513)),
+        );
+        uris.push(server.url(&format!("/s/{i}")));
+    }
+    let dir = TestDir::new();
+    let mut args = vec!["-d".to_string(), dir.arg(), "-Z".into(), "-j3".into()];
+    args.extend(uris);
+    let run = ringdl(&dir, &args);
+    assert_eq!(run.code(), 0, "{run}");
+    for i in 0..40u64 {
+        assert_eq!(
+            sha256_file(&dir.join(&i.to_string())),
+            sha256_hex(&content(i, 100 + i as usize * 513))
+        );
+    }
+    let stats = server.stats();
+    assert_eq!(stats.requests, 40);
+    assert!(stats.connections <= 3, "{stats:?}");
+}
+
+#[test]
+fn pool_too_big_for_memlock_says_which_limit_to_raise() {
+    let server = TestServer::plain();
+    server.route("/f", Route::bytes(content(1, 1000)));
+    let dir = TestDir::new();
+    let run = run_program(
+        Path::new("/usr/bin/prlimit"),
+        &dir,
+        &[
+            "--memlock=65536:65536",
+            &bin(),
+            "-d",
+            &dir.arg(),
+            &server.url("/f"),
+        ],
+        RUN_TIMEOUT,
+    );
+    assert_eq!(run.code(), 1, "{run}");
+    let out = run.output();
+    assert!(
+        out.contains("RLIMIT_MEMLOCK") && out.contains("ulimit -l"),
+        "{run}"
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.contains("ulimit -l")).count(),
+        1,
+        "{run}"
+    );
+    assert_eq!(server.stats().requests, 0);
+}
+
+/// As an unprivileged user with the common 8 MiB locked-memory limit, a 16-connection TLS download
+/// works without raising anything.
+#[test]
+fn works_as_ordinary_user_under_default_memlock() {
+    if !nix_is_root() {
+        eprintln!(
+            "SKIPPED: works_as_ordinary_user_under_default_memlock: needs root to switch user"
+        );
+        return;
+    }
+    let server = TestServer::https();
+    let data = content(5, 5 * MIB + 777);
+    server.route("/u.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::copy(server.ca_file(), &ca).unwrap();
+    std::fs::set_permissions(&ca, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out_dir = dir.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::set_permissions(&out_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let run = run_program(
+        Path::new("/usr/bin/prlimit"),
+        &dir,
+        &[
+            "--memlock=8388608:8388608",
+            "/usr/bin/setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            &bin(),
+            "-d",
+            out_dir.to_str().unwrap(),
+            &format!("--ca-certificate={}", ca.display()),
+            "-x16",
+            "-s16",
+            "-k1M",
+            &server.url("/u.bin"),
+        ],
+        RUN_TIMEOUT,
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&out_dir.join("u.bin")), sha256_hex(&data));
+    assert!(server.stats().connections > 1);
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// `ringdl ... | head -1`: the reader leaves early, the download still completes, no panic.
+#[test]
+fn closed_stdout_does_not_stop_the_download() {
+    let server = TestServer::plain();
+    let data = content(9, 3 * MIB);
+    server.route(
+        "/p.bin",
+        Route::bytes(data.clone()).throttle(256 * 1024, Duration::from_millis(300)),
+    );
+    let dir = TestDir::new();
+    let mut child = Command::new(bin())
+        .args(["-d", &dir.arg(), &server.url("/p.bin")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    let mut stdout = child.stdout.take().unwrap();
+    let _ = stdout.read(&mut first);
+    drop(stdout);
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(sha256_file(&dir.join("p.bin")), sha256_hex(&data));
+}
