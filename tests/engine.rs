@@ -192,3 +192,45 @@ fn closed_stdout_does_not_stop_the_download() {
     assert_eq!(status.code(), Some(0), "{err}");
     assert_eq!(sha256_file(&dir.join("p.bin")), sha256_hex(&data));
 }
+
+/// Pages of `path` resident in the page cache, from util-linux's `fincore`.
+fn resident_bytes(path: &Path) -> u64 {
+    let out = Command::new("fincore")
+        .args(["--bytes", "--noheadings", "--output", "RES"])
+        .arg(path)
+        .output()
+        .expect("run fincore");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("fincore RES")
+}
+
+/// The written file does not stay in the page cache, with O_DIRECT and on the buffered fallback.
+#[test]
+fn downloads_leave_the_page_cache_alone() {
+    let server = TestServer::plain();
+    let data = content(12, 24 * MIB + 5);
+    server.route("/c.bin", Route::bytes(data.clone()));
+    for buffered in [false, true] {
+        let dir = TestDir::new();
+        let mut cmd = Command::new(bin());
+        cmd.args(["-d", &dir.arg(), "-x4", "-k1M", &server.url("/c.bin")]);
+        if buffered {
+            cmd.env("RINGDL_NO_DIRECT", "1");
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        let path = dir.join("c.bin");
+        let notice = stdout.contains("O_DIRECT is not supported here");
+        assert_eq!(notice, buffered, "{stdout}");
+        // Measured before the file is read back for its hash, which would fill the cache.
+        let resident = resident_bytes(&path);
+        assert!(
+            resident <= data.len() as u64 / 100,
+            "buffered={buffered}: {resident} bytes left in the page cache"
+        );
+        assert_eq!(sha256_file(&path), sha256_hex(&data));
+    }
+}

@@ -35,10 +35,21 @@ pub struct OutFile {
     pub direct: bool,
 }
 
+/// Set to any value, this environment variable makes ringdl write as if the filesystem had refused
+/// `O_DIRECT`: the buffered path, with writeback and page-cache dropping behind it, can then be tested
+/// (and compared) on any filesystem.
+pub const NO_DIRECT_ENV: &str = "RINGDL_NO_DIRECT";
+
 /// Opens (creating or truncating) `path` for writing, with `O_DIRECT` where the filesystem allows it.
 pub fn open_output(path: &Path) -> io::Result<OutFile> {
     let mut opts = OpenOptions::new();
     opts.write(true).create(true).truncate(true);
+    if std::env::var_os(NO_DIRECT_ENV).is_some() {
+        return Ok(OutFile {
+            file: opts.open(path)?,
+            direct: false,
+        });
+    }
     match opts.clone().custom_flags(libc::O_DIRECT).open(path) {
         Ok(file) => Ok(OutFile { file, direct: true }),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(OutFile {
