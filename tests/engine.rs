@@ -234,3 +234,37 @@ fn downloads_leave_the_page_cache_alone() {
         assert_eq!(sha256_file(&path), sha256_hex(&data));
     }
 }
+
+/// Ctrl-C: the in-flight operations drain, the results show the download in progress, exit 7, and
+/// the partial file stays.
+#[test]
+fn sigint_stops_cleanly_with_exit_7() {
+    let server = TestServer::plain();
+    let data = content(13, 4 * MIB);
+    server.route(
+        "/i.bin",
+        Route::bytes(data).throttle(128 * 1024, Duration::from_millis(100)),
+    );
+    let dir = TestDir::new();
+    let child = Command::new(bin())
+        .args(["-d", &dir.arg(), "-x2", "-k1M", &server.url("/i.bin")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(7), "{stdout}");
+    assert!(
+        stdout.contains("Shutdown sequence commencing..."),
+        "{stdout}"
+    );
+    assert!(stdout.contains("|INPR|"), "{stdout}");
+    assert!(dir.join("i.bin").exists(), "partial file removed");
+}

@@ -300,6 +300,8 @@ pub struct Download {
     pub written: u64,
     pub failures: u32,
     pub error: Option<Failure>,
+    /// Stopped by Ctrl-C/SIGTERM before it finished: reported as in progress.
+    pub halted: bool,
     /// The last failure that did not end the download (reported if it stalls).
     pub soft_error: Option<Failure>,
     pub started: Option<Instant>,
@@ -333,6 +335,7 @@ impl Download {
             failures: 0,
             error: None,
             soft_error: None,
+            halted: false,
             started: None,
             ended: None,
             samples: std::collections::VecDeque::new(),

@@ -96,6 +96,7 @@ enum Op {
     },
     Tick,
     Wake,
+    Signal,
 }
 
 /// The in-flight table: every operation the kernel holds, by user_data.
@@ -140,6 +141,11 @@ struct Engine<'a> {
     resolver: Resolver,
     wake_buf: Box<u64>,
     wake_ud: Option<u64>,
+    signals: Option<std::os::fd::OwnedFd>,
+    sig_buf: Box<[u8; sys::SIGINFO_SIZE]>,
+    sig_ud: Option<u64>,
+    /// The first Ctrl-C/SIGTERM arrived: finish in-flight writes, start nothing new.
+    stopping: bool,
     tick_ud: Option<u64>,
     dns: HashMap<(String, u16), Vec<SocketAddr>>,
     next_id: u64,
@@ -231,6 +237,8 @@ pub fn run(
             StartError::NoIoUring(format!("registering buffers failed: {e}"))
         }
     })?;
+    // Before any thread starts, so every thread has the signals blocked and only the ring sees them.
+    let signals = sys::signal_fd().ok();
     let resolver =
         Resolver::start().map_err(|e| StartError::Other(format!("cannot start resolver: {e}")))?;
     let mut engine = Engine {
@@ -249,6 +257,10 @@ pub fn run(
         resolver,
         wake_buf: Box::new(0),
         wake_ud: None,
+        signals,
+        sig_buf: Box::new([0; sys::SIGINFO_SIZE]),
+        sig_ud: None,
+        stopping: false,
         tick_ud: None,
         dns: HashMap::new(),
         next_id: 1,
@@ -277,6 +289,7 @@ pub fn run(
 impl Engine<'_> {
     fn run_loop(&mut self) -> std::io::Result<()> {
         self.arm_wake();
+        self.arm_signal();
         let mut cqes = Vec::with_capacity(256);
         loop {
             self.schedule();
@@ -378,7 +391,7 @@ impl Engine<'_> {
                 Outcome {
                     gid: d.gid,
                     code: d.error.as_ref().map_or(ExitCode::OK, |f| f.code),
-                    finished: d.state == DlState::Finished,
+                    finished: d.state == DlState::Finished && !d.halted,
                     path: d.path.clone(),
                     first_uri: d.first_uri.clone(),
                     bytes: d.received(),
@@ -391,6 +404,9 @@ impl Engine<'_> {
     // ---- scheduling -------------------------------------------------------------------------
 
     fn schedule(&mut self) {
+        if self.stopping {
+            return;
+        }
         let active = self
             .dls
             .iter()
@@ -621,6 +637,13 @@ impl Engine<'_> {
                 self.wake_ud = None;
                 self.on_wake();
             }
+            Op::Signal => {
+                self.sig_ud = None;
+                if res > 0 {
+                    self.on_signal();
+                }
+                self.arm_signal();
+            }
         }
     }
 
@@ -671,13 +694,64 @@ impl Engine<'_> {
         self.arm_wake();
     }
 
+    fn arm_signal(&mut self) {
+        let Some(fd) = self.signals.as_ref().map(|f| f.as_raw_fd()) else {
+            return;
+        };
+        if self.sig_ud.is_some() {
+            return;
+        }
+        let ud = self.ops.insert(Op::Signal);
+        let ptr = self.sig_buf.as_mut_ptr();
+        self.ring.read(fd, ptr, sys::SIGINFO_SIZE, ud);
+        self.sig_ud = Some(ud);
+    }
+
+    /// First Ctrl-C/SIGTERM: stop every download where it is, after its writes complete. A second
+    /// one leaves at once.
+    fn on_signal(&mut self) {
+        if self.stopping {
+            self.console.finish();
+            self.console.notice("Emergency shutdown.");
+            std::process::exit(i32::from(ExitCode::UNFINISHED.0));
+        }
+        self.stopping = true;
+        self.console
+            .notice("Shutdown sequence commencing... Press Ctrl-C again for emergency shutdown.");
+        for dl in 0..self.dls.len() {
+            if self.dls[dl].state == DlState::Finished {
+                continue;
+            }
+            self.dls[dl].halted = true;
+            self.dls[dl].wanted = 0;
+            if self.dls[dl].state == DlState::Waiting {
+                self.dls[dl].state = DlState::Finished;
+                continue;
+            }
+            for slot in 0..self.conns.len() {
+                let mine = self.conns[slot].as_ref().is_some_and(|c| {
+                    c.state != ConnState::Closing
+                        && (c.ex.as_ref().is_some_and(|e| e.dl == dl)
+                            || c.want.as_ref().is_some_and(|w| w.dl == dl))
+                });
+                if mine {
+                    self.return_range(slot);
+                    self.close_conn(slot);
+                    self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
+                }
+            }
+            self.maybe_finish(dl);
+        }
+    }
+
     fn arm_wake(&mut self) {
         if self.wake_ud.is_some() {
             return;
         }
         let ud = self.ops.insert(Op::Wake);
         let ptr: *mut u64 = &mut *self.wake_buf;
-        self.ring.read_eventfd(self.resolver.wake_fd(), ptr, ud);
+        self.ring
+            .read(self.resolver.wake_fd(), ptr as *mut u8, 8, ud);
         self.wake_ud = Some(ud);
     }
 
@@ -1924,7 +1998,7 @@ impl Engine<'_> {
         if d.state != DlState::Active || d.writes > 0 {
             return;
         }
-        if d.error.is_some() {
+        if d.error.is_some() || d.halted {
             if d.conns == 0
                 && !self
                     .conns

@@ -175,9 +175,10 @@ impl Ring {
         self.push(&[s, f]);
     }
 
-    /// Read 8 bytes from an eventfd into `buf` (owned by the engine until the CQE).
-    pub fn read_eventfd(&mut self, fd: RawFd, buf: *mut u64, ud: u64) {
-        let r = opcode::Read::new(types::Fd(fd), buf as *mut u8, 8)
+    /// Read up to `len` bytes from `fd` (an eventfd or signalfd) into `buf`, which the engine owns
+    /// until the CQE.
+    pub fn read(&mut self, fd: RawFd, buf: *mut u8, len: usize, ud: u64) {
+        let r = opcode::Read::new(types::Fd(fd), buf, len as u32)
             .build()
             .user_data(ud);
         self.push(&[r]);

@@ -170,6 +170,30 @@ pub fn clear_direct(fd: std::os::fd::RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Blocks SIGINT and SIGTERM for this thread (and threads it starts later) and returns a signalfd
+/// that reports them, so the ring can read signals like any other event.
+pub fn signal_fd() -> io::Result<OwnedFd> {
+    // SAFETY: sigset operations on a local set; pthread_sigmask and signalfd read it and return
+    // status or a fresh descriptor that we then own.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let fd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// Size of one `signalfd_siginfo` record.
+pub const SIGINFO_SIZE: usize = std::mem::size_of::<libc::signalfd_siginfo>();
+
 #[cfg(test)]
 mod tests {
     use super::*;
