@@ -332,9 +332,10 @@ impl Engine<'_> {
             .map(|(i, _)| i as u64)
             .collect();
         for ud in pending {
-            if !matches!(
+            // Connections cancelled their own operations above; writes are let finish.
+            if matches!(
                 self.ops.slots[ud as usize],
-                Some(Op::Write { .. }) | Some(Op::Writeback { .. })
+                Some(Op::Tick | Op::Wake | Op::Signal)
             ) {
                 self.ring.cancel(ud);
             }
@@ -344,18 +345,7 @@ impl Engine<'_> {
             if self.ring.submit_and_wait().is_err() {
                 // The ring itself failed: nothing more will complete. Leaking the pool is safer than
                 // freeing memory the kernel may still write to.
-                std::mem::forget(std::mem::replace(
-                    &mut self.pool,
-                    match Pool::new(Layout {
-                        read_size: 4096,
-                        reads: 1,
-                        write_size: 4096,
-                        writes: 1,
-                    }) {
-                        Ok(p) => p,
-                        Err(_) => std::process::abort(),
-                    },
-                ));
+                self.pool.leak();
                 return;
             }
             cqes.clear();

@@ -112,6 +112,8 @@ pub struct Pool {
     layout: Layout,
     pub reads: Blocks,
     pub writes: WriteBlocks,
+    /// Set when the kernel may still hold blocks (the ring failed before draining): never unmap.
+    leaked: bool,
 }
 
 impl Pool {
@@ -150,7 +152,13 @@ impl Pool {
                 },
                 free: (0..layout.writes as u32).rev().collect(),
             },
+            leaked: false,
         })
+    }
+
+    /// Keeps the mapping for the rest of the process instead of unmapping it on drop.
+    pub fn leak(&mut self) {
+        self.leaked = true;
     }
 
     /// The iovec to register with the ring (buffer index 0).
@@ -164,6 +172,9 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
+        if self.leaked {
+            return;
+        }
         // SAFETY: the mapping was made in `new` with this size; the engine drops the pool only after
         // the ring is drained and dropped (invariant 2), so the kernel no longer references it.
         unsafe {
