@@ -268,3 +268,37 @@ fn sigint_stops_cleanly_with_exit_7() {
     assert!(stdout.contains("|INPR|"), "{stdout}");
     assert!(dir.join("i.bin").exists(), "partial file removed");
 }
+
+/// On a terminal the readout is an indicatif bar redrawn in place (`script` gives the run a pty).
+#[test]
+fn terminal_gets_a_progress_bar() {
+    if !crate::support::require_peer("script", Path::new("/usr/bin/script").exists()) {
+        return;
+    }
+    let server = TestServer::plain();
+    let data = content(17, 2 * MIB);
+    server.route(
+        "/t.bin",
+        Route::bytes(data.clone()).throttle(128 * 1024, Duration::from_millis(100)),
+    );
+    let dir = TestDir::new();
+    let cmdline = format!("{} -d {} {}", bin(), dir.arg(), server.url("/t.bin"));
+    let out = Command::new("/usr/bin/script")
+        .args(["-qec", &cmdline, "/dev/null"])
+        .env("COLUMNS", "100")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains('█') || text.contains('░'),
+        "no bar drawn:\n{text}"
+    );
+    assert!(
+        text.contains("[#") && text.contains("CN:1"),
+        "no readout in the bar:\n{text}"
+    );
+    assert!(text.contains("Download complete:"), "{text}");
+    assert_eq!(sha256_file(&dir.join("t.bin")), sha256_hex(&data));
+}

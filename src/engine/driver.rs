@@ -1198,8 +1198,8 @@ impl Engine<'_> {
         if !(200..300).contains(&status) {
             let code = ExitCode::for_http_status(status);
             let msg = match status {
-                404 => "Resource not found".to_string(),
-                401 => "Authorization failed.".to_string(),
+                404 => format!("Resource not found. status={status}"),
+                401 => format!("Authorization failed. status={status}"),
                 _ => format!("The response status is not successful. status={status}"),
             };
             let mirror = ex.mirror;
