@@ -13,7 +13,7 @@ use crate::cli::{LogLevel, Settings};
 use crate::http::{self, Framing, RequestSpec};
 use crate::plan::Plan;
 use crate::store;
-use crate::tls::{TlsConfig, TlsSession, MIN_INCOMING};
+use crate::tls::{PlainSink, TlsConfig, TlsSession, MIN_INCOMING};
 use crate::ui::exit::ExitCode;
 use crate::ui::{Console, Progress};
 use std::collections::HashMap;
@@ -23,6 +23,21 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 use url::Url;
+
+/// Receives application data on a TLS connection that has no exchange (idle, or between requests):
+/// there should be none, and any makes the connection unfit for reuse.
+struct IdleSink {
+    got_data: bool,
+}
+
+impl PlainSink for IdleSink {
+    fn room(&self) -> usize {
+        usize::MAX
+    }
+    fn put(&mut self, data: &[u8]) {
+        self.got_data |= !data.is_empty();
+    }
+}
 
 /// aria2's default `--max-tries`.
 const MAX_TRIES: u32 = 5;
@@ -1064,32 +1079,31 @@ impl Engine<'_> {
             };
             let rb = &mut self.pool.reads.slice(slot)[c.rb_start..c.rb_end];
             if let Some(tls) = c.tls.as_mut() {
-                let mut dummy = Exchange::new(
-                    0,
-                    Url::parse("http://idle.invalid/").expect("static URL"),
-                    0,
-                    None,
-                    0,
-                );
-                let idle = c.ex.is_none();
-                let ex = c.ex.as_mut().unwrap_or(&mut dummy);
-                let mut sink = BodySink {
-                    owner: c.id,
-                    ex,
-                    fill: &mut c.fill,
-                    blocks: &mut self.pool.writes,
-                    plan,
-                    may_overrule,
-                    flushes: &mut self.flushes,
+                let mut idle = IdleSink { got_data: false };
+                let mut body;
+                let sink: &mut dyn PlainSink = match c.ex.as_mut() {
+                    Some(ex) => {
+                        body = BodySink {
+                            owner: c.id,
+                            ex,
+                            fill: &mut c.fill,
+                            blocks: &mut self.pool.writes,
+                            plan,
+                            may_overrule,
+                            flushes: &mut self.flushes,
+                        };
+                        &mut body
+                    }
+                    None => &mut idle,
                 };
-                match tls.process(rb, &mut c.out, &mut c.plain_out, &mut sink) {
+                match tls.process(rb, &mut c.out, &mut c.plain_out, sink) {
                     Ok(step) => {
                         c.rb_start += step.consumed;
                         c.tls_blocked = step.sink_full;
                         if step.peer_closed {
                             c.tls_peer_closed = true;
                         }
-                        if idle && dummy.any_bytes {
+                        if idle.got_data {
                             // Data on an idle connection: it cannot be trusted for another request.
                             c.eof = true;
                         }
