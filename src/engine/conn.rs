@@ -126,6 +126,9 @@ pub struct Exchange {
     pub any_bytes: bool,
     /// The range was taken over by another connection: end quietly.
     pub overruled: bool,
+    /// A whole-file stream at the end of its range, waiting to learn whether the connection that owns
+    /// the next range gets it (then this one ends) or fails (then this one goes on into it).
+    pub parked: bool,
 }
 
 impl Exchange {
@@ -156,6 +159,7 @@ impl Exchange {
             error: None,
             any_bytes: false,
             overruled: false,
+            parked: false,
         }
     }
 
@@ -389,8 +393,8 @@ pub struct BodySink<'a> {
     pub fill: &'a mut Option<Fill>,
     pub blocks: &'a mut WriteBlocks,
     pub plan: Option<&'a mut Plan>,
-    /// A whole-file stream may take over ranges whose connections have received nothing yet.
-    pub may_overrule: bool,
+    /// No range request of this download has been answered yet.
+    pub ranges_unconfirmed: bool,
     pub flushes: &'a mut Vec<Flush>,
 }
 
@@ -514,11 +518,17 @@ impl BodySink<'_> {
                 return data.len();
             }
             if seg.pos >= seg.end {
-                let overrule = self.may_overrule && self.ex.range.is_none();
-                match plan.continue_into(self.ex.seg, self.owner, overrule) {
+                match plan.continue_into(self.ex.seg, self.owner) {
                     Some(next) => {
                         self.ex.seg = next;
                         continue;
+                    }
+                    None if self.ranges_unconfirmed
+                        && self.ex.range.is_none()
+                        && plan.next_unstarted(self.ex.seg) =>
+                    {
+                        self.ex.parked = true;
+                        return used;
                     }
                     None => {
                         self.ex.unusable = true;
@@ -569,7 +579,7 @@ impl BodySink<'_> {
 
     /// Bytes the sink can take without spilling.
     fn capacity(&self) -> usize {
-        if !self.ex.spill.is_empty() || self.ex.error.is_some() {
+        if !self.ex.spill.is_empty() || self.ex.error.is_some() || self.ex.parked {
             return 0;
         }
         if self.ex.phase != Phase::Body {

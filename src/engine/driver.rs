@@ -1070,7 +1070,7 @@ impl Engine<'_> {
             if c.state == ConnState::Closing {
                 return;
             }
-            let may_overrule =
+            let ranges_unconfirmed =
                 c.ex.as_ref()
                     .is_some_and(|ex| !self.dls[ex.dl].ranges_confirmed);
             let plan = match c.ex.as_ref() {
@@ -1089,7 +1089,7 @@ impl Engine<'_> {
                             fill: &mut c.fill,
                             blocks: &mut self.pool.writes,
                             plan,
-                            may_overrule,
+                            ranges_unconfirmed,
                             flushes: &mut self.flushes,
                         };
                         &mut body
@@ -1127,7 +1127,7 @@ impl Engine<'_> {
                         fill: &mut c.fill,
                         blocks: &mut self.pool.writes,
                         plan,
-                        may_overrule,
+                        ranges_unconfirmed,
                         flushes: &mut self.flushes,
                     };
                     sink.feed(rb);
@@ -1277,7 +1277,10 @@ impl Engine<'_> {
                     self.abandon_exchange(slot);
                     return;
                 }
-                self.dls[dl].ranges_confirmed = true;
+                if !self.dls[dl].ranges_confirmed {
+                    self.dls[dl].ranges_confirmed = true;
+                    self.end_parked(dl);
+                }
             }
         }
         let Some(c) = self.conns[slot].as_mut() else {
@@ -1290,7 +1293,7 @@ impl Engine<'_> {
         }
         let rest = std::mem::take(&mut ex.head_rest);
         if !rest.is_empty() {
-            let may_overrule = !self.dls[dl].ranges_confirmed;
+            let ranges_unconfirmed = !self.dls[dl].ranges_confirmed;
             let plan = self.dls[dl].plan.as_mut();
             let mut sink = BodySink {
                 owner: c.id,
@@ -1298,7 +1301,7 @@ impl Engine<'_> {
                 fill: &mut c.fill,
                 blocks: &mut self.pool.writes,
                 plan,
-                may_overrule,
+                ranges_unconfirmed,
                 flushes: &mut self.flushes,
             };
             sink.unframe(&rest);
@@ -1487,7 +1490,7 @@ impl Engine<'_> {
         }
         let dl = ex.dl;
         let d = &mut self.dls[dl];
-        let overrule = !d.ranges_confirmed && ex.range.is_none();
+        let may_park = !d.ranges_confirmed && ex.range.is_none();
         let Some(plan) = d.plan.as_mut() else { return };
         if ex.body_complete {
             if !d.length_known {
@@ -1529,9 +1532,14 @@ impl Engine<'_> {
         let seg = plan.segment(ex.seg).clone();
         if seg.pos >= seg.end {
             // This range is done but the response goes on (a whole-file response, or a range another
-            // connection took over): go on into the next range if it is untouched, else stop here.
-            if let Some(next) = plan.continue_into(ex.seg, c.id, overrule) {
+            // connection took over): go on into the next range if it is free; wait while its owner's
+            // range request is unanswered; else stop here.
+            if let Some(next) = plan.continue_into(ex.seg, c.id) {
                 ex.seg = next;
+                return;
+            }
+            if may_park && plan.next_unstarted(ex.seg) {
+                ex.parked = true;
                 return;
             }
             c.ex = None;
@@ -1572,6 +1580,49 @@ impl Engine<'_> {
         }
     }
 
+    /// A parked whole-file stream of download `dl` can go on: the range after it came free.
+    fn unpark(&mut self, dl: usize) {
+        for slot in 0..self.conns.len() {
+            let parked = self.conns[slot].as_ref().is_some_and(|c| {
+                c.state == ConnState::Open && c.ex.as_ref().is_some_and(|e| e.dl == dl && e.parked)
+            });
+            if !parked {
+                continue;
+            }
+            if let Some(c) = self.conns[slot].as_mut() {
+                if let Some(ex) = c.ex.as_mut() {
+                    ex.parked = false;
+                    let ranges_unconfirmed = !self.dls[dl].ranges_confirmed;
+                    let plan = self.dls[dl].plan.as_mut();
+                    let mut sink = BodySink {
+                        owner: c.id,
+                        ex,
+                        fill: &mut c.fill,
+                        blocks: &mut self.pool.writes,
+                        plan,
+                        ranges_unconfirmed,
+                        flushes: &mut self.flushes,
+                    };
+                    sink.drain_spill();
+                }
+            }
+            self.pump(slot);
+            self.after_io(slot);
+        }
+    }
+
+    /// Ranges work: parked whole-file streams of download `dl` will not be needed.
+    fn end_parked(&mut self, dl: usize) {
+        for slot in 0..self.conns.len() {
+            let parked = self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.ex.as_ref().is_some_and(|e| e.dl == dl && e.parked));
+            if parked {
+                self.close_exchange_conn(slot);
+            }
+        }
+    }
+
     /// Abandons the connection's exchange without counting a failure (its range goes back).
     fn abandon_exchange(&mut self, slot: usize) {
         let dl = self.conns[slot]
@@ -1579,6 +1630,9 @@ impl Engine<'_> {
             .and_then(|c| c.ex.as_ref())
             .map(|e| e.dl);
         self.return_range(slot);
+        if let Some(dl) = dl {
+            self.unpark(dl);
+        }
         if let Some(dl) = dl {
             self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
             self.close_conn(slot);
@@ -1666,6 +1720,7 @@ impl Engine<'_> {
         self.return_range(slot);
         self.close_conn(slot);
         let Some(dl) = dl else { return };
+        self.unpark(dl);
         let d = &mut self.dls[dl];
         d.conns = d.conns.saturating_sub(1);
         if d.error.is_some() || d.state != DlState::Active {
@@ -1775,6 +1830,9 @@ impl Engine<'_> {
             // TLS handshakes of a connection with no exchange yet still need reading.
             return;
         };
+        if ex.parked {
+            return;
+        }
         if ex.phase == Phase::Decide || ex.body_complete || !ex.spill.is_empty() || c.tls_blocked {
             if !ex.spill.is_empty() || c.tls_blocked {
                 c.starved = true;
@@ -1974,7 +2032,7 @@ impl Engine<'_> {
                 c.starved = false;
                 c.tls_blocked = false;
                 if let Some(ex) = c.ex.as_mut() {
-                    let may_overrule = !self.dls[ex.dl].ranges_confirmed;
+                    let ranges_unconfirmed = !self.dls[ex.dl].ranges_confirmed;
                     let plan = self.dls[ex.dl].plan.as_mut();
                     let mut sink = BodySink {
                         owner: c.id,
@@ -1982,7 +2040,7 @@ impl Engine<'_> {
                         fill: &mut c.fill,
                         blocks: &mut self.pool.writes,
                         plan,
-                        may_overrule,
+                        ranges_unconfirmed,
                         flushes: &mut self.flushes,
                     };
                     sink.drain_spill();

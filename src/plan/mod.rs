@@ -98,25 +98,24 @@ impl Plan {
     }
 
     /// A sequential stream that reached the end of segment `i` may go on into the segment that
-    /// starts there if nobody has received any of it yet. With `take_from_idle_owner` it may even take
-    /// that segment from a connection that owns it but has received nothing (its request may still
-    /// fail, as range requests do on servers without range support). Returns that segment, now owned
+    /// starts there if nobody owns it and nothing of it was received. Returns that segment, now owned
     /// by `owner`.
-    pub fn continue_into(
-        &mut self,
-        i: usize,
-        owner: Owner,
-        take_from_idle_owner: bool,
-    ) -> Option<usize> {
+    pub fn continue_into(&mut self, i: usize, owner: Owner) -> Option<usize> {
         let end = self.segments[i].end;
         let j = self.segments.iter().position(|s| {
-            s.start == end
-                && s.pos == s.start
-                && s.end > s.start
-                && (s.owner.is_none() || take_from_idle_owner)
+            s.start == end && s.owner.is_none() && s.pos == s.start && s.end > s.start
         })?;
         self.segments[j].owner = Some(owner);
         Some(j)
+    }
+
+    /// Whether the segment after `i` is owned by a connection that has received nothing of it yet
+    /// (its request may still fail, and then the stream ending at `i` could go on into it).
+    pub fn next_unstarted(&self, i: usize) -> bool {
+        let end = self.segments[i].end;
+        self.segments
+            .iter()
+            .any(|s| s.start == end && s.owner.is_some() && s.pos == s.start && s.end > s.start)
     }
 
     /// Fixes the length of a file whose size was unknown (a single segment being streamed) once
@@ -298,23 +297,22 @@ mod tests {
         p.presplit(4);
         assert_eq!(p.take(2, |_| 0), Some(1));
         p.advance(0, 2 * MIB);
-        // Segment 1 is owned: no continuation, unless its owner has nothing yet and may be overruled.
-        assert_eq!(p.continue_into(0, 1, false), None);
+        // Segment 1 is owned and untouched: no continuation, but worth waiting for.
+        assert_eq!(p.continue_into(0, 1), None);
+        assert!(p.next_unstarted(0));
         p.release(1, 2 * MIB);
-        assert_eq!(p.continue_into(0, 1, false), Some(1));
+        assert!(!p.next_unstarted(0));
+        assert_eq!(p.continue_into(0, 1), Some(1));
         p.advance(1, 100);
         p.advance(1, 2 * MIB);
         // Segment 2 untouched and unowned: continue again.
-        assert_eq!(p.continue_into(1, 1, false), Some(2));
+        assert_eq!(p.continue_into(1, 1), Some(2));
         p.advance(2, 2 * MIB);
         p.assign(3, 9);
-        assert_eq!(p.continue_into(2, 1, false), None);
-        assert_eq!(p.continue_into(2, 1, true), Some(3));
-        assert_eq!(p.segment(3).owner, Some(1));
-        // A segment its owner has started on is never taken.
         p.advance(3, 1);
-        p.segments[3].end = p.segment(3).end;
-        assert_eq!(p.segment(3).pos, p.segment(3).start + 1);
+        // Its owner has started: neither continue nor wait.
+        assert_eq!(p.continue_into(2, 1), None);
+        assert!(!p.next_unstarted(2));
     }
 
     #[test]
