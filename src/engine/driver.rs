@@ -733,19 +733,24 @@ impl Engine<'_> {
                 self.dls[dl].state = DlState::Finished;
                 continue;
             }
-            for slot in 0..self.conns.len() {
-                let mine = self.conns[slot].as_ref().is_some_and(|c| {
-                    c.state != ConnState::Closing
-                        && (c.ex.as_ref().is_some_and(|e| e.dl == dl)
-                            || c.want.as_ref().is_some_and(|w| w.dl == dl))
-                });
-                if mine {
-                    self.return_range(slot);
-                    self.close_conn(slot);
-                    self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
-                }
-            }
+            self.stop_conns(dl);
             self.maybe_finish(dl);
+        }
+    }
+
+    /// Closes every connection working for download `dl`, keeping what they wrote.
+    fn stop_conns(&mut self, dl: usize) {
+        for slot in 0..self.conns.len() {
+            let mine = self.conns[slot].as_ref().is_some_and(|c| {
+                c.state != ConnState::Closing
+                    && (c.ex.as_ref().is_some_and(|e| e.dl == dl)
+                        || c.want.as_ref().is_some_and(|w| w.dl == dl))
+            });
+            if mine {
+                self.return_range(slot);
+                self.close_conn(slot);
+                self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
+            }
         }
     }
 
@@ -1589,26 +1594,34 @@ impl Engine<'_> {
             if !parked {
                 continue;
             }
-            if let Some(c) = self.conns[slot].as_mut() {
-                if let Some(ex) = c.ex.as_mut() {
-                    ex.parked = false;
-                    let ranges_unconfirmed = !self.dls[dl].ranges_confirmed;
-                    let plan = self.dls[dl].plan.as_mut();
-                    let mut sink = BodySink {
-                        owner: c.id,
-                        ex,
-                        fill: &mut c.fill,
-                        blocks: &mut self.pool.writes,
-                        plan,
-                        ranges_unconfirmed,
-                        flushes: &mut self.flushes,
-                    };
-                    sink.drain_spill();
-                }
+            if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+                ex.parked = false;
             }
-            self.pump(slot);
-            self.after_io(slot);
+            self.resume(slot);
         }
+    }
+
+    /// Lets a connection that was held back go on: places what it had spilled, runs the protocol
+    /// layers over what its read block holds, and keeps it reading.
+    fn resume(&mut self, slot: usize) {
+        if let Some(c) = self.conns[slot].as_mut() {
+            if let Some(ex) = c.ex.as_mut() {
+                let ranges_unconfirmed = !self.dls[ex.dl].ranges_confirmed;
+                let plan = self.dls[ex.dl].plan.as_mut();
+                let mut sink = BodySink {
+                    owner: c.id,
+                    ex,
+                    fill: &mut c.fill,
+                    blocks: &mut self.pool.writes,
+                    plan,
+                    ranges_unconfirmed,
+                    flushes: &mut self.flushes,
+                };
+                sink.drain_spill();
+            }
+        }
+        self.pump(slot);
+        self.after_io(slot);
     }
 
     /// Ranges work: parked whole-file streams of download `dl` will not be needed.
@@ -1762,18 +1775,7 @@ impl Engine<'_> {
         self.console.error(&line);
         self.dls[dl].error = Some(f);
         self.dls[dl].wanted = 0;
-        for slot in 0..self.conns.len() {
-            let mine = self.conns[slot].as_ref().is_some_and(|c| {
-                c.state != ConnState::Closing
-                    && (c.ex.as_ref().is_some_and(|e| e.dl == dl)
-                        || c.want.as_ref().is_some_and(|w| w.dl == dl))
-            });
-            if mine {
-                self.return_range(slot);
-                self.close_conn(slot);
-                self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
-            }
-        }
+        self.stop_conns(dl);
         self.maybe_finish(dl);
     }
 
@@ -2031,23 +2033,8 @@ impl Engine<'_> {
             if let Some(c) = self.conns[slot].as_mut() {
                 c.starved = false;
                 c.tls_blocked = false;
-                if let Some(ex) = c.ex.as_mut() {
-                    let ranges_unconfirmed = !self.dls[ex.dl].ranges_confirmed;
-                    let plan = self.dls[ex.dl].plan.as_mut();
-                    let mut sink = BodySink {
-                        owner: c.id,
-                        ex,
-                        fill: &mut c.fill,
-                        blocks: &mut self.pool.writes,
-                        plan,
-                        ranges_unconfirmed,
-                        flushes: &mut self.flushes,
-                    };
-                    sink.drain_spill();
-                }
             }
-            self.pump(slot);
-            self.after_io(slot);
+            self.resume(slot);
             if self.pool.writes.free_count() == 0 {
                 break;
             }
