@@ -372,3 +372,42 @@ fn refused_io_uring_is_one_clear_line() {
     assert!(!stderr.contains("panicked"));
     assert_eq!(server.stats().requests, 0);
 }
+
+/// A connection that finishes its range takes another range of the same file over the same kept-alive
+/// connection. Two mirrors, one slow: the fast one's connection finishes its half, then takes half of
+/// what the slow one has left, with a second range request on its one connection.
+#[test]
+fn finished_connection_takes_another_range_on_the_same_connection() {
+    let (slow, fast) = (TestServer::plain(), TestServer::plain());
+    let data = content(23, 16 * MIB + 1);
+    slow.route(
+        "/k.bin",
+        Route::bytes(data.clone()).throttle(64 * 1024, Duration::from_millis(20)),
+    );
+    fast.route("/k.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            "-x1",
+            "-s2",
+            "-k1M",
+            &slow.url("/k.bin"),
+            &fast.url("/k.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("k.bin")), sha256_hex(&data));
+    let ranged = fast
+        .requests_to("/k.bin")
+        .iter()
+        .filter(|r| r.range().is_some())
+        .count();
+    assert_eq!(fast.stats().connections, 1, "{:?}", fast.stats());
+    assert!(
+        ranged >= 2,
+        "the fast mirror's connection took {ranged} range(s)"
+    );
+}

@@ -1520,10 +1520,11 @@ impl Engine<'_> {
                 return;
             }
             let reusable = !ex.unusable && !c.eof && !c.tls_peer_closed;
-            c.ex = None;
+            let done = c.ex.take();
             if reusable {
                 c.want = None;
-                self.next_work(slot, dl);
+                let (url, mirror) = done.map(|e| (e.url, e.mirror)).unzip();
+                self.next_work(slot, dl, url, mirror.unwrap_or(0));
             } else {
                 self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
                 self.close_conn(slot);
@@ -1562,11 +1563,8 @@ impl Engine<'_> {
     }
 
     /// A connection finished its range: take more of the same download on the same connection.
-    fn next_work(&mut self, slot: usize, dl: usize) {
-        let url = match self.conns[slot].as_ref() {
-            Some(_) => self.dls[dl].split_url.clone(),
-            None => return,
-        };
+    /// `url` is what the connection just fetched (on its own server, whichever mirror that is).
+    fn next_work(&mut self, slot: usize, dl: usize, url: Option<Url>, mirror: usize) {
         let server = self.conns[slot].as_ref().map(|c| c.server.clone());
         match url {
             Some(u) if self.dls[dl].ranges_ok && server == Some(ServerKey::of(&u)) => {
@@ -1574,7 +1572,7 @@ impl Engine<'_> {
                     c.want = Some(Want {
                         dl,
                         url: u,
-                        mirror: 0,
+                        mirror,
                         redirects: 0,
                     });
                     c.reused = true;
