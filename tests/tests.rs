@@ -1,8 +1,12 @@
 //! The one integration-test binary: the test server's and helpers' own tests (`support::`), the
-//! ringdl binary's end-to-end tests against that server (`download::`), and against a real nginx
-//! (`nginx::`).
+//! ringdl binary's end-to-end tests against that server (`download::`, `engine::`), against a real
+//! nginx (`nginx::`), the generated docs (`generated::`), and the differential suite against aria2c
+//! (`compat::`, kept in compat-tests/).
 
+#[path = "../compat-tests/mod.rs"]
+mod compat;
 mod download;
 mod engine;
+mod generated;
 mod nginx;
 mod support;

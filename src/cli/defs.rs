@@ -4,31 +4,42 @@
 /// How an option takes its argument on the command line (aria2's getopt rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArgKind {
-    /// No argument (`--help` style flags that act immediately).
+    /// No argument (`--version`).
     None,
     /// `--opt=v`, `--opt v`, `-xv`, `-x v`.
     Required,
-    /// A boolean whose value may only be attached: `--opt`, `--opt=false`, `-Vfalse`.
-    OptionalBool,
+    /// A value that may only be attached: `--opt`, `--opt=false`, `-Vfalse`. Absent, the option's
+    /// `implied` value is used.
+    Optional,
 }
 
 /// What a value must look like; checked when settings are built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ValueKind {
+    /// `true` or `false`.
     Bool,
-    /// Integer within an inclusive range.
-    Int {
-        min: i64,
-        max: i64,
-    },
+    /// Integer within an inclusive range (`i64::MAX` for aria2's `*`).
+    Int { min: i64, max: i64 },
     /// Byte size with an optional K/M suffix, within an inclusive range.
-    Size {
-        min: u64,
-        max: u64,
-    },
+    Size { min: u64, max: u64 },
+    /// Decimal number within an inclusive range.
+    Float { min: f64, max: f64 },
+    /// One of a fixed set of words.
     Choice(&'static [&'static str]),
+    /// A path to a file or directory (`${HOME}` is expanded).
     Path,
+    /// Anything else; options with their own syntax are checked by name.
     Text,
+}
+
+/// Whether ringdl acts on an option yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Implemented.
+    Yes,
+    /// Recognised and accepted, but the feature is not in ringdl (yet): using it warns once, naming
+    /// the feature, e.g. `No("BitTorrent")`.
+    No(&'static str),
 }
 
 /// One aria2c option.
@@ -38,61 +49,113 @@ pub struct OptDef {
     pub short: Option<char>,
     pub arg: ArgKind,
     pub value: ValueKind,
+    /// Shown after `=` in help (`SEC`, `N`, `DIR`...), as aria2 names it.
     pub value_name: &'static str,
+    /// aria2's "Possible Values:" text, when it prints one.
+    pub possible: &'static str,
     pub default: Option<&'static str>,
+    /// The value of an `Optional` option given without one (`true` for booleans).
+    pub implied: &'static str,
+    /// aria2's tags: `#basic`, `#http`, `#bittorrent`...
     pub tags: &'static [&'static str],
     /// Repeated uses accumulate instead of the last one winning (`--header`).
     pub cumulative: bool,
+    pub support: Support,
+    /// Allowed on the indented option lines of an `-i` input file (aria2's per-download options).
+    pub in_input_file: bool,
+    /// One line, in ringdl's words.
     pub help: &'static str,
+    /// More detail for `--help=KEYWORD` and the man page, in ringdl's words; may be empty.
+    pub long_help: &'static str,
 }
 
-const fn opt(name: &'static str, value: ValueKind, help: &'static str) -> OptDef {
+/// A new option definition; refine it with the builder methods below.
+pub const fn opt(name: &'static str, value: ValueKind, help: &'static str) -> OptDef {
     OptDef {
         name,
         short: None,
         arg: match value {
-            ValueKind::Bool => ArgKind::OptionalBool,
+            ValueKind::Bool => ArgKind::Optional,
             _ => ArgKind::Required,
         },
         value,
         value_name: match value {
             ValueKind::Bool => "true|false",
-            ValueKind::Int { .. } => "N",
+            ValueKind::Int { .. } | ValueKind::Float { .. } => "N",
             ValueKind::Size { .. } => "SIZE",
             ValueKind::Choice(_) => "CHOICE",
             ValueKind::Path => "PATH",
             ValueKind::Text => "VALUE",
         },
+        possible: match value {
+            ValueKind::Bool => "true, false",
+            _ => "",
+        },
         default: None,
+        implied: match value {
+            ValueKind::Bool => "true",
+            _ => "",
+        },
         tags: &["#basic"],
         cumulative: false,
+        support: Support::Yes,
+        in_input_file: false,
         help,
+        long_help: "",
     }
 }
 
 impl OptDef {
-    const fn short(mut self, c: char) -> Self {
+    pub const fn short(mut self, c: char) -> Self {
         self.short = Some(c);
         self
     }
-    const fn default(mut self, d: &'static str) -> Self {
+    pub const fn default(mut self, d: &'static str) -> Self {
         self.default = Some(d);
         self
     }
-    const fn tags(mut self, t: &'static [&'static str]) -> Self {
+    pub const fn tags(mut self, t: &'static [&'static str]) -> Self {
         self.tags = t;
         self
     }
-    const fn value_name(mut self, v: &'static str) -> Self {
+    pub const fn value_name(mut self, v: &'static str) -> Self {
         self.value_name = v;
         self
     }
-    const fn cumulative(mut self) -> Self {
+    pub const fn possible(mut self, p: &'static str) -> Self {
+        self.possible = p;
+        self
+    }
+    pub const fn cumulative(mut self) -> Self {
         self.cumulative = true;
         self
     }
-    const fn flag(mut self) -> Self {
+    /// Takes no argument.
+    pub const fn flag(mut self) -> Self {
         self.arg = ArgKind::None;
+        self
+    }
+    /// Takes an optional attached argument, `implied` when absent.
+    pub const fn optional(mut self, implied: &'static str) -> Self {
+        self.arg = ArgKind::Optional;
+        self.implied = implied;
+        self
+    }
+    /// Takes a required argument even though it is a boolean (aria2's `--show-console-readout`).
+    pub const fn required(mut self) -> Self {
+        self.arg = ArgKind::Required;
+        self
+    }
+    pub const fn unsupported(mut self, feature: &'static str) -> Self {
+        self.support = Support::No(feature);
+        self
+    }
+    pub const fn input(mut self) -> Self {
+        self.in_input_file = true;
+        self
+    }
+    pub const fn long(mut self, text: &'static str) -> Self {
+        self.long_help = text;
         self
     }
 }
@@ -294,8 +357,11 @@ mod tests {
     #[test]
     fn valued_options_have_value_names_and_defaults_parse() {
         for o in OPTIONS {
-            if o.arg == ArgKind::Required {
+            if o.arg != ArgKind::None {
                 assert!(!o.value_name.is_empty(), "--{} lacks a value name", o.name);
+            }
+            if o.arg == ArgKind::Optional {
+                assert!(!o.implied.is_empty(), "--{} has no implied value", o.name);
             }
             if let Some(d) = o.default {
                 let ok = match o.value {

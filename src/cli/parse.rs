@@ -179,9 +179,9 @@ where
                     ))
                 }
             },
-            ArgKind::OptionalBool => match parser.optional_value() {
+            ArgKind::Optional => match parser.optional_value() {
                 Some(v) => os_to_string(v)?,
-                None => "true".to_string(),
+                None => def.implied.to_string(),
             },
         };
         match def.name {
@@ -365,7 +365,7 @@ pub fn help_text() -> String {
         let arg = match o.arg {
             ArgKind::None => String::new(),
             ArgKind::Required => format!("={}", o.value_name),
-            ArgKind::OptionalBool => "[=true|false]".to_string(),
+            ArgKind::Optional => format!("[={}]", o.value_name),
         };
         out.push_str(&format!(" {short}--{}{arg}\n    {}\n", o.name, o.help));
         if let Some(d) = o.default {

@@ -1,0 +1,1 @@
+//! Generated documentation is current (being written).
