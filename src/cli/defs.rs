@@ -372,6 +372,9 @@ mod tests {
                     ValueKind::Size { min, max } => {
                         parse_size(d).is_some_and(|v| v >= min && v <= max)
                     }
+                    ValueKind::Float { min, max } => {
+                        d.parse::<f64>().is_ok_and(|v| v >= min && v <= max)
+                    }
                     ValueKind::Choice(c) => c.contains(&d),
                     ValueKind::Path | ValueKind::Text => true,
                 };
