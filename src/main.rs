@@ -1,8 +1,13 @@
-//! Wiring only: settings from `cli`, a job list, the engine run, the report, the exit code.
-use ringdl::cli::{self, Command};
+//! Wiring only: settings from `cli`, the job list (command line, then `-i`), the engine run, the
+//! report, the exit code.
+use ringdl::cli::input::InputReader;
+use ringdl::cli::{self, Command, Settings};
 use ringdl::engine::{self, Job};
 use ringdl::ui::exit::ExitCode;
-use ringdl::ui::{Console, ResultRow, Status};
+use ringdl::ui::{emit, Console, ConsoleOptions, LogTarget, ResultRow, Status};
+use std::cell::RefCell;
+use std::io::{BufRead, BufReader};
+use std::rc::Rc;
 
 fn main() {
     std::process::exit(real_main());
@@ -11,15 +16,16 @@ fn main() {
 fn real_main() -> i32 {
     let settings = match cli::parse_args(std::env::args_os().skip(1)) {
         Ok(Command::Download(s)) => s,
-        Ok(Command::Help) => {
-            ringdl::ui::emit(&cli::help_text());
+        Ok(Command::Help(text)) => {
+            emit(&text);
             return 0;
         }
         Ok(Command::Version) => {
-            ringdl::ui::emit(&format!(
-                "ringdl version {}\nEnabled Features: HTTP, HTTPS (rustls), io_uring, O_DIRECT\n",
-                env!("CARGO_PKG_VERSION")
-            ));
+            emit(&version_text());
+            return 0;
+        }
+        Ok(Command::Generate(target)) => {
+            emit(&cli::generate::generate(target));
             return 0;
         }
         Err(e) => {
@@ -27,36 +33,70 @@ fn real_main() -> i32 {
             return e.exit_code;
         }
     };
-    let jobs: Vec<Job> = if settings.force_sequential {
-        settings
-            .uris
-            .iter()
-            .map(|u| Job {
-                uris: vec![u.clone()],
-                out: None,
-            })
-            .collect()
-    } else {
-        vec![Job {
-            uris: settings.uris.clone(),
-            out: settings.out.clone(),
-        }]
+    let log = match settings.log.as_deref() {
+        None => None,
+        Some("-") => Some(LogTarget::Stdout),
+        Some(path) => match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            Ok(f) => Some(LogTarget::File(f)),
+            Err(e) => {
+                eprintln!("Failed to open the log file {path}, cause: {e}");
+                return 1;
+            }
+        },
     };
-    let mut console = Console::new(
-        settings.console_log_level,
-        settings.quiet,
-        settings.show_console_readout,
-    );
-    console.notice(&format!("Downloading {} item(s)", jobs.len()));
-    let outcomes = match engine::run(&settings, jobs, &mut console) {
-        Ok(o) => o,
+    let mut console = Console::new(ConsoleOptions {
+        level: settings.console_log_level,
+        quiet: settings.quiet,
+        show_readout: settings.show_console_readout,
+        color: settings.enable_color,
+        human_readable: settings.human_readable,
+        log,
+        log_level: settings.log_level,
+    });
+    for w in &settings.warnings {
+        console.log(cli::LogLevel::Warn, w);
+    }
+    let mut jobs = command_line_jobs(&settings);
+    let cli_count = jobs.len();
+    let input = match open_input(&settings, &mut console) {
+        Ok(i) => i,
+        Err((msg, code)) => {
+            console.finish();
+            eprintln!("{msg}");
+            return code;
+        }
+    };
+    let listed = input.as_ref().and_then(|i| i.count);
+    let expected = listed.map(|n| n + cli_count).or(if input.is_none() {
+        Some(cli_count)
+    } else {
+        None
+    });
+    console.notice(&format!(
+        "Downloading {} item(s)",
+        expected.map_or_else(|| format!("{cli_count}+"), |n| n.to_string())
+    ));
+    let input_error: Rc<RefCell<Option<String>>> = Rc::default();
+    let entry_jobs = input.into_iter().flat_map({
+        let input_error = input_error.clone();
+        let base = settings.download.clone();
+        move |list| list.jobs(base.clone(), input_error.clone())
+    });
+    let mut all_jobs = jobs.drain(..).chain(entry_jobs);
+    let summary = match engine::run(&settings, &mut all_jobs, expected, &mut console) {
+        Ok(s) => s,
         Err(e) => {
             console.finish();
             eprintln!("ringdl: {e}");
             return 1;
         }
     };
-    let rows: Vec<ResultRow> = outcomes
+    let rows: Vec<ResultRow> = summary
+        .results
         .iter()
         .map(|o| ResultRow {
             gid: o.gid,
@@ -67,25 +107,164 @@ fn real_main() -> i32 {
             } else {
                 Status::Err
             },
-            avg_speed: (o.finished && o.code == ExitCode::OK)
+            avg_speed: (o.code == ExitCode::OK || o.bytes > 0)
                 .then(|| (o.bytes as f64 / o.seconds.max(0.001)) as u64),
-            path_or_uri: match (&o.path, o.code == ExitCode::OK) {
-                (Some(p), _) => p.display().to_string(),
-                (None, _) => o.first_uri.clone(),
+            path_or_uri: match &o.path {
+                Some(p) => p.display().to_string(),
+                None => o.first_uri.clone(),
             },
+            percent: o.total.map(|t| {
+                if t == 0 {
+                    100
+                } else {
+                    (o.bytes * 100 / t).min(100) as u8
+                }
+            }),
         })
         .collect();
     console.results(&rows, settings.download_result);
+    if let Some(e) = input_error.borrow().as_ref() {
+        eprintln!("{e}");
+        return 28;
+    }
     // aria2: the last error among finished downloads wins; unfinished ones without errors give 7.
-    let code = outcomes
-        .iter()
-        .rev()
-        .map(|o| o.code)
-        .find(|c| *c != ExitCode::OK)
-        .unwrap_or(if outcomes.iter().all(|o| o.finished) {
-            ExitCode::OK
-        } else {
-            ExitCode::UNFINISHED
-        });
+    let code = match summary.last_error {
+        Some(c) => c,
+        None if summary.unfinished > 0 => ExitCode::UNFINISHED,
+        None => ExitCode::OK,
+    };
     i32::from(code.0)
+}
+
+fn version_text() -> String {
+    format!(
+        "ringdl version {}\n\
+         aria2c-compatible command line (aria2 1.36/1.37)\n\
+         \n\
+         ** Configuration **\n\
+         Enabled Features: HTTP, HTTPS (rustls {}, TLS 1.2/1.3), io_uring, O_DIRECT, Async DNS (resolver thread)\n\
+         Not supported: BitTorrent, Metalink, FTP, SFTP, JSON-RPC, proxies, cookies\n",
+        env!("CARGO_PKG_VERSION"),
+        "0.23"
+    )
+}
+
+/// The command line's URIs: mirrors of one file, or with `-Z` one download each (`-o` ignored).
+fn command_line_jobs(s: &Settings) -> Vec<Job> {
+    if s.uris.is_empty() {
+        return Vec::new();
+    }
+    if s.force_sequential {
+        let mut opts = s.download.clone();
+        opts.out = None;
+        s.uris
+            .iter()
+            .map(|u| Job {
+                uris: vec![u.clone()],
+                opts: opts.clone(),
+            })
+            .collect()
+    } else {
+        vec![Job {
+            uris: s.uris.clone(),
+            opts: s.download.clone(),
+        }]
+    }
+}
+
+/// An `-i` list: a file is read once to check every entry (so nothing starts half-configured) and
+/// count them, then again lazily as downloads start; stdin is read once, lazily.
+struct InputList {
+    path: String,
+    count: Option<usize>,
+    stdin: Option<InputReader<Box<dyn BufRead>>>,
+}
+
+fn open_reader(path: &str) -> Result<InputReader<Box<dyn BufRead>>, String> {
+    if path == "-" {
+        let r: Box<dyn BufRead> = Box::new(BufReader::new(std::io::stdin()));
+        return Ok(InputReader::new(r, "-"));
+    }
+    let meta_ok = std::fs::metadata(path)
+        .map(|m| m.is_file())
+        .unwrap_or(false);
+    let file = std::fs::File::open(path)
+        .ok()
+        .filter(|_| meta_ok)
+        .ok_or_else(|| {
+            format!("Failed to open the file {path}, cause: File not found or it is a directory")
+        })?;
+    let r: Box<dyn BufRead> = Box::new(BufReader::new(file));
+    Ok(InputReader::new(r, path))
+}
+
+fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, (String, i32)> {
+    let Some(path) = s.input_file.clone() else {
+        return Ok(None);
+    };
+    if path == "-" {
+        let reader = open_reader(&path).map_err(|m| (m, 1))?;
+        return Ok(Some(InputList {
+            path,
+            count: None,
+            stdin: Some(reader),
+        }));
+    }
+    let mut reader = open_reader(&path).map_err(|m| (m, 1))?;
+    let mut count = 0;
+    while let Some(entry) = reader.next_entry() {
+        for w in reader.warnings.drain(..) {
+            console.log(cli::LogLevel::Warn, &w);
+        }
+        match entry {
+            Ok(_) => count += 1,
+            Err(e) => {
+                let code = if e.starts_with("We encountered") {
+                    28
+                } else {
+                    1
+                };
+                return Err((e, code));
+            }
+        }
+    }
+    for w in reader.warnings.drain(..) {
+        console.log(cli::LogLevel::Warn, &w);
+    }
+    Ok(Some(InputList {
+        path,
+        count: Some(count),
+        stdin: None,
+    }))
+}
+
+impl InputList {
+    /// The list's downloads, read lazily. A read error stops the list and is kept in `error`.
+    fn jobs(
+        self,
+        base: cli::DownloadOptions,
+        error: Rc<RefCell<Option<String>>>,
+    ) -> Box<dyn Iterator<Item = Job>> {
+        let reader = match self.stdin {
+            Some(r) => r,
+            None => match open_reader(&self.path) {
+                Ok(r) => r,
+                Err(e) => {
+                    *error.borrow_mut() = Some(e);
+                    return Box::new(std::iter::empty());
+                }
+            },
+        };
+        let env = cli::Env::from_process();
+        Box::new(reader.map_while(move |entry| match entry {
+            Ok(e) => Some(Job {
+                uris: e.uris,
+                opts: base.with_entry(&e.options, &env),
+            }),
+            Err(msg) => {
+                *error.borrow_mut() = Some(msg);
+                None
+            }
+        }))
+    }
 }

@@ -5,6 +5,7 @@
 
 #[path = "../compat-tests/mod.rs"]
 mod compat;
+mod cli;
 mod download;
 mod engine;
 mod generated;

@@ -1,7 +1,14 @@
-//! The aria2c command line: the option table (`defs`), and parsing argv into plain [`Settings`]
-//! (`parse`). Nothing here touches sockets, files being downloaded, or the ring.
+//! The aria2c command line: the option table (`defs`), parsing argv, aria2.conf and the environment
+//! into plain [`Settings`] (`parse`), `-i` lists (`input`), `--help` (`help`) and the generated man
+//! page and completions (`generate`). Nothing here touches sockets, downloads, or the ring.
 pub mod defs;
 pub mod generate;
+pub mod help;
+pub mod input;
 mod parse;
+mod table;
 
-pub use parse::{help_text, parse_args, Command, LogLevel, ResultMode, Settings, UsageError};
+pub use parse::{
+    check_uri, check_value, parse_args, parse_with, Command, DownloadOptions, Env, LogLevel,
+    ResultMode, Settings, UsageError,
+};

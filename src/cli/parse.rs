@@ -1,10 +1,13 @@
-//! argv → [`Settings`] in two stages, like aria2c: first every option is matched against the table and
-//! its raw value kept (last one wins, except cumulative ones), then values are validated and turned into
-//! typed settings. A bad value is exit 28 with aria2's message shape; no URI is exit 1.
-use super::defs::{self, ArgKind, OptDef, ValueKind};
-use std::collections::HashMap;
+//! argv, aria2.conf and the environment → [`Settings`], in aria2c's order: `--no-conf`/`--conf-path`
+//! first, then defaults < config file < environment < command line. Stage one matches every option
+//! against the table and keeps raw values (last one wins, cumulative ones add up); stage two checks
+//! every value and builds typed settings. A bad value is exit 28 with aria2's message shape; no URI is
+//! exit 1. Nothing here downloads anything, so a bad command line never starts half-configured.
+use super::defs::{self, ArgKind, OptDef, Support, ValueKind, OPTIONS};
+use super::help::{self, USAGE_LINE};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Console log levels, lowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -16,6 +19,18 @@ pub enum LogLevel {
     Error,
 }
 
+impl LogLevel {
+    fn parse(s: &str) -> LogLevel {
+        match s {
+            "debug" => LogLevel::Debug,
+            "info" => LogLevel::Info,
+            "warn" => LogLevel::Warn,
+            "error" => LogLevel::Error,
+            _ => LogLevel::Notice,
+        }
+    }
+}
+
 /// `--download-result`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResultMode {
@@ -24,20 +39,29 @@ pub enum ResultMode {
     Hide,
 }
 
-/// Everything the engine and the UI need to know, validated.
-#[derive(Debug, Clone)]
-pub struct Settings {
+/// What one download is made with: the global options, or an input-file entry's own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DownloadOptions {
     pub dir: PathBuf,
     pub out: Option<String>,
-    pub max_concurrent: usize,
     pub max_conn_per_server: usize,
     pub split: usize,
     pub min_split_size: u64,
+    pub allow_overwrite: bool,
+    pub auto_file_renaming: bool,
+    pub user_agent: String,
+    pub headers: Vec<String>,
+}
+
+/// Everything the engine and the UI need to know, validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The options each command-line download gets (input-file entries start from these, less `out`).
+    pub download: DownloadOptions,
+    pub max_concurrent: usize,
     pub force_sequential: bool,
     pub ca_certificate: Option<PathBuf>,
     pub check_certificate: bool,
-    pub allow_overwrite: bool,
-    pub auto_file_renaming: bool,
     pub console_log_level: LogLevel,
     pub summary_interval: u64,
     pub show_console_readout: bool,
@@ -45,17 +69,27 @@ pub struct Settings {
     pub quiet: bool,
     pub timeout_secs: u64,
     pub connect_timeout_secs: u64,
-    pub user_agent: String,
-    pub headers: Vec<String>,
+    /// `-l`: a file, or `-` for stdout.
+    pub log: Option<String>,
+    pub log_level: LogLevel,
+    pub enable_color: bool,
+    pub human_readable: bool,
+    /// `-i`: a file, or `-` for stdin.
+    pub input_file: Option<String>,
     pub uris: Vec<String>,
+    /// Warnings to print once logging is set up (unknown config keys, ignored options).
+    pub warnings: Vec<String>,
 }
 
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {
     Download(Box<Settings>),
-    Help,
+    /// Print this help text and exit 0.
+    Help(String),
     Version,
+    /// `--generate=KIND`: print a generated document (man page, completion) and exit 0.
+    Generate(super::generate::Target),
 }
 
 /// A command line that cannot be run: the text to print on stderr and aria2's exit code.
@@ -65,12 +99,80 @@ pub struct UsageError {
     pub exit_code: i32,
 }
 
-const USAGE: &str = "Usage: ringdl [OPTIONS] [URI]...\nSee 'ringdl -h'.";
+/// Where the process environment comes in (a parameter, so tests need no real HOME).
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub home: Option<PathBuf>,
+    pub xdg_config_home: Option<PathBuf>,
+    /// Proxy variables that are set: (aria2 option name, value).
+    pub proxies: Vec<(&'static str, String)>,
+    pub cwd: PathBuf,
+}
+
+impl Env {
+    /// The real environment of this process.
+    pub fn from_process() -> Env {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        let mut proxies = Vec::new();
+        for (var_name, opt) in [
+            ("http_proxy", "http-proxy"),
+            ("https_proxy", "https-proxy"),
+            ("ftp_proxy", "ftp-proxy"),
+            ("all_proxy", "all-proxy"),
+            ("no_proxy", "no-proxy"),
+        ] {
+            if let Some(v) = var(var_name).and_then(|v| v.into_string().ok()) {
+                proxies.push((opt, v));
+            }
+        }
+        Env {
+            home: var("HOME").map(PathBuf::from),
+            xdg_config_home: var("XDG_CONFIG_HOME").map(PathBuf::from),
+            proxies,
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        }
+    }
+}
 
 fn usage_error(first: String, exit_code: i32) -> UsageError {
     UsageError {
-        message: format!("{first}\n{USAGE}"),
+        message: format!("{first}\n{USAGE_LINE}\nSee 'ringdl -h'."),
         exit_code,
+    }
+}
+
+/// Option values from one source, by option name.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Layer {
+    values: BTreeMap<&'static str, Vec<String>>,
+}
+
+impl Layer {
+    pub(crate) fn set(&mut self, def: &'static OptDef, value: String) {
+        let slot = self.values.entry(def.name).or_default();
+        if !def.cumulative {
+            slot.clear();
+        }
+        slot.push(value);
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.values
+            .get(name)
+            .and_then(|v| v.last())
+            .map(String::as_str)
+    }
+
+    /// `other` on top of `self`: its values replace ours, cumulative ones are appended.
+    pub(crate) fn overlay(&mut self, other: &Layer) {
+        for (name, vals) in &other.values {
+            let cumulative = defs::by_name(name).is_some_and(|d| d.cumulative);
+            let slot = self.values.entry(name).or_default();
+            if !cumulative {
+                slot.clear();
+            }
+            slot.extend(vals.iter().cloned());
+        }
     }
 }
 
@@ -79,14 +181,15 @@ fn lookup_long(name: &str) -> Result<&'static OptDef, UsageError> {
     if let Some(o) = defs::by_name(name) {
         return Ok(o);
     }
-    let matches: Vec<&OptDef> = defs::OPTIONS
+    let matches: Vec<&OptDef> = OPTIONS
         .iter()
         .filter(|o| o.name.starts_with(name))
         .collect();
     match matches.len() {
         1 => Ok(matches[0]),
         0 => {
-            let mut msg = format!("ringdl: unrecognized option '--{name}'\n{USAGE}");
+            let mut msg =
+                format!("ringdl: unrecognized option '--{name}'\n{USAGE_LINE}\nSee 'ringdl -h'.");
             let near = suggestions(name);
             if !near.is_empty() {
                 msg.push_str("\n\nDid you mean:");
@@ -113,27 +216,41 @@ fn lookup_long(name: &str) -> Result<&'static OptDef, UsageError> {
     }
 }
 
-/// Option names close to a mistyped one (edit distance), best first.
+/// Option names close to a mistyped one, best first: an edit distance that makes dropping a
+/// character cheap and inventing one dear (typos usually add or swap letters).
 fn suggestions(name: &str) -> Vec<&'static str> {
-    let mut scored: Vec<(usize, &'static str)> = defs::OPTIONS
+    let mut scored: Vec<(usize, &'static str)> = OPTIONS
         .iter()
         .map(|o| (edit_distance(name, o.name), o.name))
-        .filter(|(d, n)| *d <= n.len().max(name.len()) / 3 + 1)
+        .filter(|(d, _)| *d <= 6)
         .collect();
     scored.sort();
-    scored.into_iter().take(3).map(|(_, n)| n).collect()
+    let best = scored.first().map(|s| s.0);
+    scored
+        .into_iter()
+        .take_while(|(d, _)| Some(*d) == best)
+        .take(5)
+        .map(|(_, n)| n)
+        .collect()
 }
 
+/// Weighted Levenshtein from `a` to `b`: swap 0, substitution 2, insertion 1, deletion 3.
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
+    let mut prev2 = vec![0usize; b.len() + 1];
     let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+    for i in 0..a.len() {
+        let mut cur = vec![(i + 1) * 3; b.len() + 1];
+        for j in 0..b.len() {
+            let mut v = prev[j] + if a[i] == b[j] { 0 } else { 2 };
+            if i > 0 && j > 0 && a[i - 1] == b[j] && a[i] == b[j - 1] {
+                v = v.min(prev2[j - 1]);
+            }
+            v = v.min(prev[j + 1] + 3).min(cur[j] + 1);
+            cur[j + 1] = v;
         }
-        prev = cur;
+        prev2 = std::mem::replace(&mut prev, cur);
     }
     prev[b.len()]
 }
@@ -143,16 +260,149 @@ fn os_to_string(v: OsString) -> Result<String, UsageError> {
         .map_err(|v| usage_error(format!("ringdl: argument is not valid UTF-8: {v:?}"), 28))
 }
 
-/// Parses a full argv (without the program name).
+/// aria2's "bad value" report: which option, why, and that option's help.
+fn bad_value(def: &OptDef, why: &str) -> String {
+    format!(
+        "Exception: errorCode=28 We encountered a problem while processing the option '--{}'.\n  -> errorCode=1 {why}\nUsage:\n{}",
+        def.name,
+        help::option_block(def)
+    )
+}
+
+/// Checks one value against its option's rules; the error is aria2's reason text.
+pub fn check_value(def: &OptDef, v: &str) -> Result<(), String> {
+    let name = def.name;
+    match def.value {
+        ValueKind::Bool => match v {
+            "true" | "false" => Ok(()),
+            _ => Err(format!("{name} must be either 'true' or 'false'.")),
+        },
+        ValueKind::Int { min, max } => {
+            let n: i64 = v.parse().map_err(|_| format!("Bad number {v}"))?;
+            if n < min || n > max {
+                Err(if max == i64::MAX {
+                    format!("{name} must be greater than or equal to {min}.")
+                } else {
+                    format!("{name} must be between {min} and {max}.")
+                })
+            } else {
+                Ok(())
+            }
+        }
+        ValueKind::Size { min, max } => {
+            let n = defs::parse_size(v)
+                .ok_or_else(|| format!("Bad or negative value detected: {v}"))?;
+            if n < min || n > max {
+                Err(if max == u64::MAX {
+                    format!("{name} must be greater than or equal to {min}.")
+                } else {
+                    format!("{name} must be between {min} and {max}.")
+                })
+            } else {
+                Ok(())
+            }
+        }
+        ValueKind::Float { min, max } => {
+            let n: f64 = v.parse().map_err(|_| format!("Bad number {v}"))?;
+            if n < min || n > max {
+                Err(format!("{name} must be between {min} and {max}."))
+            } else {
+                Ok(())
+            }
+        }
+        ValueKind::Choice(choices) => {
+            if choices.contains(&v) {
+                Ok(())
+            } else {
+                let list: String = choices.iter().map(|c| format!("'{c}' ")).collect();
+                Err(format!("{name} must be one of the following:{list}"))
+            }
+        }
+        ValueKind::Path | ValueKind::Text => check_text(name, v),
+    }
+}
+
+/// Options with a syntax of their own.
+fn check_text(name: &str, v: &str) -> Result<(), String> {
+    match name {
+        "checksum" => {
+            let (kind, digest) = v.split_once('=').ok_or("Unrecognized checksum")?;
+            let hex_len = match kind {
+                "md5" => 32,
+                "sha-1" => 40,
+                "sha-224" => 56,
+                "sha-256" => 64,
+                "sha-384" => 96,
+                "sha-512" => 128,
+                "adler32" => 8,
+                _ => return Err("Unrecognized checksum".to_string()),
+            };
+            if digest.len() == hex_len && digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+                Ok(())
+            } else {
+                Err(format!("Bad Hash: {digest}"))
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The value of an option after all layers: the user's, else the table default.
+struct Resolved<'a> {
+    layer: &'a Layer,
+}
+
+impl Resolved<'_> {
+    fn raw(&self, name: &str) -> Option<&str> {
+        self.layer
+            .get(name)
+            .or_else(|| defs::by_name(name).and_then(|d| d.default))
+    }
+    fn bool(&self, name: &str) -> bool {
+        self.raw(name) == Some("true")
+    }
+    fn int(&self, name: &str) -> i64 {
+        self.raw(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+    fn size(&self, name: &str) -> u64 {
+        self.raw(name).and_then(defs::parse_size).unwrap_or(0)
+    }
+    fn text(&self, name: &str) -> Option<String> {
+        self.raw(name).filter(|s| !s.is_empty()).map(str::to_string)
+    }
+    fn all(&self, name: &str) -> Vec<String> {
+        self.layer.values.get(name).cloned().unwrap_or_default()
+    }
+}
+
+/// Expands aria2's `${HOME}` in path options.
+fn expand_home(v: &str, env: &Env) -> String {
+    match &env.home {
+        Some(h) => v.replace("${HOME}", &h.to_string_lossy()),
+        None => v.to_string(),
+    }
+}
+
+/// Parses the process's argv (without the program name).
 pub fn parse_args<I>(args: I) -> Result<Command, UsageError>
+where
+    I: IntoIterator,
+    I::Item: Into<OsString>,
+{
+    parse_with(args, &Env::from_process())
+}
+
+/// Parses argv with an explicit environment.
+pub fn parse_with<I>(args: I, env: &Env) -> Result<Command, UsageError>
 where
     I: IntoIterator,
     I::Item: Into<OsString>,
 {
     use lexopt::Arg;
     let mut parser = lexopt::Parser::from_args(args);
-    let mut values: HashMap<&'static str, Vec<String>> = HashMap::new();
+    let mut cli = Layer::default();
     let mut uris = Vec::new();
+    let mut help_topic: Option<String> = None;
     loop {
         let arg = match parser.next() {
             Ok(Some(a)) => a,
@@ -163,6 +413,26 @@ where
             Arg::Value(v) => {
                 uris.push(os_to_string(v)?);
                 continue;
+            }
+            Arg::Long("generate") => {
+                let v = match parser.value() {
+                    Ok(v) => os_to_string(v)?,
+                    Err(_) => {
+                        return Err(usage_error(
+                            "ringdl: option '--generate' requires an argument".into(),
+                            28,
+                        ))
+                    }
+                };
+                return match super::generate::Target::parse(&v) {
+                    Some(t) => Ok(Command::Generate(t)),
+                    None => Err(UsageError {
+                        message: format!(
+                            "ringdl: --generate must be one of the following: 'man' 'bash' 'zsh' 'fish' (got '{v}')"
+                        ),
+                        exit_code: 28,
+                    }),
+                };
             }
             Arg::Long(name) => lookup_long(name)?,
             Arg::Short(c) => defs::by_short(c)
@@ -185,210 +455,343 @@ where
             },
         };
         match def.name {
-            "help" => return Ok(Command::Help),
+            "help" => help_topic = Some(value),
             "version" => return Ok(Command::Version),
-            _ => {}
+            _ => cli.set(def, value),
         }
-        let slot = values.entry(def.name).or_default();
-        if !def.cumulative {
-            slot.clear();
-        }
-        slot.push(value);
     }
-    let settings = build(&values, uris)?;
+    if let Some(topic) = help_topic {
+        let topic = if topic.is_empty() {
+            "#basic".to_string()
+        } else {
+            topic
+        };
+        return Ok(Command::Help(help::help_text(&topic)));
+    }
+    // Command-line values are checked before the config file is read, as aria2c does.
+    check_layer(&cli, None)?;
+
+    let mut warnings = Vec::new();
+    let mut merged = Layer::default();
+    if cli.get("no-conf") != Some("true") {
+        if let Some(conf) = config_layer(&cli, env, &mut warnings)? {
+            merged.overlay(&conf);
+        }
+    }
+    let mut env_layer = Layer::default();
+    for (name, value) in &env.proxies {
+        if let Some(def) = defs::by_name(name) {
+            env_layer.set(def, value.clone());
+        }
+    }
+    merged.overlay(&env_layer);
+    merged.overlay(&cli);
+    unsupported_warnings(&merged, &mut warnings);
+    refuse_unsupported_downloads(&merged, &uris)?;
+    let settings = build(&merged, uris, env, warnings)?;
     Ok(Command::Download(Box::new(settings)))
 }
 
-/// aria2's "bad value" report: which option, why, and that option's help.
-fn bad_value(def: &OptDef, why: String) -> UsageError {
-    let mut msg = format!(
-        "Exception: errorCode=28 We encountered a problem while processing the option '--{}'.\n  -> errorCode=1 {why}\nUsage:\n --{}",
-        def.name, def.name
-    );
-    if let Some(c) = def.short {
-        msg = msg.replacen(
-            &format!(" --{}", def.name),
-            &format!(" -{c}, --{}", def.name),
-            1,
-        );
+/// Every value of a layer checked; `file` names the config file it came from.
+fn check_layer(layer: &Layer, file: Option<&Path>) -> Result<(), UsageError> {
+    for (name, vals) in &layer.values {
+        let Some(def) = defs::by_name(name) else {
+            continue;
+        };
+        for v in vals {
+            if let Err(why) = check_value(def, v) {
+                let mut message = bad_value(def, &why);
+                if let Some(f) = file {
+                    message = format!("Parse error in {}\n{message}", f.display());
+                }
+                return Err(UsageError {
+                    message,
+                    exit_code: 28,
+                });
+            }
+        }
     }
-    msg.push_str(&format!("\n    {}", def.help));
-    if let Some(d) = def.default {
-        msg.push_str(&format!("\n    Default: {d}"));
-    }
-    UsageError {
-        message: msg,
-        exit_code: 28,
-    }
+    Ok(())
 }
 
-/// The validated value of one option: the user's, else the table default.
-fn raw<'a>(values: &'a HashMap<&'static str, Vec<String>>, name: &str) -> Option<&'a str> {
-    values
-        .get(name)
-        .and_then(|v| v.last())
-        .map(String::as_str)
-        .or_else(|| defs::by_name(name).and_then(|d| d.default))
-}
-
-fn def(name: &str) -> Result<&'static OptDef, UsageError> {
-    defs::by_name(name)
-        .ok_or_else(|| usage_error(format!("ringdl: internal: no option --{name}"), 1))
-}
-
-fn get_bool(values: &HashMap<&'static str, Vec<String>>, name: &str) -> Result<bool, UsageError> {
-    match raw(values, name) {
-        Some("true") => Ok(true),
-        None => Ok(false),
-        Some("false") => Ok(false),
-        Some(_) => Err(bad_value(
-            def(name)?,
-            format!("{name} must be either 'true' or 'false'."),
-        )),
-    }
-}
-
-fn get_int(values: &HashMap<&'static str, Vec<String>>, name: &str) -> Result<i64, UsageError> {
-    let d = def(name)?;
-    let s = raw(values, name).unwrap_or("0");
-    let v: i64 = s
-        .parse()
-        .map_err(|_| bad_value(d, format!("Bad number {s}")))?;
-    if let ValueKind::Int { min, max } = d.value {
-        if v < min || v > max {
-            let why = if max == i64::MAX {
-                format!("{name} must be greater than or equal to {min}.")
-            } else {
-                format!("{name} must be between {min} and {max}.")
+/// aria2.conf: `--conf-path`, else `$HOME/.aria2/aria2.conf`, else
+/// `${XDG_CONFIG_HOME:-$HOME/.config}/aria2/aria2.conf`. A missing default file is no error.
+fn config_layer(
+    cli: &Layer,
+    env: &Env,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Layer>, UsageError> {
+    let path = match cli.get("conf-path") {
+        Some(p) => {
+            let p = PathBuf::from(expand_home(p, env));
+            if !p.is_file() {
+                return Err(UsageError {
+                    message: format!(
+                        "Configuration file {} is not found.\n{}",
+                        p.display(),
+                        help::help_text("#help")
+                    ),
+                    exit_code: 1,
+                });
+            }
+            p
+        }
+        None => {
+            let Some(home) = &env.home else {
+                return Ok(None);
             };
-            return Err(bad_value(d, why));
+            let first = home.join(".aria2").join("aria2.conf");
+            let second = env
+                .xdg_config_home
+                .clone()
+                .unwrap_or_else(|| home.join(".config"))
+                .join("aria2")
+                .join("aria2.conf");
+            match [first, second].into_iter().find(|p| p.is_file()) {
+                Some(p) => p,
+                None => return Ok(None),
+            }
         }
-    }
-    Ok(v)
+    };
+    let text = std::fs::read(&path).map_err(|e| UsageError {
+        message: format!("Failed to open the file {}, cause: {e}", path.display()),
+        exit_code: 1,
+    })?;
+    let text = String::from_utf8_lossy(&text);
+    let layer = parse_config(&text, warnings);
+    check_layer(&layer, Some(&path))?;
+    Ok(Some(layer))
 }
 
-fn get_size(values: &HashMap<&'static str, Vec<String>>, name: &str) -> Result<u64, UsageError> {
-    let d = def(name)?;
-    let s = raw(values, name).unwrap_or("0");
-    let v = defs::parse_size(s)
-        .ok_or_else(|| bad_value(d, format!("Bad or negative value detected: {s}")))?;
-    if let ValueKind::Size { min, max } = d.value {
-        if v < min || v > max {
-            return Err(bad_value(
-                d,
-                format!("{name} must be between {min} and {max}."),
-            ));
+/// `NAME=VALUE` lines; `#` comments and blank lines skipped; unknown names warn.
+pub(crate) fn parse_config(text: &str, warnings: &mut Vec<String>) -> Layer {
+    let mut layer = Layer::default();
+    for raw in text.lines() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let def = line
+            .split_once('=')
+            .and_then(|(k, v)| defs::by_name(k.trim()).map(|d| (d, v.trim())));
+        match def {
+            Some((d, v)) if !matches!(d.name, "help" | "version") => layer.set(d, v.to_string()),
+            _ => warnings.push(format!("Unknown option: {line}")),
         }
     }
-    Ok(v)
+    layer
 }
 
-fn get_choice<'a>(
-    values: &'a HashMap<&'static str, Vec<String>>,
-    name: &str,
-) -> Result<&'a str, UsageError> {
-    let d = def(name)?;
-    let s = raw(values, name).unwrap_or("");
-    if let ValueKind::Choice(choices) = d.value {
-        if !choices.contains(&s) {
-            let list: String = choices.iter().map(|c| format!("'{c}' ")).collect();
-            return Err(bad_value(
-                d,
-                format!("{name} must be one of the following:{list}"),
-            ));
+/// One warning per feature ringdl does not have, naming the options that asked for it. An option
+/// left at aria2's default changes nothing, so it does not warn.
+fn unsupported_warnings(layer: &Layer, warnings: &mut Vec<String>) {
+    let mut by_feature: HashMap<&'static str, Vec<&'static str>> = HashMap::new();
+    let mut order = Vec::new();
+    for (name, vals) in &layer.values {
+        let Some(def) = defs::by_name(name) else {
+            continue;
+        };
+        let Support::No(feature) = def.support else {
+            continue;
+        };
+        // At its default, or a switch turned off, an option of a missing feature changes nothing.
+        if vals
+            .iter()
+            .all(|v| Some(v.as_str()) == def.default || v == "false")
+        {
+            continue;
+        }
+        if !by_feature.contains_key(feature) {
+            order.push(feature);
+        }
+        by_feature.entry(feature).or_default().push(def.name);
+    }
+    for f in order {
+        let names: Vec<String> = by_feature[f].iter().map(|n| format!("--{n}")).collect();
+        warnings.push(format!(
+            "ringdl does not support {f}; ignoring {}",
+            names.join(", ")
+        ));
+    }
+}
+
+/// Downloads that need a feature ringdl lacks fail before anything starts, in one line.
+fn refuse_unsupported_downloads(layer: &Layer, uris: &[String]) -> Result<(), UsageError> {
+    let fail = |what: String| UsageError {
+        message: what,
+        exit_code: 1,
+    };
+    let on = |name: &str| {
+        layer
+            .get(name)
+            .is_some_and(|v| match defs::by_name(name).map(|d| d.value) {
+                Some(ValueKind::Bool) => v == "true",
+                _ => !v.is_empty(),
+            })
+    };
+    for (name, feature) in [
+        ("enable-rpc", "JSON-RPC"),
+        ("torrent-file", "BitTorrent"),
+        ("metalink-file", "Metalink"),
+        ("daemon", "daemon mode"),
+    ] {
+        if on(name) {
+            return Err(fail(format!(
+                "ringdl does not support {feature} (--{name}); use aria2c for it"
+            )));
         }
     }
-    Ok(s)
+    for u in uris {
+        check_uri(u).map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// A URI ringdl can download, or the one-line reason it cannot.
+pub fn check_uri(u: &str) -> Result<(), String> {
+    let lower = u.to_ascii_lowercase();
+    let feature = if lower.starts_with("magnet:") || lower.ends_with(".torrent") {
+        Some("BitTorrent")
+    } else if lower.ends_with(".meta4") || lower.ends_with(".metalink") {
+        Some("Metalink")
+    } else if lower.starts_with("ftp://") {
+        Some("FTP")
+    } else if lower.starts_with("sftp://") {
+        Some("SFTP")
+    } else {
+        None
+    };
+    let is_http = lower.starts_with("http://") || lower.starts_with("https://");
+    match feature {
+        Some(f) if !is_http || lower.starts_with("magnet:") => Err(format!(
+            "ringdl does not support {f}: {u}; use aria2c for it"
+        )),
+        Some(f) if Path::new(u).exists() => Err(format!(
+            "ringdl does not support {f}: {u}; use aria2c for it"
+        )),
+        _ if is_http && url::Url::parse(u).is_ok_and(|p| p.host().is_some()) => Ok(()),
+        _ => Err(format!("Unrecognized URI or unsupported protocol: {u}")),
+    }
+}
+
+/// The options of one download from resolved values.
+fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
+    let dir = match r.text("dir") {
+        Some(d) => PathBuf::from(expand_home(&d, env)),
+        None => env.cwd.clone(),
+    };
+    DownloadOptions {
+        dir,
+        out: r.text("out"),
+        max_conn_per_server: r.int("max-connection-per-server") as usize,
+        split: r.int("split") as usize,
+        min_split_size: r.size("min-split-size"),
+        allow_overwrite: r.bool("allow-overwrite"),
+        auto_file_renaming: r.bool("auto-file-renaming"),
+        user_agent: r.raw("user-agent").unwrap_or_default().to_string(),
+        headers: r.all("header"),
+    }
+}
+
+impl DownloadOptions {
+    /// This download's options with an input-file entry's own lines applied on top.
+    pub fn with_entry(
+        &self,
+        layer_values: &[(&'static OptDef, String)],
+        env: &Env,
+    ) -> DownloadOptions {
+        let mut o = self.clone();
+        o.out = None;
+        for (def, v) in layer_values {
+            match def.name {
+                "dir" => o.dir = PathBuf::from(expand_home(v, env)),
+                "out" => o.out = Some(v.clone()).filter(|s| !s.is_empty()),
+                "max-connection-per-server" => {
+                    o.max_conn_per_server = v.parse().unwrap_or(o.max_conn_per_server)
+                }
+                "split" => o.split = v.parse().unwrap_or(o.split),
+                "min-split-size" => {
+                    o.min_split_size = defs::parse_size(v).unwrap_or(o.min_split_size)
+                }
+                "allow-overwrite" => o.allow_overwrite = v == "true",
+                "auto-file-renaming" => o.auto_file_renaming = v == "true",
+                "user-agent" => o.user_agent = v.clone(),
+                "header" => o.headers.push(v.clone()),
+                _ => {}
+            }
+        }
+        o
+    }
 }
 
 fn build(
-    values: &HashMap<&'static str, Vec<String>>,
+    layer: &Layer,
     uris: Vec<String>,
+    env: &Env,
+    warnings: Vec<String>,
 ) -> Result<Settings, UsageError> {
-    let dir = match raw(values, "dir") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-    };
-    let console_log_level = match get_choice(values, "console-log-level")? {
-        "debug" => LogLevel::Debug,
-        "info" => LogLevel::Info,
-        "warn" => LogLevel::Warn,
-        "error" => LogLevel::Error,
-        _ => LogLevel::Notice,
-    };
-    let download_result = match get_choice(values, "download-result")? {
-        "full" => ResultMode::Full,
-        "hide" => ResultMode::Hide,
+    let r = Resolved { layer };
+    let download_result = match r.raw("download-result") {
+        Some("full") => ResultMode::Full,
+        Some("hide") => ResultMode::Hide,
         _ => ResultMode::Default,
     };
+    let input_file = r
+        .text("input-file")
+        .map(|p| if p == "-" { p } else { expand_home(&p, env) });
     let settings = Settings {
-        dir,
-        out: raw(values, "out")
-            .filter(|s| !s.is_empty())
-            .map(str::to_string),
-        max_concurrent: get_int(values, "max-concurrent-downloads")? as usize,
-        max_conn_per_server: get_int(values, "max-connection-per-server")? as usize,
-        split: get_int(values, "split")? as usize,
-        min_split_size: get_size(values, "min-split-size")?,
-        force_sequential: get_bool(values, "force-sequential")?,
-        ca_certificate: raw(values, "ca-certificate")
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from),
-        check_certificate: get_bool(values, "check-certificate")?,
-        allow_overwrite: get_bool(values, "allow-overwrite")?,
-        auto_file_renaming: get_bool(values, "auto-file-renaming")?,
-        console_log_level,
-        summary_interval: get_int(values, "summary-interval")? as u64,
-        show_console_readout: get_choice(values, "show-console-readout")? == "true",
+        download: download_options(&r, env),
+        max_concurrent: r.int("max-concurrent-downloads") as usize,
+        force_sequential: r.bool("force-sequential"),
+        ca_certificate: r
+            .text("ca-certificate")
+            .map(|p| PathBuf::from(expand_home(&p, env))),
+        check_certificate: r.bool("check-certificate"),
+        console_log_level: LogLevel::parse(r.raw("console-log-level").unwrap_or("notice")),
+        summary_interval: r.int("summary-interval").max(0) as u64,
+        show_console_readout: r.bool("show-console-readout"),
         download_result,
-        quiet: get_bool(values, "quiet")?,
-        timeout_secs: get_int(values, "timeout")? as u64,
-        connect_timeout_secs: get_int(values, "connect-timeout")? as u64,
-        user_agent: raw(values, "user-agent").unwrap_or_default().to_string(),
-        headers: values.get("header").cloned().unwrap_or_default(),
+        quiet: r.bool("quiet"),
+        timeout_secs: r.int("timeout").max(1) as u64,
+        connect_timeout_secs: r.int("connect-timeout").max(1) as u64,
+        log: r
+            .text("log")
+            .map(|p| if p == "-" { p } else { expand_home(&p, env) }),
+        log_level: LogLevel::parse(r.raw("log-level").unwrap_or("debug")),
+        enable_color: r.bool("enable-color"),
+        human_readable: r.bool("human-readable"),
+        input_file,
         uris,
+        warnings,
     };
-    if settings.uris.is_empty() {
+    if settings.uris.is_empty() && settings.input_file.is_none() {
         return Err(usage_error("Specify at least one URL.".to_string(), 1));
     }
     Ok(settings)
-}
-
-/// `-h`: every option from the table, grouped under its first tag.
-pub fn help_text() -> String {
-    let mut out = format!(
-        "Usage: ringdl [OPTIONS] [URI]...\n\nringdl {} — downloads HTTP(S) URIs like aria2c, through one io_uring ring.\n\nOptions:\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    for o in defs::OPTIONS {
-        let short = o.short.map(|c| format!("-{c}, ")).unwrap_or_default();
-        let arg = match o.arg {
-            ArgKind::None => String::new(),
-            ArgKind::Required => format!("={}", o.value_name),
-            ArgKind::Optional => format!("[={}]", o.value_name),
-        };
-        out.push_str(&format!(" {short}--{}{arg}\n    {}\n", o.name, o.help));
-        if let Some(d) = o.default {
-            out.push_str(&format!("    Default: {d}\n"));
-        }
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn env() -> Env {
+        Env {
+            home: None,
+            xdg_config_home: None,
+            proxies: Vec::new(),
+            cwd: PathBuf::from("/cwd"),
+        }
+    }
+
     fn settings(args: &[&str]) -> Settings {
-        match parse_args(args.iter().copied()) {
+        match parse_with(args.iter().copied(), &env()) {
             Ok(Command::Download(s)) => *s,
             other => panic!("unexpected {other:?}"),
         }
     }
 
     fn err(args: &[&str]) -> UsageError {
-        match parse_args(args.iter().copied()) {
+        match parse_with(args.iter().copied(), &env()) {
             Err(e) => e,
             other => panic!("expected an error, got {other:?}"),
         }
@@ -398,14 +801,17 @@ mod tests {
     fn defaults_match_aria2() {
         let s = settings(&["http://h/f"]);
         assert_eq!(s.max_concurrent, 5);
-        assert_eq!(s.max_conn_per_server, 1);
-        assert_eq!(s.split, 5);
-        assert_eq!(s.min_split_size, 20 << 20);
+        assert_eq!(s.download.max_conn_per_server, 1);
+        assert_eq!(s.download.split, 5);
+        assert_eq!(s.download.min_split_size, 20 << 20);
+        assert_eq!(s.download.dir, PathBuf::from("/cwd"));
         assert!(s.check_certificate);
-        assert!(!s.allow_overwrite);
+        assert!(!s.download.allow_overwrite);
+        assert!(s.download.auto_file_renaming);
         assert!(!s.force_sequential);
         assert_eq!(s.summary_interval, 60);
         assert_eq!(s.console_log_level, LogLevel::Notice);
+        assert!(s.show_console_readout);
         assert_eq!(s.uris, vec!["http://h/f"]);
     }
 
@@ -418,29 +824,31 @@ mod tests {
             "--min-split-size=1M",
             "--dir",
             "/tmp/x",
-            "u",
+            "http://h/u",
             "-j2",
         ]);
-        assert_eq!(
-            (s.max_conn_per_server, s.split, s.min_split_size),
-            (16, 8, 1 << 20)
-        );
-        assert_eq!(s.dir, PathBuf::from("/tmp/x"));
+        assert_eq!((s.download.max_conn_per_server, s.download.split), (16, 8));
+        assert_eq!(s.download.min_split_size, 1 << 20);
+        assert_eq!(s.download.dir, PathBuf::from("/tmp/x"));
         assert_eq!(s.max_concurrent, 2);
-        assert_eq!(s.uris, vec!["u"]);
+        assert_eq!(s.uris, vec!["http://h/u"]);
     }
 
     #[test]
     fn optional_booleans_only_attach() {
-        assert!(!settings(&["--check-certificate=false", "u"]).check_certificate);
-        assert!(settings(&["--allow-overwrite", "u"]).allow_overwrite);
-        assert!(settings(&["-Z", "u"]).force_sequential);
-        assert!(!settings(&["-Zfalse", "u"]).force_sequential);
-        // A detached "false" is a URI, as with aria2c.
-        let s = settings(&["--check-certificate", "false", "u"]);
-        assert!(s.check_certificate);
-        assert_eq!(s.uris, vec!["false", "u"]);
-        let e = err(&["--check-certificate=maybe", "u"]);
+        assert!(!settings(&["--check-certificate=false", "http://h/u"]).check_certificate);
+        assert!(
+            settings(&["--allow-overwrite", "http://h/u"])
+                .download
+                .allow_overwrite
+        );
+        assert!(settings(&["-Z", "http://h/u"]).force_sequential);
+        assert!(!settings(&["-Zfalse", "http://h/u"]).force_sequential);
+        // A detached "false" is a URI, as with aria2c, and not a usable one.
+        let e = err(&["--check-certificate", "false", "http://h/u"]);
+        assert_eq!(e.exit_code, 1);
+        assert_eq!(e.message, "Unrecognized URI or unsupported protocol: false");
+        let e = err(&["--check-certificate=maybe", "http://h/u"]);
         assert_eq!(e.exit_code, 28);
         assert!(e
             .message
@@ -449,37 +857,45 @@ mod tests {
 
     #[test]
     fn prefixes_and_last_one_wins() {
-        let s = settings(&["--max-conn=4", "--max-conn=6", "u"]);
-        assert_eq!(s.max_conn_per_server, 6);
-        let e = err(&["--ma=4", "u"]);
+        let s = settings(&["--max-conn=4", "--max-conn=6", "http://h/u"]);
+        assert_eq!(s.download.max_conn_per_server, 6);
+        let e = err(&["--ma=4", "http://h/u"]);
         assert!(e.message.contains("is ambiguous"), "{}", e.message);
         assert_eq!(e.exit_code, 28);
     }
 
     #[test]
     fn header_accumulates() {
-        let s = settings(&["--header=A: 1", "--header", "B: 2", "u"]);
-        assert_eq!(s.headers, vec!["A: 1", "B: 2"]);
+        let s = settings(&["--header=A: 1", "--header", "B: 2", "http://h/u"]);
+        assert_eq!(s.download.headers, vec!["A: 1", "B: 2"]);
     }
 
     #[test]
     fn bad_values_exit_28() {
-        let e = err(&["-x", "0", "u"]);
+        let e = err(&["-x", "0", "http://h/u"]);
         assert_eq!(e.exit_code, 28);
         assert!(
             e.message
-                .contains("max-connection-per-server must be between 1 and 64."),
+                .contains("max-connection-per-server must be between 1 and"),
             "{}",
             e.message
         );
-        assert!(err(&["-k", "5G", "u"])
+        assert!(
+            e.message
+                .contains("Usage:\n -x, --max-connection-per-server="),
+            "{}",
+            e.message
+        );
+        assert!(err(&["-k", "5G", "http://h/u"])
             .message
             .contains("Bad or negative value detected: 5G"));
-        assert!(err(&["-k", "512K", "u"])
+        assert!(err(&["-k", "512K", "http://h/u"])
             .message
-            .contains("min-split-size must be between"));
-        assert!(err(&["-j", "abc", "u"]).message.contains("Bad number abc"));
-        assert!(err(&["--console-log-level=loud", "u"])
+            .contains("min-split-size must be between 1048576 and 1073741824."));
+        assert!(err(&["-j", "abc", "http://h/u"])
+            .message
+            .contains("Bad number abc"));
+        assert!(err(&["--console-log-level=loud", "http://h/u"])
             .message
             .contains("console-log-level must be one of the following:'debug' 'info' 'notice' 'warn' 'error' "));
         assert_eq!(err(&["--dir"]).exit_code, 28);
@@ -487,7 +903,7 @@ mod tests {
 
     #[test]
     fn unknown_option_suggests() {
-        let e = err(&["--dri=/x", "u"]);
+        let e = err(&["--dri=/x", "http://h/u"]);
         assert_eq!(e.exit_code, 28);
         assert!(
             e.message.starts_with("ringdl: unrecognized option '--dri'"),
@@ -499,7 +915,7 @@ mod tests {
             "{}",
             e.message
         );
-        assert_eq!(err(&["-y", "u"]).exit_code, 28);
+        assert_eq!(err(&["-y", "http://h/u"]).exit_code, 28);
     }
 
     #[test]
@@ -511,18 +927,139 @@ mod tests {
 
     #[test]
     fn double_dash_ends_options() {
-        let s = settings(&["--", "-x2"]);
-        assert_eq!(s.uris, vec!["-x2"]);
-        assert_eq!(s.max_conn_per_server, 1);
+        let e = err(&["--", "-x2"]);
+        assert_eq!(e.message, "Unrecognized URI or unsupported protocol: -x2");
     }
 
     #[test]
-    fn help_and_version() {
-        assert!(matches!(parse_args(["-h"]), Ok(Command::Help)));
+    fn help_version_generate() {
+        assert!(
+            matches!(parse_with(["-h"], &env()), Ok(Command::Help(t)) if t.contains("'#basic'"))
+        );
+        assert!(
+            matches!(parse_with(["--help=#http"], &env()), Ok(Command::Help(t)) if t.contains("'#http'"))
+        );
         assert!(matches!(
-            parse_args(["u", "--version"]),
+            parse_with(["http://h/u", "--version"], &env()),
             Ok(Command::Version)
         ));
-        assert!(help_text().contains("--max-connection-per-server=N"));
+        assert!(matches!(
+            parse_with(["--generate=man"], &env()),
+            Ok(Command::Generate(_))
+        ));
+        let e = parse_with(["--generate=nonsense"], &env()).err().unwrap();
+        assert_eq!(e.exit_code, 28);
+    }
+
+    #[test]
+    fn config_file_layers_under_the_command_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("a.conf");
+        std::fs::write(
+            &conf,
+            "split=3\n# comment\n  max-connection-per-server = 2  \ngarbage line\nfoo-bar=1\n\n",
+        )
+        .unwrap();
+        let path = format!("--conf-path={}", conf.display());
+        let s = settings(&[&path, "http://h/u"]);
+        assert_eq!(s.download.split, 3);
+        assert_eq!(s.download.max_conn_per_server, 2);
+        assert_eq!(
+            s.warnings,
+            vec!["Unknown option: garbage line", "Unknown option: foo-bar=1"]
+        );
+        let s = settings(&[&path, "-s7", "http://h/u"]);
+        assert_eq!(s.download.split, 7);
+        let s = settings(&[&path, "--no-conf", "http://h/u"]);
+        assert_eq!(s.download.split, 5);
+        std::fs::write(&conf, "split=abc\n").unwrap();
+        let e = err(&[&path, "http://h/u"]);
+        assert_eq!(e.exit_code, 28);
+        assert!(
+            e.message
+                .starts_with(&format!("Parse error in {}", conf.display())),
+            "{}",
+            e.message
+        );
+        let missing = err(&["--conf-path=/nonexistent/a.conf", "http://h/u"]);
+        assert_eq!(missing.exit_code, 1);
+        assert!(missing
+            .message
+            .starts_with("Configuration file /nonexistent/a.conf is not found."));
+    }
+
+    #[test]
+    fn default_config_locations() {
+        let home = tempfile::tempdir().unwrap();
+        let e = Env {
+            home: Some(home.path().to_path_buf()),
+            ..env()
+        };
+        let xdg = home.path().join(".config/aria2");
+        std::fs::create_dir_all(&xdg).unwrap();
+        std::fs::write(xdg.join("aria2.conf"), "split=2\n").unwrap();
+        let s = |e: &Env| match parse_with(["http://h/u"], e) {
+            Ok(Command::Download(s)) => s.download.split,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(s(&e), 2);
+        std::fs::create_dir_all(home.path().join(".aria2")).unwrap();
+        std::fs::write(home.path().join(".aria2/aria2.conf"), "split=4\n").unwrap();
+        assert_eq!(s(&e), 4);
+    }
+
+    #[test]
+    fn unsupported_options_warn_once_per_feature_and_downloads_needing_them_fail() {
+        let s = settings(&[
+            "--seed-time=1",
+            "--bt-max-peers=5",
+            "--enable-rpc=false",
+            "http://h/u",
+        ]);
+        let bt: Vec<&String> = s
+            .warnings
+            .iter()
+            .filter(|w| w.contains("BitTorrent"))
+            .collect();
+        assert_eq!(bt.len(), 1, "{:?}", s.warnings);
+        assert!(
+            bt[0].contains("--seed-time") && bt[0].contains("--bt-max-peers"),
+            "{bt:?}"
+        );
+        assert!(
+            !s.warnings.iter().any(|w| w.contains("enable-rpc")),
+            "{:?}",
+            s.warnings
+        );
+        let e = err(&["--enable-rpc", "http://h/u"]);
+        assert_eq!(e.exit_code, 1);
+        assert!(e.message.contains("JSON-RPC"));
+        assert!(err(&["ftp://h/f"]).message.contains("does not support FTP"));
+        assert!(err(&["magnet:?xt=urn:btih:abc"])
+            .message
+            .contains("BitTorrent"));
+    }
+
+    #[test]
+    fn proxies_from_the_environment_are_recognised() {
+        let e = Env {
+            proxies: vec![("http-proxy", "http://proxy:3128".into())],
+            ..env()
+        };
+        match parse_with(["http://h/u"], &e) {
+            Ok(Command::Download(s)) => assert!(
+                s.warnings.iter().any(|w| w.contains("--http-proxy")),
+                "{:?}",
+                s.warnings
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn edit_distance_prefers_small_typos() {
+        assert_eq!(edit_distance("dir", "dir"), 0);
+        assert!(edit_distance("dri", "dir") < edit_distance("dri", "out"));
+        assert_eq!(suggestions("spilt"), vec!["split"]);
     }
 }

@@ -3,6 +3,7 @@
 //! current write block at their file offset. Nothing here submits I/O; full blocks are queued for the
 //! driver to write.
 use super::pool::WriteBlocks;
+use crate::cli::DownloadOptions;
 use crate::http::{self, ChunkEvent, ChunkedDecoder, Framing, HttpError, ResponseHead};
 use crate::plan::{Owner, Plan};
 use crate::store;
@@ -18,7 +19,7 @@ use url::Url;
 #[derive(Debug, Clone)]
 pub struct Job {
     pub uris: Vec<String>,
-    pub out: Option<String>,
+    pub opts: DownloadOptions,
 }
 
 /// How a download ended.
@@ -31,6 +32,8 @@ pub struct Outcome {
     pub path: Option<PathBuf>,
     pub first_uri: String,
     pub bytes: u64,
+    /// File length, when it was known.
+    pub total: Option<u64>,
     pub seconds: f64,
 }
 
@@ -282,7 +285,7 @@ pub struct Download {
     pub uris: Vec<Url>,
     pub bad_uris: Vec<bool>,
     pub first_uri: String,
-    pub out: Option<String>,
+    pub opts: DownloadOptions,
     pub state: DlState,
     pub path: Option<PathBuf>,
     pub file: Option<File>,
@@ -315,14 +318,14 @@ pub struct Download {
 }
 
 impl Download {
-    pub fn new(gid: u64, uris: Vec<Url>, first_uri: String, out: Option<String>) -> Download {
+    pub fn new(gid: u64, uris: Vec<Url>, first_uri: String, opts: DownloadOptions) -> Download {
         let n = uris.len();
         Download {
             gid,
             uris,
             bad_uris: vec![false; n],
             first_uri,
-            out,
+            opts,
             state: DlState::Waiting,
             path: None,
             file: None,

@@ -45,8 +45,6 @@ const MAX_TRIES: u32 = 5;
 const MAX_REDIRECTS: u32 = 20;
 /// Registered memory ringdl aims for at most, whatever the limit allows.
 const POOL_CAP: usize = 8 << 20;
-/// Read block for plain-HTTP connections (heads and chunked bodies only; bodies go to write blocks).
-const PLAIN_READ: usize = 16 * 1024;
 /// Most connection slots.
 const MAX_SLOTS: usize = 64;
 
@@ -60,8 +58,6 @@ pub enum StartError {
         needed: usize,
         limit: Option<u64>,
     },
-    /// The TLS trust store could not be built.
-    Tls(String),
     Other(String),
 }
 
@@ -79,7 +75,6 @@ impl fmt::Display for StartError {
                 limit.map_or("unlimited".to_string(), |l| format!("{} KiB", l / 1024)),
                 needed.div_ceil(1024) + 64
             ),
-            StartError::Tls(m) => f.write_str(m),
             StartError::Other(m) => f.write_str(m),
         }
     }
@@ -151,7 +146,12 @@ struct Engine<'a> {
     pool: Pool,
     ops: Ops,
     conns: Vec<Option<Conn>>,
+    /// Downloads started so far; a finished one's place is reused by the next job.
     dls: Vec<Download>,
+    jobs: &'a mut dyn Iterator<Item = Job>,
+    jobs_done: bool,
+    summary: Summary,
+    /// Built when the first https:// connection needs it.
     tls: Option<TlsConfig>,
     resolver: Resolver,
     wake_buf: Box<u64>,
@@ -166,7 +166,6 @@ struct Engine<'a> {
     next_id: u64,
     flushes: Vec<Flush>,
     last_summary: Instant,
-    finished_order: Vec<usize>,
 }
 
 fn random_gid() -> u64 {
@@ -183,47 +182,41 @@ fn errno_text(res: i32) -> String {
     std::io::Error::from_raw_os_error(-res).to_string()
 }
 
-/// Runs every job to its end and reports each one's outcome, in the order given.
+/// What a run did: the last results (at most `MAX_RESULTS`, in the order the downloads ended) and
+/// the counts that decide the exit code.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub results: Vec<Outcome>,
+    /// Code of the last download that ended with an error (aria2: the last error wins).
+    pub last_error: Option<ExitCode>,
+    /// Downloads stopped before they finished (Ctrl-C).
+    pub unfinished: usize,
+    pub total: usize,
+}
+
+/// How many finished downloads are remembered for the results table (aria2's
+/// `--max-download-result` default); older ones only count towards the exit code.
+pub const MAX_RESULTS: usize = 1000;
+
+/// Runs every job to its end. `jobs` is pulled only as downloads can start, so a list of a million
+/// entries is never in memory at once; `expected` (when known) sizes the buffer pool.
 pub fn run(
     settings: &Settings,
-    jobs: Vec<Job>,
+    jobs: &mut dyn Iterator<Item = Job>,
+    expected: Option<usize>,
     console: &mut Console,
-) -> Result<Vec<Outcome>, StartError> {
-    let mut dls = Vec::new();
-    let mut bad = Vec::new();
-    for job in jobs {
-        let first = job.uris.first().cloned().unwrap_or_default();
-        let mut urls = Vec::new();
-        for u in &job.uris {
-            match Url::parse(u) {
-                Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
-                    urls.push(url)
-                }
-                _ => bad.push(u.clone()),
-            }
-        }
-        dls.push(Download::new(random_gid(), urls, first, job.out));
-    }
-    let any_tls = dls
-        .iter()
-        .any(|d| d.uris.iter().any(|u| u.scheme() == "https"));
-    let tls = if any_tls {
-        Some(
-            TlsConfig::new(
-                settings.ca_certificate.as_deref(),
-                settings.check_certificate,
-            )
-            .map_err(|e| StartError::Tls(e.to_string()))?,
-        )
-    } else {
-        None
-    };
-    let per_dl = settings
+) -> Result<Summary, StartError> {
+    let opts = &settings.download;
+    let per_dl = opts
         .split
-        .min(settings.max_conn_per_server.saturating_mul(4))
+        .min(opts.max_conn_per_server.saturating_mul(4))
         .max(1);
-    let slots = (per_dl * settings.max_concurrent.min(dls.len().max(1))).clamp(1, MAX_SLOTS);
-    let read_size = if any_tls { MIN_INCOMING } else { PLAIN_READ };
+    let concurrent = settings
+        .max_concurrent
+        .min(expected.unwrap_or(usize::MAX))
+        .max(1);
+    let slots = per_dl.saturating_mul(concurrent).clamp(1, MAX_SLOTS);
+    let read_size = MIN_INCOMING;
     let limit = sys::memlock_soft_limit();
     let budget = limit.map_or(POOL_CAP, |l| {
         (l as usize).saturating_sub(64 * 1024).min(POOL_CAP)
@@ -267,8 +260,11 @@ pub fn run(
             live: 0,
         },
         conns: (0..layout.reads).map(|_| None).collect(),
-        dls,
-        tls,
+        dls: Vec::new(),
+        jobs,
+        jobs_done: false,
+        summary: Summary::default(),
+        tls: None,
         resolver,
         wake_buf: Box::new(0),
         wake_ud: None,
@@ -281,24 +277,11 @@ pub fn run(
         next_id: 1,
         flushes: Vec::new(),
         last_summary: Instant::now(),
-        finished_order: Vec::new(),
     };
-    for u in bad {
-        engine.console.error(&format!(
-            "Unrecognized URI or unsupported protocol: {u} (ringdl downloads http:// and https:// URIs)"
-        ));
-    }
-    for i in 0..engine.dls.len() {
-        if engine.dls[i].uris.is_empty() {
-            engine.dls[i].state = DlState::Finished;
-            engine.dls[i].error = Some(Failure::fatal(ExitCode::UNKNOWN, "no usable URI"));
-            engine.finished_order.push(i);
-        }
-    }
     let result = engine.run_loop();
     engine.drain();
     result.map_err(|e| StartError::Other(format!("io_uring failed: {e}")))?;
-    Ok(engine.outcomes())
+    Ok(std::mem::take(&mut engine.summary))
 }
 
 impl Engine<'_> {
@@ -308,7 +291,7 @@ impl Engine<'_> {
         let mut cqes = Vec::with_capacity(256);
         loop {
             self.schedule();
-            if self.dls.iter().all(|d| d.state == DlState::Finished) {
+            if self.jobs_done && self.dls.iter().all(|d| d.state == DlState::Finished) {
                 return Ok(());
             }
             if self.tick_ud.is_none() {
@@ -385,25 +368,72 @@ impl Engine<'_> {
         }
     }
 
-    fn outcomes(&self) -> Vec<Outcome> {
-        self.dls
-            .iter()
-            .map(|d| {
-                let seconds = match (d.started, d.ended) {
-                    (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
-                    _ => 0.0,
-                };
-                Outcome {
-                    gid: d.gid,
-                    code: d.error.as_ref().map_or(ExitCode::OK, |f| f.code),
-                    finished: d.state == DlState::Finished && !d.halted,
-                    path: d.path.clone(),
-                    first_uri: d.first_uri.clone(),
-                    bytes: d.received(),
-                    seconds,
-                }
-            })
-            .collect()
+    /// Adds the ended download `dl` to the summary; its place can then take the next job.
+    fn record(&mut self, dl: usize) {
+        let d = &self.dls[dl];
+        let seconds = match (d.started, d.ended) {
+            (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let outcome = Outcome {
+            gid: d.gid,
+            code: d.error.as_ref().map_or(ExitCode::OK, |f| f.code),
+            finished: !d.halted,
+            path: d.path.clone(),
+            first_uri: d.first_uri.clone(),
+            bytes: d.received(),
+            total: d.total(),
+            seconds,
+        };
+        let sum = &mut self.summary;
+        sum.total += 1;
+        if outcome.code != ExitCode::OK {
+            sum.last_error = Some(outcome.code);
+        } else if !outcome.finished {
+            sum.unfinished += 1;
+        }
+        if sum.results.len() == MAX_RESULTS {
+            sum.results.remove(0);
+        }
+        sum.results.push(outcome);
+    }
+
+    /// Takes the next job, if a download may start, into a free place of `dls`.
+    fn next_download(&mut self) -> Option<usize> {
+        if self.jobs_done {
+            return None;
+        }
+        let Some(job) = self.jobs.next() else {
+            self.jobs_done = true;
+            return None;
+        };
+        let first = job.uris.first().cloned().unwrap_or_default();
+        let mut urls = Vec::new();
+        let mut bad = None;
+        for u in &job.uris {
+            match crate::cli::check_uri(u).and_then(|_| Url::parse(u).map_err(|e| e.to_string())) {
+                Ok(url) => urls.push(url),
+                Err(e) => bad = Some(e),
+            }
+        }
+        let d = Download::new(random_gid(), urls, first, job.opts);
+        let reusable = self.dls.iter().position(|d| d.state == DlState::Finished);
+        let i = match reusable {
+            Some(i) => {
+                self.dls[i] = d;
+                i
+            }
+            None => {
+                self.dls.push(d);
+                self.dls.len() - 1
+            }
+        };
+        if self.dls[i].uris.is_empty() {
+            let why = bad.unwrap_or_else(|| "no URI".to_string());
+            self.dls[i].state = DlState::Active;
+            self.fail_download(i, Failure::fatal(ExitCode::UNKNOWN, why), None);
+        }
+        Some(i)
     }
 
     // ---- scheduling -------------------------------------------------------------------------
@@ -418,10 +448,8 @@ impl Engine<'_> {
             .filter(|d| d.state == DlState::Active)
             .count();
         let mut room = self.s.max_concurrent.saturating_sub(active);
-        for i in 0..self.dls.len() {
-            if room == 0 {
-                break;
-            }
+        while room > 0 {
+            let Some(i) = self.next_download() else { break };
             if self.dls[i].state == DlState::Waiting {
                 self.start_download(i);
                 room -= 1;
@@ -721,6 +749,7 @@ impl Engine<'_> {
             std::process::exit(i32::from(ExitCode::UNFINISHED.0));
         }
         self.stopping = true;
+        self.jobs_done = true;
         self.console
             .notice("Shutdown sequence commencing... Press Ctrl-C again for emergency shutdown.");
         for dl in 0..self.dls.len() {
@@ -731,6 +760,7 @@ impl Engine<'_> {
             self.dls[dl].wanted = 0;
             if self.dls[dl].state == DlState::Waiting {
                 self.dls[dl].state = DlState::Finished;
+                self.record(dl);
                 continue;
             }
             self.stop_conns(dl);
@@ -785,13 +815,16 @@ impl Engine<'_> {
             None => return,
         };
         if tls {
-            let Some(cfg) = &self.tls else {
-                self.fail_conn(
-                    slot,
-                    Failure::fatal(ExitCode::UNKNOWN, "TLS is not configured"),
-                );
-                return;
-            };
+            if self.tls.is_none() {
+                match TlsConfig::new(self.s.ca_certificate.as_deref(), self.s.check_certificate) {
+                    Ok(c) => self.tls = Some(c),
+                    Err(e) => {
+                        self.fail_conn(slot, Failure::fatal(ExitCode::UNKNOWN, e.to_string()));
+                        return;
+                    }
+                }
+            }
+            let Some(cfg) = &self.tls else { return };
             let session = {
                 let Some(c) = self.conns[slot].as_ref() else {
                     return;
@@ -896,8 +929,8 @@ impl Engine<'_> {
                 method: "GET",
                 url: &ex.url,
                 range: ex.range,
-                user_agent: &self.s.user_agent,
-                headers: &self.s.headers,
+                user_agent: &self.dls[ex.dl].opts.user_agent,
+                headers: &self.dls[ex.dl].opts.headers,
                 keep_alive: true,
             },
             &mut req,
@@ -1347,7 +1380,7 @@ impl Engine<'_> {
         };
         let d = &mut self.dls[dl];
         if d.file.is_none() {
-            let name = match d.out.clone() {
+            let name = match d.opts.out.clone() {
                 Some(o) => o,
                 None => resp
                     .content_disposition
@@ -1355,17 +1388,11 @@ impl Engine<'_> {
                     .and_then(http::filename_from_content_disposition)
                     .unwrap_or_else(|| http::filename_from_url(&url)),
             };
-            std::fs::create_dir_all(&self.s.dir).map_err(|e| {
-                Failure::fatal(
-                    ExitCode::MKDIR,
-                    format!("Failed to make the directory {}: {e}", self.s.dir.display()),
-                )
-            })?;
             let (path, renamed) = store::choose_path(
-                &self.s.dir,
+                &d.opts.dir,
                 &name,
-                self.s.allow_overwrite,
-                self.s.auto_file_renaming,
+                d.opts.allow_overwrite,
+                d.opts.auto_file_renaming,
                 |p| p.exists(),
             )
             .map_err(|e| match e {
@@ -1381,6 +1408,17 @@ impl Engine<'_> {
                     .map(|c| c.join(&path))
                     .unwrap_or(path)
             };
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    Failure::fatal(
+                        ExitCode::MKDIR,
+                        format!(
+                            "Failed to make the directory {}, cause: {e}",
+                            parent.display()
+                        ),
+                    )
+                })?;
+            }
             if renamed {
                 self.console.notice(&format!(
                     "File already exists. Renamed to {}.",
@@ -1409,14 +1447,14 @@ impl Engine<'_> {
             d.path = Some(path);
         }
         let d = &mut self.dls[dl];
-        let mut plan = Plan::new(total.unwrap_or(u64::MAX), self.s.min_split_size);
+        let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);
         plan.assign(0, conn_id);
         d.length_known = total.is_some();
         d.ranges_ok = total.is_some() && !resp.accept_ranges_none;
         d.split_url = Some(url);
         if d.ranges_ok {
             let servers = d.bad_uris.iter().filter(|b| !**b).count().max(1);
-            let want = self.s.split.min(self.s.max_conn_per_server * servers);
+            let want = d.opts.split.min(d.opts.max_conn_per_server * servers);
             let pieces = plan.presplit(want);
             d.wanted += pieces.saturating_sub(1);
         }
@@ -2056,13 +2094,13 @@ impl Engine<'_> {
                 d.state = DlState::Finished;
                 d.ended = Some(Instant::now());
                 d.file = None;
-                self.finished_order.push(dl);
                 let path = d
                     .path
                     .as_ref()
                     .map(|p| p.display().to_string())
                     .unwrap_or_default();
                 let gid = d.gid;
+                self.record(dl);
                 self.console
                     .notice(&format!("Download GID#{gid:016x} not complete: {path}"));
             }
@@ -2094,14 +2132,17 @@ impl Engine<'_> {
         }
         d.state = DlState::Finished;
         d.ended = Some(Instant::now());
-        self.finished_order.push(dl);
+        self.record(dl);
         if self.dls[dl].error.is_none() {
             self.console.notice(&format!("Download complete: {path}"));
         }
-        // Connections still streaming into this finished download are of no further use.
+        // Connections still streaming into this finished download, or still connecting for it, are
+        // of no further use (and must not carry its index to whatever job takes its place).
         for slot in 0..self.conns.len() {
             let streaming = self.conns[slot].as_ref().is_some_and(|c| {
-                c.ex.as_ref().is_some_and(|e| e.dl == dl) && c.state != ConnState::Closing
+                c.state != ConnState::Closing
+                    && (c.ex.as_ref().is_some_and(|e| e.dl == dl)
+                        || c.want.as_ref().is_some_and(|w| w.dl == dl))
             });
             if streaming {
                 self.close_conn(slot);

@@ -13,4 +13,4 @@ mod ring;
 pub mod sys;
 
 pub use conn::{Job, Outcome};
-pub use driver::{run, StartError};
+pub use driver::{run, StartError, Summary, MAX_RESULTS};

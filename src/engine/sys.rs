@@ -20,6 +20,31 @@ pub fn local_time() -> (i32, i32, i32, i32, i32) {
     (tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
 }
 
+/// Local date and time for log files: `2026-11-29 21:33:06.092377`.
+pub fn log_timestamp() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let t = now.as_secs() as libc::time_t;
+    // SAFETY: `localtime_r` reads the `time_t` we pass and writes into the `tm` we own; a zeroed
+    // `tm` is a valid value of that plain C struct.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        tm
+    };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        now.subsec_micros()
+    )
+}
+
 /// Local time in C's `asctime` form without the newline: `Sun Nov 29 20:55:52 2026`.
 pub fn asctime_now() -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];

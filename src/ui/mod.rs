@@ -36,16 +36,38 @@ pub struct ResultRow {
     pub avg_speed: Option<u64>,
     /// The output path, or the first URI when no file was chosen.
     pub path_or_uri: String,
+    /// How much of the file arrived, when its length is known.
+    pub percent: Option<u8>,
 }
 
-/// The console: log lines, readout, results.
+/// Where `-l/--log` writes.
+pub enum LogTarget {
+    Stdout,
+    File(std::fs::File),
+}
+
+/// How the console behaves, from the command line.
+pub struct ConsoleOptions {
+    pub level: LogLevel,
+    pub quiet: bool,
+    pub show_readout: bool,
+    pub color: bool,
+    pub human_readable: bool,
+    pub log: Option<LogTarget>,
+    pub log_level: LogLevel,
+}
+
+/// The console: log lines, readout, results, and the `-l` log.
 pub struct Console {
     level: LogLevel,
     quiet: bool,
     color: bool,
+    human: bool,
     tty: bool,
     readout: bool,
     bar: Option<indicatif::ProgressBar>,
+    log: Option<LogTarget>,
+    log_level: LogLevel,
 }
 
 /// Writes console text to stdout. A closed stdout (a pipe whose reader left) is not an error worth
@@ -64,15 +86,18 @@ fn timestamp() -> String {
 
 impl Console {
     /// A console writing to stdout.
-    pub fn new(level: LogLevel, quiet: bool, show_readout: bool) -> Console {
+    pub fn new(o: ConsoleOptions) -> Console {
         let tty = std::io::stdout().is_terminal();
         Console {
-            level,
-            quiet,
-            color: true,
+            level: o.level,
+            quiet: o.quiet,
+            color: o.color,
+            human: o.human_readable,
             tty,
-            readout: show_readout && !quiet,
+            readout: o.show_readout && !o.quiet,
             bar: None,
+            log: o.log,
+            log_level: o.log_level,
         }
     }
 
@@ -92,9 +117,6 @@ impl Console {
 
     /// Prints one log line at `level`: a blank line, then `MM/DD HH:MM:SS [LEVEL] msg`.
     pub fn log(&mut self, level: LogLevel, msg: &str) {
-        if self.quiet || level < self.level {
-            return;
-        }
         let (name, code) = match level {
             LogLevel::Debug => ("DEBUG", "1;37"),
             LogLevel::Info => ("INFO", "1;36"),
@@ -102,6 +124,20 @@ impl Console {
             LogLevel::Warn => ("WARN", "1;33"),
             LogLevel::Error => ("ERROR", "1;31"),
         };
+        if level >= self.log_level {
+            if let Some(target) = &mut self.log {
+                let line = format!("{} [{name}] {msg}\n", crate::engine::sys::log_timestamp());
+                match target {
+                    LogTarget::Stdout => emit(&line),
+                    LogTarget::File(f) => {
+                        let _ = f.write_all(line.as_bytes());
+                    }
+                }
+            }
+        }
+        if self.quiet || level < self.level {
+            return;
+        }
         let tag = if self.color {
             format!("\x1b[{code}m{name}\x1b[0m")
         } else {
@@ -129,7 +165,7 @@ impl Console {
         if !self.readout || active.is_empty() {
             return;
         }
-        let line = readout_line(active);
+        let line = readout_line(active, self.human);
         if self.tty {
             let bar = self.bar.get_or_insert_with(|| {
                 let bar = indicatif::ProgressBar::new(0);
@@ -161,7 +197,7 @@ impl Console {
             "=".repeat(79)
         );
         for (p, path) in active.iter().zip(paths) {
-            out.push_str(&readout_line(std::slice::from_ref(p)));
+            out.push_str(&readout_line(std::slice::from_ref(p), self.human));
             out.push_str(&format!("\nFILE: {path}\n{}\n", "-".repeat(79)));
         }
         match &self.bar {
@@ -183,14 +219,15 @@ impl Console {
         if self.quiet || mode == ResultMode::Hide || rows.is_empty() {
             return;
         }
-        let text = results_table(rows);
+        let text = results_table(rows, self.human, mode == ResultMode::Full);
         emit(&text);
     }
 }
 
 /// The readout line: `[#gid DONE/TOTAL(P%) CN:n DL:speed ETA:t]` for one download, aria2's multi
 /// form `[DL:speed][#gid DONE/TOTAL(P%)]...` for several.
-pub fn readout_line(active: &[Progress]) -> String {
+pub fn readout_line(active: &[Progress], human: bool) -> String {
+    let abbrev_size = |n: u64| if human { abbrev_size(n) } else { n.to_string() };
     let gid = |p: &Progress| format!("{:016x}", p.gid)[..6].to_string();
     let amount = |p: &Progress| {
         let mut s = format!("{}B", abbrev_size(p.done));
@@ -231,10 +268,14 @@ pub fn readout_line(active: &[Progress]) -> String {
 }
 
 /// aria2's "Download Results" block, exactly as it prints it in default mode.
-pub fn results_table(rows: &[ResultRow]) -> String {
-    let mut out = String::from(
-        "\nDownload Results:\ngid   |stat|avg speed  |path/URI\n======+====+===========+=======================================================\n",
-    );
+/// `full` adds aria2's percentage column (`--download-result=full`).
+pub fn results_table(rows: &[ResultRow], human: bool, full: bool) -> String {
+    let abbrev_size = |n: u64| if human { abbrev_size(n) } else { n.to_string() };
+    let mut out = String::from(if full {
+        "\nDownload Results:\ngid   |stat|avg speed  |  %|path/URI\n======+====+===========+===+===================================================\n"
+    } else {
+        "\nDownload Results:\ngid   |stat|avg speed  |path/URI\n======+====+===========+=======================================================\n"
+    });
     let (mut ok, mut err, mut inpr) = (false, false, false);
     for r in rows {
         let stat = match r.status {
@@ -256,7 +297,15 @@ pub fn results_table(rows: &[ResultRow]) -> String {
             None => format!("{:>11}", "n/a"),
         };
         let gid = &format!("{:016x}", r.gid)[..6];
-        out.push_str(&format!("{gid}|{stat}|{speed}|{}\n", r.path_or_uri));
+        let pct = if full {
+            match r.percent {
+                Some(p) => format!("{p:>3}|"),
+                None => "  -|".to_string(),
+            }
+        } else {
+            String::new()
+        };
+        out.push_str(&format!("{gid}|{stat}|{speed}|{pct}{}\n", r.path_or_uri));
     }
     out.push_str("\nStatus Legend:\n");
     if ok {
@@ -286,9 +335,10 @@ mod tests {
             status: Status::Ok,
             avg_speed: Some(142 * 1024 * 1024),
             path_or_uri: "/tmp/dl/file.bin".into(),
+            percent: Some(100),
         }];
         assert_eq!(
-            results_table(&rows),
+            results_table(&rows, true, false),
             "\nDownload Results:\ngid   |stat|avg speed  |path/URI\n======+====+===========+=======================================================\n50d36f|OK  |   142MiB/s|/tmp/dl/file.bin\n\nStatus Legend:\n(OK):download completed.\n"
         );
         let rows = [
@@ -297,15 +347,17 @@ mod tests {
                 status: Status::Err,
                 avg_speed: None,
                 path_or_uri: "http://h/nope".into(),
+                percent: None,
             },
             ResultRow {
                 gid: 0x238217aaaaaaaaaa,
                 status: Status::Ok,
                 avg_speed: Some(715 << 20),
                 path_or_uri: "/o/f".into(),
+                percent: Some(100),
             },
         ];
-        let t = results_table(&rows);
+        let t = results_table(&rows, true, false);
         assert!(t.contains("79478c|ERR |        n/a|http://h/nope\n"), "{t}");
         assert!(t.contains("238217|OK  |   715MiB/s|/o/f\n"), "{t}");
         assert!(
@@ -313,6 +365,21 @@ mod tests {
             "{t}"
         );
         assert!(t.ends_with("See '-l' option in help/man page for details.\n"));
+        let full = results_table(&rows, true, true);
+        assert!(
+            full.contains(
+                "gid   |stat|avg speed  |  %|path/URI\n======+====+===========+===+====="
+            ),
+            "{full}"
+        );
+        assert!(
+            full.contains("79478c|ERR |        n/a|  -|http://h/nope\n"),
+            "{full}"
+        );
+        assert!(
+            full.contains("238217|OK  |   715MiB/s|100|/o/f\n"),
+            "{full}"
+        );
     }
 
     #[test]
@@ -325,7 +392,7 @@ mod tests {
             speed: 516 * 1024,
         };
         assert_eq!(
-            readout_line(std::slice::from_ref(&p)),
+            readout_line(std::slice::from_ref(&p), true),
             "[#373e0b 1.0MiB/2.8MiB(34%) CN:1 DL:516KiB ETA:3s]"
         );
         let z = Progress {
@@ -336,10 +403,10 @@ mod tests {
             speed: 0,
         };
         assert_eq!(
-            readout_line(std::slice::from_ref(&z)),
+            readout_line(std::slice::from_ref(&z), true),
             "[#c8fd80 0B/0B CN:1]"
         );
-        let multi = readout_line(&[p, z]);
+        let multi = readout_line(&[p, z], true);
         assert!(
             multi.starts_with("[DL:516KiB][#373e0b 1.0MiB/2.8MiB(34%)][#c8fd80 0B/0B]"),
             "{multi}"

@@ -1,0 +1,299 @@
+//! The aria2c command line end to end: help listings against aria2c's own, config files and `-i`
+//! lists driving real downloads, and bad input rejected before anything starts.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::server::{Route, TestServer};
+use crate::support::{
+    content, have_program, require_peer, ringdl, sha256_file, sha256_hex, TestDir,
+};
+
+/// Long option names listed by a `--help=#all` output.
+fn listed_names(help: &str) -> std::collections::BTreeSet<String> {
+    help.lines()
+        .filter(|l| l.starts_with(" -"))
+        .filter_map(|l| {
+            let start = l.find("--")? + 2;
+            let rest = &l[start..];
+            let end = rest
+                .find(|c: char| c == '=' || c == '[' || c == ' ')
+                .unwrap_or(rest.len());
+            Some(rest[..end].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn help_all_lists_the_same_options_as_aria2c() {
+    if !require_peer("aria2c", have_program("aria2c")) {
+        return;
+    }
+    let dir = TestDir::new();
+    let ours = ringdl(&dir, &["--help=#all"]);
+    assert_eq!(ours.code(), 0, "{ours}");
+    let theirs = Command::new("aria2c").arg("--help=#all").output().unwrap();
+    let theirs = String::from_utf8_lossy(&theirs.stdout);
+    let (a, b) = (listed_names(&ours.stdout), listed_names(&theirs));
+    assert!(b.len() >= 190, "aria2c listed only {}", b.len());
+    let missing: Vec<_> = b.difference(&a).collect();
+    let extra: Vec<_> = a.difference(&b).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing {missing:?}, extra {extra:?}"
+    );
+}
+
+#[test]
+fn config_file_options_apply_and_the_command_line_wins() {
+    let server = TestServer::plain();
+    let data = content(41, 3 << 20);
+    server.route("/c.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let conf = dir.join("my.conf");
+    let out = dir.join("outdir");
+    std::fs::write(
+        &conf,
+        format!(
+            "# set by config\ndir={}\nout=from-conf.bin\nmax-connection-per-server=4\nsplit=4\nmin-split-size=1M\nfollow-torrent=false\nno-such-option=1\n",
+            out.display()
+        ),
+    )
+    .unwrap();
+    let run = ringdl(
+        &dir,
+        &[
+            &format!("--conf-path={}", conf.display()),
+            "-o",
+            "from-cli.bin",
+            &server.url("/c.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&out.join("from-cli.bin")), sha256_hex(&data));
+    assert!(!out.join("from-conf.bin").exists());
+    assert!(
+        run.stdout.contains("Unknown option: no-such-option=1"),
+        "{run}"
+    );
+    // follow-torrent=false is aria2's default: nothing to warn about.
+    assert!(!run.stdout.contains("BitTorrent"), "{run}");
+    let ranged = server
+        .requests_to("/c.bin")
+        .iter()
+        .filter(|r| r.range().is_some())
+        .count();
+    assert!(
+        ranged >= 1,
+        "the config's -x4 -s4 -k1M did not split the download"
+    );
+}
+
+#[test]
+fn default_config_is_read_from_home_and_no_conf_skips_it() {
+    let server = TestServer::plain();
+    server.route("/h.bin", Route::bytes(content(42, 1000)));
+    let dir = TestDir::new();
+    // support::ringdl runs with HOME=<dir>/.home
+    let home_conf = dir.join(".home/.aria2");
+    std::fs::create_dir_all(&home_conf).unwrap();
+    std::fs::write(home_conf.join("aria2.conf"), "out=renamed-by-conf.bin\n").unwrap();
+    let run = ringdl(&dir, &["-d", &dir.arg(), &server.url("/h.bin")]);
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(
+        dir.join("renamed-by-conf.bin").exists(),
+        "{:?}",
+        dir.entries()
+    );
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-d", &dir.arg(), &server.url("/h.bin")],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(dir.join("h.bin").exists(), "{:?}", dir.entries());
+}
+
+#[test]
+fn input_file_entries_with_mirrors_and_their_own_options() {
+    let (a, b) = (TestServer::plain(), TestServer::plain());
+    let one = content(43, 2000);
+    let two = content(44, 3000);
+    a.route("/one", Route::bytes(one.clone()));
+    b.route("/one", Route::bytes(one.clone()));
+    a.route("/two", Route::bytes(two.clone()));
+    let dir = TestDir::new();
+    let list = dir.join("list.txt");
+    std::fs::write(
+        &list,
+        format!(
+            "# two downloads\n{}\t{}\n  out=first.bin\n  dir={}\n\n{}\n  max-connection-per-server=2\n  bogus=1\n",
+            a.url("/one"),
+            b.url("/one"),
+            dir.join("sub").display(),
+            a.url("/two")
+        ),
+    )
+    .unwrap();
+    // The global -o is not inherited by list entries.
+    let run = ringdl(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            "-o",
+            "global.bin",
+            "-i",
+            list.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("sub/first.bin")), sha256_hex(&one));
+    assert_eq!(sha256_file(&dir.join("two")), sha256_hex(&two));
+    assert!(!dir.join("global.bin").exists());
+    assert!(run.stdout.contains("Downloading 2 item(s)"), "{run}");
+    assert!(run.stdout.contains("Unknown option:   bogus=1"), "{run}");
+}
+
+#[test]
+fn input_file_from_stdin() {
+    let server = TestServer::plain();
+    let data = content(45, 1234);
+    server.route("/s", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_ringdl"))
+        .args(["--no-conf", "-d", &dir.arg(), "-i", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(format!("{}\n", server.url("/s")).as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(sha256_file(&dir.join("s")), sha256_hex(&data));
+}
+
+#[test]
+fn bad_input_file_value_downloads_nothing() {
+    let server = TestServer::plain();
+    server.route("/x", Route::bytes(content(46, 100)));
+    let dir = TestDir::new();
+    let list = dir.join("list.txt");
+    std::fs::write(
+        &list,
+        format!("{}\n{}\n  split=abc\n", server.url("/x"), server.url("/x")),
+    )
+    .unwrap();
+    let run = ringdl(&dir, &["-d", &dir.arg(), "-i", list.to_str().unwrap()]);
+    assert_eq!(run.code(), 28, "{run}");
+    assert!(run.output().contains("Bad number abc"), "{run}");
+    assert_eq!(server.stats().requests, 0, "something was downloaded");
+}
+
+#[test]
+fn missing_or_unreadable_input_file_exit_1() {
+    let dir = TestDir::new();
+    let run = ringdl(&dir, &["-i", "/nonexistent/list.txt"]);
+    assert_eq!(run.code(), 1, "{run}");
+    assert!(
+        run.stderr
+            .contains("Failed to open the file /nonexistent/list.txt"),
+        "{run}"
+    );
+    let run = ringdl(&dir, &["-i", &dir.arg()]);
+    assert_eq!(run.code(), 1, "{run}");
+}
+
+#[test]
+fn dir_that_is_a_file_exits_18() {
+    let server = TestServer::plain();
+    server.route("/f", Route::bytes(content(47, 100)));
+    let dir = TestDir::new();
+    let file = dir.join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    let run = ringdl(&dir, &["-d", file.to_str().unwrap(), &server.url("/f")]);
+    assert_eq!(run.code(), 18, "{run}");
+    assert!(
+        run.output().contains("Failed to make the directory"),
+        "{run}"
+    );
+}
+
+#[test]
+fn unsupported_features_warn_or_refuse_in_one_line() {
+    let server = TestServer::plain();
+    server.route("/f", Route::bytes(content(48, 100)));
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            "--seed-time=1",
+            "--bt-max-peers=5",
+            &server.url("/f"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    let warn: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains("BitTorrent"))
+        .collect();
+    assert_eq!(warn.len(), 1, "{run}");
+    for args in [
+        vec!["--enable-rpc"],
+        vec!["ftp://127.0.0.1/f"],
+        vec!["magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567"],
+    ] {
+        let run = ringdl(&dir, &args);
+        assert_eq!(run.code(), 1, "{run}");
+        assert_eq!(run.stderr.trim().lines().count(), 1, "{run}");
+    }
+    let torrent = dir.join("x.torrent");
+    std::fs::write(&torrent, b"d4:infod4:name1:xee").unwrap();
+    let run = ringdl(&dir, &[torrent.to_str().unwrap()]);
+    assert_eq!(run.code(), 1, "{run}");
+    assert!(run.stderr.contains("BitTorrent"), "{run}");
+}
+
+#[test]
+fn log_file_gets_timestamped_lines() {
+    let server = TestServer::plain();
+    server.route("/l", Route::bytes(content(49, 100)));
+    let dir = TestDir::new();
+    let log = dir.join("ringdl.log");
+    let run = ringdl(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            "-q",
+            "-l",
+            log.to_str().unwrap(),
+            "--log-level=notice",
+            &server.url("/l"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(run.stdout.is_empty(), "-q printed: {run}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let complete = text
+        .lines()
+        .find(|l| l.contains("Download complete:"))
+        .expect("no completion line");
+    // 2026-11-29 21:33:06.135517 [NOTICE] Download complete: ...
+    assert_eq!(&complete[4..5], "-");
+    assert_eq!(&complete[26..36], " [NOTICE] ");
+    let _ = Path::new(&log);
+}
