@@ -296,7 +296,7 @@ fn terminal_gets_a_progress_bar() {
         "no bar drawn:\n{text}"
     );
     assert!(
-        text.contains("[#") && text.contains("CN:1"),
+        text.contains(" CN:1 ") && text.contains("%) "),
         "no readout in the bar:\n{text}"
     );
     assert!(text.contains("Download complete:"), "{text}");

@@ -65,7 +65,8 @@ pub struct Console {
     human: bool,
     tty: bool,
     readout: bool,
-    bar: Option<indicatif::ProgressBar>,
+    /// On a terminal: the bars, one per active download, by GID.
+    bars: Option<Bars>,
     log: Option<LogTarget>,
     log_level: LogLevel,
 }
@@ -95,7 +96,7 @@ impl Console {
             human: o.human_readable,
             tty,
             readout: o.show_readout && !o.quiet,
-            bar: None,
+            bars: None,
             log: o.log,
             log_level: o.log_level,
         }
@@ -144,8 +145,8 @@ impl Console {
             name.to_string()
         };
         let line = format!("\n{} [{tag}] {msg}", timestamp());
-        match &self.bar {
-            Some(bar) => bar.suspend(|| emit(&format!("{line}\n"))),
+        match &self.bars {
+            Some(b) => b.multi.suspend(|| emit(&format!("{line}\n"))),
             None => emit(&format!("{line}\n")),
         }
     }
@@ -165,24 +166,13 @@ impl Console {
         if !self.readout || active.is_empty() {
             return;
         }
-        let line = readout_line(active, self.human);
         if self.tty {
-            let bar = self.bar.get_or_insert_with(|| {
-                let bar = indicatif::ProgressBar::new(0);
-                bar.set_draw_target(indicatif::ProgressDrawTarget::stdout_with_hz(10));
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template("{wide_bar} {msg}")
-                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
-                bar
-            });
-            let done: u64 = active.iter().map(|p| p.done).sum();
-            let total: u64 = active.iter().filter_map(|p| p.total).sum();
-            bar.set_length(total.max(done));
-            bar.set_position(done);
-            bar.set_message(line);
+            let human = self.human;
+            self.bars
+                .get_or_insert_with(Bars::new)
+                .update(active, human);
         } else {
-            emit(&format!("{line}\n"));
+            emit(&format!("{}\n", readout_line(active, self.human)));
         }
     }
 
@@ -200,16 +190,19 @@ impl Console {
             out.push_str(&readout_line(std::slice::from_ref(p), self.human));
             out.push_str(&format!("\nFILE: {path}\n{}\n", "-".repeat(79)));
         }
-        match &self.bar {
-            Some(bar) => bar.suspend(|| emit(&out)),
+        match &self.bars {
+            Some(b) => b.multi.suspend(|| emit(&out)),
             None => emit(&out),
         }
     }
 
-    /// Removes the progress bar before the final output.
+    /// Removes the progress bars before the final output.
     pub fn finish(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
+        if let Some(b) = self.bars.take() {
+            for bar in b.bars.values() {
+                bar.finish_and_clear();
+            }
+            let _ = b.multi.clear();
         }
     }
 
@@ -221,6 +214,55 @@ impl Console {
         }
         let text = results_table(rows, self.human, mode == ResultMode::Full);
         emit(&text);
+    }
+}
+
+/// The terminal readout: one indicatif bar per active download, drawn at most 10 times a second.
+struct Bars {
+    multi: indicatif::MultiProgress,
+    bars: std::collections::HashMap<u64, indicatif::ProgressBar>,
+    style: indicatif::ProgressStyle,
+}
+
+impl Bars {
+    fn new() -> Bars {
+        let multi = indicatif::MultiProgress::with_draw_target(
+            indicatif::ProgressDrawTarget::stdout_with_hz(10),
+        );
+        let style = indicatif::ProgressStyle::with_template("{prefix} {wide_bar} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        Bars {
+            multi,
+            bars: std::collections::HashMap::new(),
+            style,
+        }
+    }
+
+    /// Adds, moves and removes bars to match the active downloads.
+    fn update(&mut self, active: &[Progress], human: bool) {
+        self.bars.retain(|gid, bar| {
+            let keep = active.iter().any(|p| p.gid == *gid);
+            if !keep {
+                bar.finish_and_clear();
+            }
+            keep
+        });
+        for p in active {
+            let bar = self.bars.entry(p.gid).or_insert_with(|| {
+                let bar = self.multi.add(indicatif::ProgressBar::new(0));
+                bar.set_style(self.style.clone());
+                bar.set_prefix(format!("#{}", &format!("{:016x}", p.gid)[..6]));
+                bar
+            });
+            bar.set_length(p.total.unwrap_or(p.done).max(p.done));
+            bar.set_position(p.done);
+            let line = readout_line(std::slice::from_ref(p), human);
+            // The readout without its "[#gid " prefix, which the bar's prefix already shows.
+            let msg = line
+                .get(9..)
+                .map_or(line.clone(), |rest| format!("[{rest}"));
+            bar.set_message(msg);
+        }
     }
 }
 
