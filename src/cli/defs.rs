@@ -251,5 +251,11 @@ mod tests {
         assert_eq!(parse_size("1G"), None);
         assert_eq!(parse_size("1.5M"), None);
         assert_eq!(parse_size("99999999999999999999"), None);
+        // aria2's own vectors (UtilTest getRealSize).
+        assert_eq!(parse_size("4096M"), Some(4_294_967_296));
+        assert_eq!(parse_size("1K"), Some(1024));
+        assert_eq!(parse_size("foo"), None);
+        assert_eq!(parse_size("9223372036854775807K"), None);
+        assert_eq!(parse_size("9223372036854775807M"), None);
     }
 }
