@@ -5,7 +5,7 @@
 //! After changing the table or this file, regenerate every committed copy with one line:
 //!
 //! ```sh
-//! RINGDL_REGENERATE=1 cargo test --test tests generated::
+//! RINGDL_REGENERATE=1 cargo test --test tests generated::committed
 //! ```
 //!
 //! (or one at a time: `cargo run -- --generate=man > man/ringdl.1`, `--generate=bash >
@@ -59,9 +59,7 @@ pub const RELEASES: &[(&str, &str)] = &[("0.1.0", "2026-11-29")];
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What ringdl deliberately does differently from aria2c, kept (and checked) by the compat suite.
-// DEV STUB until compat-tests/KNOWN_DIFFERENCES.md exists:
-// const KNOWN_DIFFERENCES: &str = include_str!("../../compat-tests/KNOWN_DIFFERENCES.md");
-const KNOWN_DIFFERENCES: &str = include_str!("/work/target-gen/KNOWN_DIFFERENCES.stub.md");
+const KNOWN_DIFFERENCES: &str = include_str!("../../compat-tests/KNOWN_DIFFERENCES.md");
 
 /// The text of `t`, generated from the option table.
 pub fn generate(t: Target) -> String {
@@ -152,6 +150,16 @@ fn size_text(n: u64) -> String {
     }
 }
 
+/// The one-line help as a sentence, ending with a period.
+fn sentence(help: &str) -> String {
+    let h = help.trim();
+    if h.ends_with(['.', '!', '?']) || h.is_empty() {
+        h.to_string()
+    } else {
+        format!("{h}.")
+    }
+}
+
 /// The one-line help without its final period, as completion menus show it.
 fn summary(o: &OptDef) -> &'static str {
     let h = o.help.trim();
@@ -224,13 +232,18 @@ fn sections(opts: &[OptDef]) -> Vec<(String, Vec<&OptDef>)> {
 // roff
 
 /// `text` escaped for roff: backslashes, hyphens as `\-` (so option names stay copyable minus signs),
-/// non-ASCII as `\[uXXXX]`, tabs and control characters as spaces. Protect a line's start with
+/// non-ASCII as `\[uXXXX]`, tabs and control characters as spaces; a word that starts with `-` (an
+/// option) gets `\%`, so it is never hyphenated across lines. Protect a line's start with
 /// [`roff_line`].
 fn roff(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    let mut prev = None;
     for c in text.chars() {
         match c {
             '\\' => out.push_str("\\e"),
+            '-' if prev.is_none_or(|p: char| p.is_whitespace() || "([\"'".contains(p)) => {
+                out.push_str("\\%\\-")
+            }
             '-' => out.push_str("\\-"),
             c if c.is_ascii_control() => out.push(' '),
             c if c.is_ascii() => out.push(c),
@@ -238,6 +251,7 @@ fn roff(text: &str) -> String {
                 let _ = write!(out, "\\[u{:04X}]", c as u32);
             }
         }
+        prev = Some(c);
     }
     out
 }
@@ -258,8 +272,16 @@ fn roff_arg(text: &str) -> String {
     format!("\"{}\"", roff(text).replace('"', "\\(dq"))
 }
 
+/// `text` in bold, its words never hyphenated: it is something to type (an option, a command).
 fn bold(text: &str) -> String {
-    format!("\\fB{}\\fR", roff(text))
+    let words: Vec<String> = text
+        .split(' ')
+        .map(|w| match roff(w) {
+            t if t.is_empty() || t.starts_with("\\%") => t,
+            t => format!("\\%{t}"),
+        })
+        .collect();
+    format!("\\fB{}\\fR", words.join(" "))
 }
 
 /// Markdown's inline marks as roff fonts: `code` and **strong** bold, *emphasis* italic, links as
@@ -536,7 +558,9 @@ fn strip_marks(text: &str) -> String {
 /// each introduced by its column's heading.
 fn md_table(rows: &[String]) -> String {
     let cells = |row: &str| -> Vec<String> {
-        let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
+        let row = row.trim();
+        let inner = row.strip_prefix('|').unwrap_or(row);
+        let inner = inner.strip_suffix('|').unwrap_or(inner);
         inner.split('|').map(|c| c.trim().to_string()).collect()
     };
     let is_rule = |row: &str| row.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '));
@@ -553,7 +577,12 @@ fn md_table(rows: &[String]) -> String {
             continue;
         }
         let mut body = Vec::new();
-        for (k, cell) in row_cells.iter().enumerate().skip(1) {
+        for (k, cell) in row_cells
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, c)| !c.is_empty())
+        {
             let name = header
                 .as_ref()
                 .and_then(|h| h.get(k))
@@ -595,7 +624,7 @@ fn man_page(opts: &[OptDef]) -> String {
     m.push_str(".SH SYNOPSIS\n");
     m.push_str(".B ringdl\n[\\fIOPTION\\fR]... \\fIURI\\fR...\n.br\n");
     let kinds: Vec<String> = Target::ALL.iter().map(|t| bold(t.name())).collect();
-    let _ = writeln!(m, ".B ringdl\n\\fB\\-\\-generate\\fR={}", kinds.join("|"));
+    let _ = writeln!(m, ".B ringdl\n{}={}", bold("--generate"), kinds.join("|"));
 
     m.push_str(".SH DESCRIPTION\n");
     m.push_str(&md_to_roff(DESCRIPTION));
@@ -639,11 +668,6 @@ fn man_page(opts: &[OptDef]) -> String {
 
     m.push_str(".SH ENVIRONMENT\n");
     for (var, text, option) in ENVIRONMENT {
-        let var = if *var == "RINGDL_NO_DIRECT" {
-            crate::store::NO_DIRECT_ENV
-        } else {
-            var
-        };
         let _ = writeln!(m, ".TP\n.B {}\n{}", roff(var), roff_line(&md_inline(text)));
         if let Some(name) = option {
             let note = option_note(opts, name);
@@ -698,7 +722,7 @@ fn man_option(m: &mut String, o: &OptDef) {
         }
     }
     let _ = writeln!(m, ".TP\n{}", roff_line(&head));
-    let _ = writeln!(m, "{}", roff_line(&md_inline(o.help.trim())));
+    let _ = writeln!(m, "{}", roff_line(&md_inline(&sentence(o.help))));
 
     let mut more = String::new();
     if !o.long_help.trim().is_empty() {
@@ -734,7 +758,7 @@ fn man_option(m: &mut String, o: &OptDef) {
     if let Support::No(feature) = o.support {
         let _ = writeln!(
             more,
-            ".PP\nAccepted for compatibility; ringdl ignores it ({} is not supported).",
+            ".PP\nAccepted for compatibility and ignored: ringdl does not support {} yet.",
             roff(feature)
         );
     }
@@ -750,9 +774,9 @@ fn option_note(opts: &[OptDef], name: &str) -> String {
     match find(opts, name).map(|o| o.support) {
         Some(Support::Yes) => String::new(),
         Some(Support::No(feature)) => {
-            format!("ringdl does not act on this yet ({feature} is not supported).")
+            format!("ringdl does not support {feature} yet, so it ignores this.")
         }
-        None => format!("ringdl does not act on this yet (there is no `--{name}` yet)."),
+        None => format!("ringdl does not support `--{name}` yet, so it ignores this."),
     }
 }
 
@@ -772,8 +796,9 @@ no system call per chunk of data.
 allocated at start and registered with the kernel, sized from the number of connections to fit \
 within `RLIMIT_MEMLOCK` (8 MiB on common distributions). ringdl needs no root and no raised limits, \
 and its memory does not grow with the size of a file or the length of a download list.
-* **TLS without extra copies.** HTTPS is decrypted by rustls's unbuffered API in place, in those \
-same buffers.
+* **TLS in the same buffers.** HTTPS records are read into those buffers and decrypted there by \
+rustls's unbuffered API; the plaintext is copied once into the aligned write blocks (rustls 0.23 \
+makes one internal copy of its own). Plain HTTP bodies are received straight into the write blocks.
 * **O_DIRECT.** Files are written with `O_DIRECT` in 4 KiB-aligned blocks, so a download leaves the \
 page cache as it found it: a large file does not push other programs' data out of memory. Where a \
 filesystem refuses `O_DIRECT` (FUSE, some network filesystems), ringdl writes through the cache \
@@ -904,7 +929,7 @@ const ENVIRONMENT: &[(&str, &str, Option<&str>)] = &[
         None,
     ),
     (
-        "RINGDL_NO_DIRECT",
+        crate::store::NO_DIRECT_ENV,
         "Set to any value, ringdl writes through the page cache as if the filesystem had refused \
          `O_DIRECT`, dropping what it wrote from the cache behind itself. For comparing the two \
          ways of writing, or for a filesystem whose `O_DIRECT` is slow.",
@@ -954,7 +979,7 @@ ringdl -x8 -s8 -d ~/Downloads https://example.org/images/disk.iso
 The same file from two mirrors at once (URIs given together are one file):
 
 ```
-ringdl https://a.example.org/disk.iso https://b.example.org/disk.iso
+ringdl https://a.example/disk.iso https://b.example/disk.iso
 ```
 
 Two files, each a download of its own:
@@ -982,14 +1007,15 @@ https://example.org/two.iso
 Trust a private certificate authority:
 
 ```
-ringdl --ca-certificate=/etc/ssl/private-ca.pem https://intranet.example/report.pdf
+ringdl --ca-certificate=my-ca.pem https://intranet.example/report.pdf
 ```
 ";
 
 const COMPAT_INTRO: &str = "\
 ringdl aims to do what aria2c does with the same command line: the same files under the same \
 names, the same exit status, and output a person recognises. A differential test suite runs aria2c \
-and ringdl side by side to check it. These are the differences it knows of, each kept on purpose:
+and ringdl side by side to check it; what follows is its record of the differences \
+(`compat-tests/KNOWN_DIFFERENCES.md` in ringdl's source).
 ";
 
 // ---------------------------------------------------------------------------------------------
@@ -1017,23 +1043,46 @@ fn forms(o: &OptDef) -> Vec<String> {
     f
 }
 
-fn bash(opts: &[OptDef]) -> String {
-    let mut all = Vec::new();
-    for o in opts {
-        all.push(format!("--{}", o.name));
-    }
-    for o in opts {
-        if let Some(c) = o.short {
-            all.push(format!("-{c}"));
+/// `words` joined by `sep`, broken into lines of at most about `width` columns with a trailing
+/// backslash (shell line continuation); continuation lines start with `indent`.
+fn sh_wrap(words: &[String], sep: &str, indent: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut col = indent.len();
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+            col += sep.len();
+            if col + w.len() + 2 > width {
+                out.push_str(if sep.ends_with(' ') { "\\\n" } else { " \\\n" });
+                out.push_str(indent);
+                col = indent.len();
+            }
         }
+        out.push_str(w);
+        col += w.len();
     }
+    out
+}
+
+fn bash(opts: &[OptDef]) -> String {
+    let mut all: Vec<String> = opts.iter().map(|o| format!("--{}", o.name)).collect();
+    all.extend(opts.iter().filter_map(|o| o.short.map(|c| format!("-{c}"))));
+    let options = sh_wrap(&all, " ", "            ", 100);
     // Options whose value may be the next word; optional values are only ever attached.
-    let mut separate = Vec::new();
-    for o in opts.iter().filter(|o| o.arg == ArgKind::Required) {
-        separate.extend(forms(o).into_iter().map(|f| sh_quote(&f)));
-    }
-    // Value completions, for every option that has a value, by kind.
-    let mut cases = String::new();
+    let separate: Vec<String> = opts
+        .iter()
+        .filter(|o| o.arg == ArgKind::Required)
+        .flat_map(forms)
+        .map(|f| sh_quote(&f))
+        .collect();
+    let separate_case = if separate.is_empty() {
+        String::new()
+    } else {
+        let pats = sh_wrap(&separate, "|", "                ", 100);
+        format!("            {pats})\n                opt=$prev\n                ;;\n")
+    };
+    // Value completions of the options that have values, one case per kind of value.
+    let mut actions: Vec<(String, Vec<String>)> = Vec::new();
     for o in opts.iter().filter(|o| o.arg != ArgKind::None) {
         let action = match values(o) {
             Values::Free => continue,
@@ -1045,13 +1094,19 @@ fn bash(opts: &[OptDef]) -> String {
             Values::Dirs => "_ringdl_paths \"$prefix\" \"$cur\" -d".to_string(),
         };
         let pats: Vec<String> = forms(o).iter().map(|f| sh_quote(f)).collect();
-        let _ = writeln!(cases, "        {}) {action} ;;", pats.join("|"));
+        match actions.iter_mut().find(|(a, _)| *a == action) {
+            Some((_, p)) => p.extend(pats),
+            None => actions.push((action, pats)),
+        }
     }
-    let separate_case = if separate.is_empty() {
-        String::new()
-    } else {
-        format!("            {}) opt=$prev ;;\n", separate.join("|"))
-    };
+    let mut cases = String::new();
+    for (action, pats) in &actions {
+        let pats = sh_wrap(pats, "|", "                ", 100);
+        let _ = writeln!(
+            cases,
+            "            {pats})\n                {action}\n                ;;"
+        );
+    }
 
     let mut s = String::new();
     s.push_str(BASH_HEAD);
@@ -1077,7 +1132,8 @@ _ringdl() {{
     elif [[ $cur == --?*=* ]]; then
         opt=${{cur%%=*}} prefix=${{cur%%=*}}= cur=${{cur#*=}}
     elif [[ $cur == -* ]]; then
-        _ringdl_words '' "$cur" {options}
+        _ringdl_words '' "$cur" \
+            {options}
         return 0
     else
         case $prev in
@@ -1108,7 +1164,7 @@ _ringdl_paths() {{
 
 complete -F _ringdl ringdl
 "#,
-        options = all.join(" "),
+        options = options,
     );
     s.push_str(BASH_ALIAS);
     s
@@ -1129,17 +1185,26 @@ const BASH_HEAD: &str = "\
 ";
 
 const BASH_ALIAS: &str = r#"
+# aria2c (see the top of this file). The guard: this file may be what loading aria2c's completion
+# finds (installed as aria2c.bash), and then it is being sourced from inside itself.
 if [[ -z ${_ringdl_registering-} ]]; then
     _ringdl_registering=1
-    case $(complete -p aria2c 2>/dev/null) in
-        '' | *' _minimal '* | *' _comp_complete_minimal '*)
-            # Nothing, or bash-completion's fallback: aria2's own may just not be loaded yet.
-            if ! { declare -F _comp_load && _comp_load -- aria2c; } >/dev/null 2>&1 &&
-                ! { declare -F __load_completion && __load_completion aria2c; } >/dev/null 2>&1; then
-                complete -F _ringdl aria2c
-            fi
-            ;;
-    esac
+    # Whether aria2c is completed by something else than this file or bash-completion's fallback.
+    _ringdl_aria2c_taken() {
+        case $(complete -p aria2c 2>/dev/null) in
+            '' | *' _minimal '* | *' _comp_complete_minimal '* | *' _ringdl '*) return 1 ;;
+        esac
+    }
+    if ! _ringdl_aria2c_taken; then
+        # bash-completion loads a command's completion when it is first needed: let aria2's load.
+        if declare -F _comp_load >/dev/null; then
+            _comp_load -- aria2c
+        elif declare -F __load_completion >/dev/null; then
+            __load_completion aria2c
+        fi >/dev/null 2>&1
+        _ringdl_aria2c_taken || complete -F _ringdl aria2c
+    fi
+    unset -f _ringdl_aria2c_taken
     unset _ringdl_registering
 fi
 "#;
@@ -1196,7 +1261,14 @@ fn zsh(opts: &[OptDef]) -> String {
             } else {
                 ":"
             };
-            let message = zsh_text(o.value_name, ":");
+            let message = zsh_text(
+                if o.value_name.is_empty() {
+                    "VALUE"
+                } else {
+                    o.value_name
+                },
+                ":",
+            );
             let action = match values(o) {
                 Values::Free => " ".to_string(),
                 Values::Words(words) => {
@@ -1269,7 +1341,13 @@ fn fish_quote(s: &str) -> String {
 fn fish(opts: &[OptDef]) -> String {
     let mut s = String::new();
     s.push_str(FISH_HEAD);
-    s.push('\n');
+    s.push_str("\n\n");
+    if opts
+        .iter()
+        .any(|o| o.arg != ArgKind::None && values(o) == Values::Dirs)
+    {
+        s.push_str(FISH_DIRS);
+    }
     for o in opts {
         let mut line = String::from("complete -c ringdl");
         if let Some(c) = o.short {
@@ -1291,7 +1369,7 @@ fn fish(opts: &[OptDef]) -> String {
             (_, Values::Dirs) => {
                 let _ = write!(
                     line,
-                    " {} -a '(__fish_complete_directories)'",
+                    " {} -a '(__ringdl_dirs)'",
                     if takes_next { "-x" } else { "-f" }
                 );
             }
@@ -1328,6 +1406,14 @@ const FISH_HEAD: &str = "\
 # more. For an aria2c function written by hand without --wraps, the last line below makes aria2c
 # complete like ringdl, but only when aria2c itself is not installed, so that aria2's own completions
 # stay with aria2.";
+
+const FISH_DIRS: &str = "\
+# Directories, for the value being completed without the `--name=` before it.
+function __ringdl_dirs
+    __fish_complete_directories (commandline -ct | string replace -r -- '^-[^=]*=' '')
+end
+
+";
 
 const FISH_ALIAS: &str = "\
 if not command -q aria2c
@@ -1371,7 +1457,8 @@ mod tests {
 
     #[test]
     fn roff_escapes_specials() {
-        assert_eq!(roff("--max-tries"), "\\-\\-max\\-tries");
+        assert_eq!(roff("--max-tries"), "\\%\\-\\-max\\-tries");
+        assert_eq!(roff("a-b (-x)"), "a\\-b (\\%\\-x)");
         assert_eq!(roff("C:\\dir"), "C:\\edir");
         assert_eq!(roff("a\tb"), "a b");
         assert_eq!(
@@ -1388,7 +1475,7 @@ mod tests {
 
     #[test]
     fn markdown_inline_marks_become_fonts() {
-        assert_eq!(md_inline("use `--dir`"), "use \\fB\\-\\-dir\\fR");
+        assert_eq!(md_inline("use `--dir`"), "use \\fB\\%\\-\\-dir\\fR");
         assert_eq!(
             md_inline("**bold** and *it*"),
             "\\fBbold\\fR and \\fIit\\fR"
@@ -1400,7 +1487,7 @@ mod tests {
             md_inline("[aria2](https://x.example)"),
             "aria2 (\\fIhttps://x.example\\fR)"
         );
-        assert_eq!(md_inline("`a\\b`"), "\\fBa\\eb\\fR");
+        assert_eq!(md_inline("`a\\b`"), "\\fB\\%a\\eb\\fR");
     }
 
     #[test]
@@ -1410,7 +1497,7 @@ mod tests {
         let roff = md_to_roff(md);
         let expected = ".PP\nIntro continued.\n.SS \"Part two\"\n.IP \\(bu 2\none more\n.RS 2\n\
                         .IP \\(bu 2\nnested\n.RE\n.IP \\(bu 2\ntwo\n.PP\nAfter.\n.IP 1. 4\nfirst\n\
-                        .IP 2. 4\nsecond\n.PP\n.RS 4\n.nf\n\\&.dot first\ncode \\-x\n.fi\n.RE\n\
+                        .IP 2. 4\nsecond\n.PP\n.RS 4\n.nf\n\\&.dot first\ncode \\%\\-x\n.fi\n.RE\n\
                         .TP\nx\nb: y\n.PP\n";
         assert_eq!(roff, expected);
     }
@@ -1485,27 +1572,52 @@ mod tests {
         ];
         assert_eq!(&titles[..expected.len()], &expected);
         assert!(m.contains(
-            ".PP\nAccepted for compatibility; ringdl ignores it (BitTorrent is not supported).\n"
+            ".PP\nAccepted for compatibility and ignored: ringdl does not support BitTorrent yet.\n"
         ));
-        assert!(m.contains("\\fB\\-P\\fR, \\fB\\-\\-plain\\fR[=\\fItrue|false\\fR]\n"));
-        assert!(m.contains("\\fB\\-\\-mode\\fR[=\\fICHOICE\\fR]\n"));
+        assert!(m.contains("\\fB\\%\\-P\\fR, \\fB\\%\\-\\-plain\\fR[=\\fItrue|false\\fR]\n"));
+        assert!(m.contains("\\fB\\%\\-\\-mode\\fR[=\\fICHOICE\\fR]\n"));
         assert!(m.contains("Given without a value: a"));
-        assert!(m.contains("\\fB\\-\\-where\\fR=\\fIDIR\\fR\n"));
-        assert!(m.contains("It's [odd]: a \\e backslash, \"quotes\", and .dots\n"));
+        assert!(m.contains("\\fB\\%\\-\\-where\\fR=\\fIDIR\\fR\n"));
+        assert!(m.contains("It's [odd]: a \\e backslash, \"quotes\", and .dots.\n"));
         assert!(m.contains("\n\\&.starts with a dot\n"));
         assert!(m.contains("\n\\&'starts with a quote\n"));
         assert!(m.contains("May be given more than once"));
-        for line in m.lines() {
+        assert_only_our_requests(&m);
+    }
+
+    /// Every line that roff reads as a request is one of ours.
+    fn assert_only_our_requests(roff: &str) {
+        for line in roff.lines() {
             assert!(line.is_ascii(), "non-ASCII line: {line}");
             if line.starts_with('.') || line.starts_with('\'') {
                 let request = line[1..].split([' ', '"']).next().unwrap_or("");
                 assert!(
-                    request.is_empty()
-                        || request.starts_with('\\')
-                        || KNOWN_MACROS.contains(&request),
+                    request.starts_with('\\') || KNOWN_MACROS.contains(&request),
                     "a text line read as a request: {line}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn markdown_text_never_becomes_a_request() {
+        let md = ".dot\r\n'quote\r\n\\backslash\n\n<!-- a\ncomment -->\n* item\n\n  .para in item\n\n  \
+                  ```\n  'code in item\n  ```\n* `.code` first\n\n|.a|'b|\n|-|-|\n|.c||\n\n### .heading ###\n\
+                  > .quoted\n1) 'numbered\n+ .plus\n\n---\n\n~~~\n.tilde fence\n~~~\n";
+        let roff = md_to_roff(md);
+        assert_only_our_requests(&roff);
+        assert!(!roff.contains("comment"));
+        assert!(roff.contains(".SS \".heading\"\n"));
+        assert!(
+            roff.contains(".TP\n\\&.c\n.PP\n"),
+            "an empty cell is left out"
+        );
+        for text in [
+            "\\&.dot 'quote \\ebackslash\n",
+            "\\&.para in item",
+            "\\&'code in item",
+        ] {
+            assert!(roff.contains(text), "{text} missing from\n{roff}");
         }
     }
 
@@ -1544,7 +1656,7 @@ mod tests {
                 .count();
             assert_eq!(n, 1, "--{} is not listed exactly once in OPTIONS", o.name);
             if let Support::No(feature) = o.support {
-                assert!(m.contains(&format!("({} is not supported)", roff(feature))));
+                assert!(m.contains(&format!("does not support {} yet.", roff(feature))));
             }
         }
     }
@@ -1599,19 +1711,23 @@ mod tests {
         assert!(fish.contains(
             "-l 'quote-it' -d 'It\\'s [odd]: a \\\\ backslash, \"quotes\", and .dots' -x\n"
         ));
-        assert!(
-            fish.contains("-l 'where' -d 'A directory' -x -a '(__fish_complete_directories)'\n")
-        );
+        assert!(fish.contains("-l 'where' -d 'A directory' -x -a '(__ringdl_dirs)'\n"));
         assert!(fish.contains("-l 'list' -d 'A file' -r -F\n"));
         let bash = generate_from(Target::Bash, ODD);
-        assert!(
-            bash.contains("        -P|--plain) _ringdl_words \"$prefix\" \"$cur\" true false ;;\n")
-        );
-        assert!(bash.contains("        --where) _ringdl_paths \"$prefix\" \"$cur\" -d ;;\n"));
-        assert!(bash.contains("        -L|--list) _ringdl_paths \"$prefix\" \"$cur\" -f ;;\n"));
+        let case = |pats: &str, action: &str| {
+            format!("            {pats})\n                {action}\n                ;;\n")
+        };
+        assert!(bash.contains(&case(
+            "-P|--plain",
+            "_ringdl_words \"$prefix\" \"$cur\" true false"
+        )));
+        assert!(bash.contains(&case("--where", "_ringdl_paths \"$prefix\" \"$cur\" -d")));
+        assert!(bash.contains(&case("-L|--list", "_ringdl_paths \"$prefix\" \"$cur\" -f")));
+        assert!(bash.contains(&case("--mode", "_ringdl_words \"$prefix\" \"$cur\" a b")));
         // Only required values may be the next word.
-        assert!(
-            bash.contains("            --quote-it|--seed-time|--where|-L|--list) opt=$prev ;;\n")
-        );
+        assert!(bash.contains(&case(
+            "--quote-it|--seed-time|--where|-L|--list",
+            "opt=$prev"
+        )));
     }
 }
