@@ -16,9 +16,7 @@ fn listed_names(help: &str) -> std::collections::BTreeSet<String> {
         .filter_map(|l| {
             let start = l.find("--")? + 2;
             let rest = &l[start..];
-            let end = rest
-                .find(|c: char| c == '=' || c == '[' || c == ' ')
-                .unwrap_or(rest.len());
+            let end = rest.find(['=', '[', ' ']).unwrap_or(rest.len());
             Some(rest[..end].to_string())
         })
         .collect()
