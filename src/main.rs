@@ -113,9 +113,11 @@ fn real_main() -> i32 {
                 Some(p) => p.display().to_string(),
                 None => o.first_uri.clone(),
             },
-            percent: o
-                .total
-                .map(|t| (o.bytes * 100).checked_div(t).map_or(100, |p| p.min(100) as u8)),
+            percent: o.total.map(|t| {
+                (o.bytes * 100)
+                    .checked_div(t)
+                    .map_or(100, |p| p.min(100) as u8)
+            }),
         })
         .collect();
     console.results(&rows, settings.download_result);

@@ -3,9 +3,9 @@
 //! nginx (`nginx::`), the generated docs (`generated::`), and the differential suite against aria2c
 //! (`compat::`, kept in compat-tests/).
 
+mod cli;
 #[path = "../compat-tests/mod.rs"]
 mod compat;
-mod cli;
 mod download;
 mod engine;
 mod generated;

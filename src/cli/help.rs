@@ -77,8 +77,43 @@ fn fill(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// Defaults that depend on the machine: the current directory, paths under HOME, the CA bundle.
+/// The table leaves them out; help shows what they are here, as aria2c does.
+#[derive(Debug, Clone, Default)]
+pub struct MachineDefaults {
+    pub dir: Option<String>,
+    pub home: Option<String>,
+    pub conf_path: Option<String>,
+    pub ca_bundle: Option<String>,
+    pub cache_dir: Option<String>,
+}
+
+impl MachineDefaults {
+    fn get(&self, name: &str) -> Option<String> {
+        match name {
+            "dir" => self.dir.clone(),
+            "netrc-path" => self.home.as_ref().map(|h| format!("{h}/.netrc")),
+            "conf-path" => self.conf_path.clone(),
+            "ca-certificate" => self.ca_bundle.clone(),
+            "dht-file-path" => self
+                .cache_dir
+                .as_ref()
+                .map(|c| format!("{c}/aria2/dht.dat")),
+            "dht-file-path6" => self
+                .cache_dir
+                .as_ref()
+                .map(|c| format!("{c}/aria2/dht6.dat")),
+            _ => None,
+        }
+    }
+}
+
 /// One option's help block, without the blank line that separates blocks.
 pub fn option_block(o: &OptDef) -> String {
+    option_block_with(o, &MachineDefaults::default())
+}
+
+fn option_block_with(o: &OptDef, machine: &MachineDefaults) -> String {
     let indent = " ".repeat(USAGE_WIDTH);
     let mut out = usage_column(o);
     let pad = if out.chars().count() < USAGE_WIDTH {
@@ -100,13 +135,16 @@ pub fn option_block(o: &OptDef) -> String {
         out.push_str(line);
     }
     out.push('\n');
-    if !o.possible.is_empty() || o.default.is_some() || !o.tags.is_empty() {
+    let default = machine
+        .get(o.name)
+        .or_else(|| o.default.map(str::to_string));
+    if !o.possible.is_empty() || default.is_some() || !o.tags.is_empty() {
         out.push('\n');
     }
     if !o.possible.is_empty() {
         out.push_str(&format!("{indent}Possible Values: {}\n", o.possible));
     }
-    if let Some(d) = o.default {
+    if let Some(d) = default {
         out.push_str(&format!("{indent}Default: {d}\n"));
     }
     if !o.tags.is_empty() {
@@ -115,32 +153,39 @@ pub fn option_block(o: &OptDef) -> String {
     out
 }
 
-fn blocks<'a>(opts: impl Iterator<Item = &'a OptDef>) -> String {
-    opts.map(|o| format!("{}\n", option_block(o))).collect()
+fn blocks<'a>(opts: impl Iterator<Item = &'a OptDef>, machine: &MachineDefaults) -> String {
+    opts.map(|o| format!("{}\n", option_block_with(o, machine)))
+        .collect()
 }
 
 /// The text `--help=WHAT` prints (`what` is `#basic` for a bare `-h`).
-pub fn help_text(what: &str) -> String {
+pub fn help_text(what: &str, machine: &MachineDefaults) -> String {
     let mut out = format!("{USAGE_LINE}\n");
     if what == "#all" {
         out.push_str("Printing all options.\nOptions:\n");
-        out.push_str(&blocks(OPTIONS.iter()));
+        out.push_str(&blocks(OPTIONS.iter(), machine));
     } else if what.starts_with('#') {
         let tag = what;
         out.push_str(&format!(
             "Printing options tagged with '{tag}'.\nSee 'ringdl -h#help' to know all available tags.\nOptions:\n"
         ));
-        out.push_str(&blocks(OPTIONS.iter().filter(|o| o.tags.contains(&tag))));
+        out.push_str(&blocks(
+            OPTIONS.iter().filter(|o| o.tags.contains(&tag)),
+            machine,
+        ));
     } else {
         let matching: Vec<&OptDef> = OPTIONS.iter().filter(|o| o.name.contains(what)).collect();
         if matching.is_empty() {
             out.push_str(&format!("No option matching with '{what}'.\n"));
-            out.push_str(&blocks(OPTIONS.iter().filter(|o| o.name == "help")));
+            out.push_str(&blocks(
+                OPTIONS.iter().filter(|o| o.name == "help"),
+                machine,
+            ));
         } else {
             out.push_str(&format!(
                 "Printing options whose name includes '{what}'.\nOptions:\n"
             ));
-            out.push_str(&blocks(matching.into_iter()));
+            out.push_str(&blocks(matching.into_iter(), machine));
         }
     }
     if what == "#basic" {
@@ -208,19 +253,19 @@ mod tests {
 
     #[test]
     fn help_selections() {
-        let basic = help_text("#basic");
+        let basic = help_text("#basic", &MachineDefaults::default());
         assert!(basic.starts_with(
             "Usage: ringdl [OPTIONS] [URI]...\nPrinting options tagged with '#basic'."
         ));
         assert!(basic.contains("--dir=DIR") || basic.contains("--dir="));
         assert!(basic.ends_with("Refer to man page for more information.\n"));
-        let kw = help_text("split");
+        let kw = help_text("split", &MachineDefaults::default());
         assert!(kw.contains("Printing options whose name includes 'split'."));
         assert!(kw.contains("--min-split-size"));
         assert!(!kw.contains("--dir"));
-        let none = help_text("zzzz");
+        let none = help_text("zzzz", &MachineDefaults::default());
         assert!(none.contains("No option matching with 'zzzz'."));
-        let all = help_text("#all");
+        let all = help_text("#all", &MachineDefaults::default());
         assert_eq!(
             all.lines().filter(|l| l.starts_with(" -")).count(),
             OPTIONS.len()

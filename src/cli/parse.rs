@@ -104,12 +104,42 @@ pub struct UsageError {
 pub struct Env {
     pub home: Option<PathBuf>,
     pub xdg_config_home: Option<PathBuf>,
+    pub xdg_cache_home: Option<PathBuf>,
     /// Proxy variables that are set: (aria2 option name, value).
     pub proxies: Vec<(&'static str, String)>,
     pub cwd: PathBuf,
 }
 
 impl Env {
+    /// The defaults help shows for machine-dependent options.
+    pub fn machine_defaults(&self) -> help::MachineDefaults {
+        let home = self.home.as_ref().map(|h| h.display().to_string());
+        help::MachineDefaults {
+            dir: Some(self.cwd.display().to_string()),
+            conf_path: self.home.as_ref().map(|h| {
+                let classic = h.join(".aria2").join("aria2.conf");
+                if classic.is_file() {
+                    classic
+                } else {
+                    self.xdg_config_home
+                        .clone()
+                        .unwrap_or_else(|| h.join(".config"))
+                        .join("aria2")
+                        .join("aria2.conf")
+                }
+                .display()
+                .to_string()
+            }),
+            ca_bundle: crate::tls::system_bundle_path().map(str::to_string),
+            cache_dir: self
+                .xdg_cache_home
+                .as_ref()
+                .map(|c| c.display().to_string())
+                .or_else(|| home.as_ref().map(|h| format!("{h}/.cache"))),
+            home,
+        }
+    }
+
     /// The real environment of this process.
     pub fn from_process() -> Env {
         let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
@@ -128,10 +158,19 @@ impl Env {
         Env {
             home: var("HOME").map(PathBuf::from),
             xdg_config_home: var("XDG_CONFIG_HOME").map(PathBuf::from),
+            xdg_cache_home: var("XDG_CACHE_HOME").map(PathBuf::from),
             proxies,
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
         }
     }
+}
+
+/// A command line getopt itself rejects: its line, aria2's parse failure, the usage.
+fn getopt_error(first: String) -> UsageError {
+    usage_error(
+        format!("{first}\nException: errorCode=28 Failed to parse command-line options."),
+        28,
+    )
 }
 
 fn usage_error(first: String, exit_code: i32) -> UsageError {
@@ -176,81 +215,107 @@ impl Layer {
     }
 }
 
-/// Finds a long option by exact name or unique prefix, as getopt_long does.
-fn lookup_long(name: &str) -> Result<&'static OptDef, UsageError> {
+/// Finds a long option by exact name or unique prefix, as getopt_long does; `Err` holds the
+/// options an ambiguous prefix matches (empty when nothing matches).
+fn lookup_long(name: &str) -> Result<&'static OptDef, Vec<&'static OptDef>> {
     if let Some(o) = defs::by_name(name) {
         return Ok(o);
     }
-    let matches: Vec<&OptDef> = OPTIONS
+    let matches: Vec<&'static OptDef> = OPTIONS
         .iter()
         .filter(|o| o.name.starts_with(name))
         .collect();
-    match matches.len() {
-        1 => Ok(matches[0]),
-        0 => {
-            let mut msg =
-                format!("ringdl: unrecognized option '--{name}'\n{USAGE_LINE}\nSee 'ringdl -h'.");
-            let near = suggestions(name);
-            if !near.is_empty() {
-                msg.push_str("\n\nDid you mean:");
-                for s in near {
-                    msg.push_str("\n\t--");
-                    msg.push_str(s);
-                }
-            }
-            Err(UsageError {
-                message: msg,
-                exit_code: 28,
-            })
-        }
-        _ => {
-            let names: Vec<String> = matches.iter().map(|o| format!("'--{}'", o.name)).collect();
-            Err(usage_error(
-                format!(
-                    "ringdl: option '--{name}' is ambiguous; possibilities: {}",
-                    names.join(" ")
-                ),
-                28,
-            ))
-        }
+    if matches.len() == 1 {
+        Ok(matches[0])
+    } else {
+        Err(matches)
     }
 }
 
-/// Option names close to a mistyped one, best first: an edit distance that makes dropping a
-/// character cheap and inventing one dear (typos usually add or swap letters).
-fn suggestions(name: &str) -> Vec<&'static str> {
-    let mut scored: Vec<(usize, &'static str)> = OPTIONS
+/// The error for an unknown or ambiguous `--typed` (with any attached `=value`, as glibc shows it):
+/// glibc's line, the usage, and aria2's "Did you mean" list.
+fn long_option_error(typed: &str, matches: &[&OptDef]) -> UsageError {
+    let first = if matches.is_empty() {
+        format!("ringdl: unrecognized option '--{typed}'")
+    } else {
+        let names: Vec<String> = matches.iter().map(|o| format!("'--{}'", o.name)).collect();
+        format!(
+            "ringdl: option '--{typed}' is ambiguous; possibilities: {}",
+            names.join(" ")
+        )
+    };
+    let mut message = format!("{first}\n{USAGE_LINE}\nSee 'ringdl -h'.");
+    // Ranked on the name alone: "--dri=/x" should still suggest --dir.
+    let near = suggestions(typed.split('=').next().unwrap_or(typed));
+    if !near.is_empty() {
+        message.push_str("\n\nDid you mean:");
+        for s in near {
+            message.push_str("\n\t--");
+            message.push_str(s);
+        }
+    }
+    UsageError {
+        message,
+        exit_code: 28,
+    }
+}
+
+/// Option names close to a mistyped one, as aria2 ranks them: an option the typed text is a prefix
+/// of costs 0, any other the weighted edit distance below; all options at the lowest cost are
+/// suggested, none when that cost is 7 or more.
+fn suggestions(typed: &str) -> Vec<&'static str> {
+    let typed = typed.trim_start_matches('-');
+    if typed.is_empty() {
+        return Vec::new();
+    }
+    let mut scored: Vec<(usize, usize, &'static str)> = OPTIONS
         .iter()
-        .map(|o| (edit_distance(name, o.name), o.name))
-        .filter(|(d, _)| *d <= 6)
+        .enumerate()
+        .map(|(i, o)| {
+            let cost = if o.name.starts_with(typed) {
+                0
+            } else {
+                edit_distance(typed, o.name)
+            };
+            (cost, i, o.name)
+        })
         .collect();
     scored.sort();
-    let best = scored.first().map(|s| s.0);
+    let best = scored.first().map_or(usize::MAX, |s| s.0);
+    if best >= 7 {
+        return Vec::new();
+    }
     scored
         .into_iter()
-        .take_while(|(d, _)| Some(*d) == best)
-        .take(5)
-        .map(|(_, n)| n)
+        .take_while(|s| s.0 == best)
+        .map(|s| s.2)
         .collect()
 }
 
-/// Weighted Levenshtein from `a` to `b`: swap 0, substitution 2, insertion 1, deletion 3.
+/// Weighted edit distance from `a` (typed) to `b` (an option name): swapping two neighbours is
+/// free, a substitution costs 2, skipping a character of `b` 1, skipping one of `a` 4 (but 1 while
+/// nothing of `b` has been matched, so junk in front of the name is cheap).
 fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev2 = vec![0usize; b.len() + 1];
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
     let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 0..a.len() {
-        let mut cur = vec![(i + 1) * 3; b.len() + 1];
-        for j in 0..b.len() {
-            let mut v = prev[j] + if a[i] == b[j] { 0 } else { 2 };
-            if i > 0 && j > 0 && a[i - 1] == b[j] && a[i] == b[j - 1] {
-                v = v.min(prev2[j - 1]);
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let mut v = prev[j - 1] + if a[i - 1] == b[j - 1] { 0 } else { 2 };
+            if i >= 2
+                && j >= 2
+                && a[i - 1] != b[j - 1]
+                && a[i - 2] == b[j - 1]
+                && a[i - 1] == b[j - 2]
+            {
+                v = v.min(before[j - 2]);
             }
-            v = v.min(prev[j + 1] + 3).min(cur[j] + 1);
-            cur[j + 1] = v;
+            v = v.min(prev[j] + 4).min(cur[j - 1] + 1);
+            cur[j] = v;
         }
-        prev2 = std::mem::replace(&mut prev, cur);
+        before = std::mem::replace(&mut prev, cur);
     }
     prev[b.len()]
 }
@@ -409,6 +474,10 @@ where
             Ok(None) => break,
             Err(e) => return Err(usage_error(format!("ringdl: {e}"), 28)),
         };
+        let arg_was_short = match arg {
+            Arg::Short(c) => Some(c),
+            _ => None,
+        };
         let def = match arg {
             Arg::Value(v) => {
                 uris.push(os_to_string(v)?);
@@ -434,24 +503,38 @@ where
                     }),
                 };
             }
-            Arg::Long(name) => lookup_long(name)?,
+            Arg::Long(name) => {
+                let name = name.to_string();
+                match lookup_long(&name) {
+                    Ok(def) => def,
+                    Err(matches) => {
+                        let typed = match parser.optional_value() {
+                            Some(v) => format!("{name}={}", v.to_string_lossy()),
+                            None => name,
+                        };
+                        return Err(long_option_error(&typed, &matches));
+                    }
+                }
+            }
             Arg::Short(c) => defs::by_short(c)
-                .ok_or_else(|| usage_error(format!("ringdl: invalid option -- '{c}'"), 28))?,
+                .ok_or_else(|| getopt_error(format!("ringdl: invalid option -- '{c}'")))?,
         };
         let value = match def.arg {
             ArgKind::None => String::new(),
             ArgKind::Required => match parser.value() {
                 Ok(v) => os_to_string(v)?,
                 Err(_) => {
-                    return Err(usage_error(
-                        format!("ringdl: option '--{}' requires an argument", def.name),
-                        28,
-                    ))
+                    let line = match arg_was_short {
+                        Some(c) => format!("ringdl: option requires an argument -- '{c}'"),
+                        None => format!("ringdl: option '--{}' requires an argument", def.name),
+                    };
+                    return Err(getopt_error(line));
                 }
             },
+            // An empty attached value means the same as none (`--allow-overwrite=`).
             ArgKind::Optional => match parser.optional_value() {
-                Some(v) => os_to_string(v)?,
-                None => def.implied.to_string(),
+                Some(v) if !v.is_empty() => os_to_string(v)?,
+                _ => def.implied.to_string(),
             },
         };
         match def.name {
@@ -466,7 +549,10 @@ where
         } else {
             topic
         };
-        return Ok(Command::Help(help::help_text(&topic)));
+        return Ok(Command::Help(help::help_text(
+            &topic,
+            &env.machine_defaults(),
+        )));
     }
     // Command-line values are checked before the config file is read, as aria2c does.
     check_layer(&cli, None)?;
@@ -529,7 +615,7 @@ fn config_layer(
                     message: format!(
                         "Configuration file {} is not found.\n{}",
                         p.display(),
-                        help::help_text("#help")
+                        help::help_text("#help", &env.machine_defaults())
                     ),
                     exit_code: 1,
                 });
@@ -778,6 +864,7 @@ mod tests {
         Env {
             home: None,
             xdg_config_home: None,
+            xdg_cache_home: None,
             proxies: Vec::new(),
             cwd: PathBuf::from("/cwd"),
         }
@@ -906,7 +993,8 @@ mod tests {
         let e = err(&["--dri=/x", "http://h/u"]);
         assert_eq!(e.exit_code, 28);
         assert!(
-            e.message.starts_with("ringdl: unrecognized option '--dri'"),
+            e.message
+                .starts_with("ringdl: unrecognized option '--dri=/x'"),
             "{}",
             e.message
         );

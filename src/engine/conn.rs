@@ -233,6 +233,8 @@ pub struct Conn {
     pub starved: bool,
     /// TLS had a record that did not fit the write blocks.
     pub tls_blocked: bool,
+    /// The last connect's error (negative errno), for the message when every address failed.
+    pub connect_error: i32,
 }
 
 /// The work a new connection is opened for.
@@ -267,6 +269,7 @@ impl Conn {
             tls_peer_closed: false,
             starved: false,
             tls_blocked: false,
+            connect_error: -libc::ECONNREFUSED,
         }
     }
 }

@@ -179,7 +179,7 @@ fn random_gid() -> u64 {
 }
 
 fn errno_text(res: i32) -> String {
-    std::io::Error::from_raw_os_error(-res).to_string()
+    sys::cause(&std::io::Error::from_raw_os_error(-res))
 }
 
 /// What a run did: the last results (at most `MAX_RESULTS`, in the order the downloads ended) and
@@ -475,6 +475,10 @@ impl Engine<'_> {
         let now = Instant::now();
         d.started = Some(now);
         d.samples.push_back((now, 0));
+        if let Some(out) = &d.opts.out {
+            // Named by -o: failures show the path it would have had, as aria2 does.
+            d.path = Some(d.opts.dir.join(out));
+        }
         let Some(mirror) = d.bad_uris.iter().position(|b| !b) else {
             return;
         };
@@ -606,13 +610,17 @@ impl Engine<'_> {
             return;
         };
         let Some(addr) = addrs.get(*next).copied() else {
-            let f = Failure::retry(
-                ExitCode::UNKNOWN,
-                format!(
-                    "Failed to establish connection to {}:{}",
-                    c.server.host, c.server.port
-                ),
-            );
+            let f = if c.connect_error == -libc::ECANCELED {
+                Failure::retry(ExitCode::TIMEOUT, "Timeout while connecting to the server")
+            } else {
+                Failure::retry(
+                    ExitCode::UNKNOWN,
+                    format!(
+                        "Failed to establish connection, cause: {}",
+                        errno_text(c.connect_error)
+                    ),
+                )
+            };
             self.fail_conn(slot, f);
             return;
         };
@@ -803,6 +811,7 @@ impl Engine<'_> {
             // Refused, unreachable or timed out: try the next address.
             if let Some(c) = self.conns[slot].as_mut() {
                 c.fd = None;
+                c.connect_error = res;
             }
             self.connect_next(slot);
             return;
@@ -1210,7 +1219,7 @@ impl Engine<'_> {
                     slot,
                     Failure::fatal(
                         ExitCode::HTTP_PROTOCOL,
-                        format!("redirect status {status} without Location"),
+                        format!("Got {status} status, but no location header provided."),
                     ),
                 );
                 return;
@@ -1388,6 +1397,8 @@ impl Engine<'_> {
                     .and_then(http::filename_from_content_disposition)
                     .unwrap_or_else(|| http::filename_from_url(&url)),
             };
+            // Until the file is open, failures still name the path it would have had (as aria2).
+            d.path = Some(d.opts.dir.join(&name));
             let (path, renamed) = store::choose_path(
                 &d.opts.dir,
                 &name,
@@ -1401,20 +1412,14 @@ impl Engine<'_> {
                     Failure::fatal(ExitCode::RENAME_FAILED, e.to_string())
                 }
             })?;
-            let path = if path.is_absolute() {
-                path
-            } else {
-                std::env::current_dir()
-                    .map(|c| c.join(&path))
-                    .unwrap_or(path)
-            };
-            if let Some(parent) = path.parent() {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent).map_err(|e| {
                     Failure::fatal(
                         ExitCode::MKDIR,
                         format!(
-                            "Failed to make the directory {}, cause: {e}",
-                            parent.display()
+                            "Failed to make the directory {}, cause: {}",
+                            parent.display(),
+                            sys::cause(&e)
                         ),
                     )
                 })?;
@@ -1428,7 +1433,11 @@ impl Engine<'_> {
             let out = store::open_output(&path).map_err(|e| {
                 Failure::fatal(
                     ExitCode::FILE_CREATE,
-                    format!("Failed to open the file {}, cause: {e}", path.display()),
+                    format!(
+                        "Failed to open the file {}, cause: {}",
+                        path.display(),
+                        sys::cause(&e)
+                    ),
                 )
             })?;
             let d = &mut self.dls[dl];
@@ -1758,11 +1767,11 @@ impl Engine<'_> {
     }
 
     fn fail_conn(&mut self, slot: usize, f: Failure) {
-        let (dl, uri, conn_id) = match self.conns[slot].as_ref() {
+        let (dl, mirror, conn_id) = match self.conns[slot].as_ref() {
             Some(c) => match (&c.ex, &c.want) {
-                (Some(ex), _) => (Some(ex.dl), ex.url.to_string(), c.id),
-                (None, Some(w)) => (Some(w.dl), w.url.to_string(), c.id),
-                (None, None) => (None, String::new(), c.id),
+                (Some(ex), _) => (Some(ex.dl), ex.mirror, c.id),
+                (None, Some(w)) => (Some(w.dl), w.mirror, c.id),
+                (None, None) => (None, 0, c.id),
             },
             None => return,
         };
@@ -1776,8 +1785,24 @@ impl Engine<'_> {
             self.maybe_finish(dl);
             return;
         }
+        // Messages name the URI as given (aria2 does not name the last redirect hop).
+        let uri = d.uris.get(mirror).map(Url::to_string).unwrap_or_default();
         d.failures += 1;
-        if !f.retry || d.failures >= MAX_TRIES || d.bad_uris.iter().all(|b| *b) {
+        let others = (0..d.uris.len()).any(|m| m != mirror && !d.bad_uris[m]);
+        if f.retry && others {
+            // Another mirror may do better: say why this one failed and go on without it.
+            d.bad_uris[mirror] = true;
+            self.console.error(&format!(
+                "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} {}",
+                f.code.0, f.message
+            ));
+            let d = &mut self.dls[dl];
+            if d.plan.is_none() || d.ranges_ok {
+                d.wanted += 1;
+            }
+            d.soft_error = Some(f);
+            self.maybe_finish(dl);
+        } else if !f.retry || d.failures >= MAX_TRIES || d.bad_uris.iter().all(|b| *b) {
             self.fail_download(dl, f, Some((conn_id, uri)));
         } else {
             self.console.log(

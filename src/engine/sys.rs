@@ -14,6 +14,15 @@ fn tm_now() -> libc::tm {
     }
 }
 
+/// An I/O error as aria2 words its causes: the system's text without Rust's " (os error N)".
+pub fn cause(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 /// Local time as (month, day, hour, minute, second).
 pub fn local_time() -> (i32, i32, i32, i32, i32) {
     let tm = tm_now();

@@ -74,7 +74,7 @@ impl std::fmt::Display for PathError {
         match self {
             PathError::Exists(p) => write!(
                 f,
-                "File {} exists, but a control file(*.aria2) does not exist. Download was canceled in order to prevent your file from being truncated to 0. If you are sure to download the file all over again, then delete it or add --allow-overwrite=true option and restart aria2.",
+                "File {} exists, but a control file(*.aria2) does not exist. Download was canceled in order to prevent your file from being truncated to 0. If you are sure to download the file all over again, then delete it or add --allow-overwrite=true option and restart ringdl.",
                 p.display()
             ),
             PathError::NoFreeName(p) => write!(f, "Renaming file {} failed: no free name left", p.display()),

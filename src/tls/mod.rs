@@ -41,9 +41,9 @@ impl fmt::Display for TlsError {
             TlsError::Config(m) => write!(f, "TLS setup failed: {m}"),
             TlsError::Certificate(m) => write!(
                 f,
-                "TLS: certificate verification failed: {m} (use --ca-certificate=FILE to trust another authority)"
+                "SSL/TLS handshake failure: {m} (use --ca-certificate=FILE to trust another authority)"
             ),
-            TlsError::Protocol(m) => write!(f, "TLS: {m}"),
+            TlsError::Protocol(m) => write!(f, "SSL/TLS handshake failure: {m}"),
         }
     }
 }
@@ -52,7 +52,7 @@ impl std::error::Error for TlsError {}
 
 fn from_rustls(e: rustls::Error) -> TlsError {
     match e {
-        rustls::Error::InvalidCertificate(c) => TlsError::Certificate(format!("{c:?}")),
+        e @ rustls::Error::InvalidCertificate(_) => TlsError::Certificate(e.to_string()),
         other => TlsError::Protocol(other.to_string()),
     }
 }
@@ -107,6 +107,14 @@ fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsError> {
         )));
     }
     Ok(roots)
+}
+
+/// The system CA bundle ringdl trusts by default, if the machine has one.
+pub fn system_bundle_path() -> Option<&'static str> {
+    SYSTEM_BUNDLES
+        .iter()
+        .copied()
+        .find(|p| Path::new(p).is_file())
 }
 
 /// The system bundle, as Debian's aria2c uses; the compiled-in Mozilla roots when there is none.
@@ -508,7 +516,11 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, TlsError::Certificate(_)), "{err:?}");
-        assert!(err.to_string().contains("certificate verification failed"));
+        assert!(
+            err.to_string()
+                .starts_with("SSL/TLS handshake failure: invalid peer certificate"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -361,7 +361,7 @@ pub fn results_table(rows: &[ResultRow], human: bool, full: bool) -> String {
     }
     out.push('\n');
     if err || inpr {
-        out.push_str("\naria2 will resume download if the transfer is restarted.\nIf there are any errors, then see the log file. See '-l' option in help/man page for details.\n");
+        out.push_str("\nringdl will resume download if the transfer is restarted.\nIf there are any errors, then see the log file. See '-l' option in help/man page for details.\n");
     }
     out
 }

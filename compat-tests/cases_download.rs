@@ -1,0 +1,293 @@
+//! The download options: where files go and what they are called, splitting and concurrency,
+//! TLS trust, existing files, console output, request headers. Plus nginx.
+
+use super::harness::{Case, Cmp, Diff, Pre, Srv, M, R};
+
+const F: &[R] = &[R::File("/f.bin", 100_000)];
+const BIG: &[R] = &[R::File("/big.bin", 4 << 20)];
+const SIX: &[R] = &[
+    R::File("/z/1.bin", 10_000),
+    R::File("/z/2.bin", 20_001),
+    R::File("/z/3.bin", 4_096),
+    R::File("/z/4.bin", 1),
+    R::File("/z/5.bin", 30_000),
+    R::File("/z/6.bin", 12_345),
+];
+/// About 2.6 s: long enough for aria2c's one-second readout and summaries.
+const SLOW: &[R] = &[R::FileWith(
+    "/slow.bin",
+    320 * 1024,
+    &[M::Throttle(16 * 1024, 130)],
+)];
+
+/// Several downloads at once finish in any order.
+const ANY: Case = Case {
+    cmp: Cmp::EventsAnyOrder,
+    ..Case::DEFAULT
+};
+
+cases! {
+    // ---- where and under which name ----
+    basic_download = Case { args: &["{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    dir_relative = Case { args: &["-d", "sub", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    dir_absolute = Case { args: &["-d", "{dir}/abs", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    dir_nested_created = Case { args: &["--dir=a/b/c", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    dir_is_a_file = Case {
+        args: &["-d", "plain", "{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Text("plain", "not a directory\n")],
+        ..Case::DEFAULT
+    };
+    out_name = Case { args: &["-o", "renamed.bin", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    out_in_subdir = Case { args: &["-o", "x/y/renamed.bin", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    out_with_dir = Case { args: &["-d", "sub", "-o", "named.bin", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    mirrors_one_file = Case {
+        args: &["{url}/a/f.bin", "{url}/b/f.bin"],
+        routes: &[R::File("/a/f.bin", 100_000), R::Copy("/b/f.bin", "/a/f.bin", 100_000)],
+        ..Case::DEFAULT
+    };
+    mirrors_split = Case {
+        args: &["-s2", "-k1M", "{url}/a/big.bin", "{url}/b/big.bin"],
+        routes: &[R::File("/a/big.bin", 4 << 20), R::Copy("/b/big.bin", "/a/big.bin", 4 << 20)],
+        ..Case::DEFAULT
+    };
+
+    // ---- splitting: -x, -s, -k (the server counts connections) ----
+    split_x4_k1m = Case { args: &["-x4", "-s4", "-k1M", "{url}/big.bin"], routes: BIG, conns: true, ..Case::DEFAULT };
+    split_default_k_no_split = Case {
+        // 4 MiB < 2 × 20M: one connection whatever -x says.
+        args: &["-x4", "{url}/big.bin"],
+        routes: BIG,
+        conns: true,
+        ..Case::DEFAULT
+    };
+    split_s1_one_connection = Case { args: &["-x8", "-s1", "-k1M", "{url}/big.bin"], routes: BIG, conns: true, ..Case::DEFAULT };
+    split_k2m_two_connections = Case { args: &["-x8", "-s8", "-k2M", "{url}/big.bin"], routes: BIG, conns: true, ..Case::DEFAULT };
+    split_x16 = Case { args: &["-x16", "-s16", "-k1M", "{url}/big.bin"], routes: BIG, ..Case::DEFAULT };
+
+    // ---- several downloads: -Z, -j ----
+    z_many_files = Case {
+        args: &["-Z", "{url}/z/1.bin", "{url}/z/2.bin", "{url}/z/3.bin", "{url}/z/4.bin", "{url}/z/5.bin", "{url}/z/6.bin"],
+        routes: SIX,
+        ..ANY
+    };
+    z_j1_in_order = Case {
+        args: &["-Z", "-j1", "{url}/z/1.bin", "{url}/z/2.bin", "{url}/z/3.bin"],
+        routes: SIX,
+        ..Case::DEFAULT
+    };
+    z_j2 = Case {
+        args: &["-Z", "-j", "2", "{url}/z/1.bin", "{url}/z/2.bin", "{url}/z/3.bin", "{url}/z/4.bin"],
+        routes: SIX,
+        ..ANY
+    };
+    z_out_ignored = Case { args: &["-Z", "-o", "x.bin", "{url}/z/1.bin", "{url}/z/2.bin"], routes: SIX, ..ANY };
+    z_same_name_twice = Case {
+        // Two downloads of the same name in one run.
+        args: &["-Z", "-j1", "{url}/z/1.bin", "{url}/z/1.bin"],
+        routes: SIX,
+        ..Case::DEFAULT
+    };
+
+    // ---- TLS ----
+    tls_ca_certificate = Case {
+        args: &["--ca-certificate={ca}", "{url}/f.bin"],
+        server: Srv::Tls,
+        routes: F,
+        ..Case::DEFAULT
+    };
+    tls_ca_certificate_split = Case {
+        args: &["--ca-certificate", "{ca}", "-x4", "-k1M", "{url}/big.bin"],
+        server: Srv::Tls,
+        routes: BIG,
+        ..Case::DEFAULT
+    };
+    tls_untrusted = Case {
+        args: &["{url}/f.bin"],
+        server: Srv::Tls,
+        routes: F,
+        known: &["K-TLSTEXT"],
+        diffs: &[Diff::Rewrite(TLS_UNTRUSTED_DETAIL, "")],
+        ..Case::DEFAULT
+    };
+    tls_wrong_host_with_ca = Case {
+        args: &["--ca-certificate={ca}", "{url}/f.bin"],
+        server: Srv::TlsWrongHost,
+        routes: F,
+        known: &["K-TLSTEXT"],
+        diffs: &[Diff::Rewrite(TLS_WRONG_HOST_DETAIL, "")],
+        ..Case::DEFAULT
+    };
+    tls_check_certificate_false = Case {
+        args: &["--check-certificate=false", "{url}/f.bin"],
+        server: Srv::TlsWrongHost,
+        routes: F,
+        ..Case::DEFAULT
+    };
+    tls_check_certificate_false_untrusted = Case {
+        args: &["--check-certificate=false", "{url}/f.bin"],
+        server: Srv::Tls,
+        routes: F,
+        ..Case::DEFAULT
+    };
+
+    // ---- existing files ----
+    auto_rename = Case {
+        args: &["{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Text("f.bin", "old\n")],
+        ..Case::DEFAULT
+    };
+    auto_rename_twice = Case {
+        args: &["{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Text("f.bin", "old\n"), Pre::Text("f.1.bin", "older\n")],
+        ..Case::DEFAULT
+    };
+    auto_rename_no_extension = Case {
+        args: &["-o", "data", "{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Text("data", "old\n")],
+        ..Case::DEFAULT
+    };
+    auto_rename_disabled = Case {
+        args: &["--auto-file-renaming=false", "{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Text("f.bin", "old\n")],
+        ..Case::DEFAULT
+    };
+    allow_overwrite = Case {
+        args: &["--allow-overwrite=true", "{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Bytes("f.bin", 200_000)],
+        ..Case::DEFAULT
+    };
+    allow_overwrite_false_renames = Case {
+        args: &["--allow-overwrite=false", "{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Text("f.bin", "old\n")],
+        ..Case::DEFAULT
+    };
+
+    // ---- console output ----
+    console_log_level_warn = Case { args: &["--console-log-level=warn", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    console_log_level_error_on_404 = Case {
+        args: &["--console-log-level=error", "{url}/f.bin", "{url}/nope"],
+        routes: F,
+        ..Case::DEFAULT
+    };
+    console_log_level_notice = Case { args: &["--console-log-level", "notice", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    quiet = Case { args: &["-q", "{url}/f.bin"], routes: F, cmp: Cmp::Exact, ..Case::DEFAULT };
+    quiet_on_404 = Case { args: &["--quiet", "{url}/nope"], routes: F, cmp: Cmp::Exact, ..Case::DEFAULT };
+    quiet_false = Case { args: &["-qfalse", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    download_result_full = Case { args: &["--download-result=full", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    download_result_full_error = Case { args: &["--download-result=full", "{url}/nope"], routes: F, ..Case::DEFAULT };
+    download_result_hide = Case { args: &["--download-result=hide", "{url}/f.bin"], routes: F, ..Case::DEFAULT };
+    download_result_default_two = Case {
+        args: &["-Z", "-j1", "--download-result=default", "{url}/z/1.bin", "{url}/z/2.bin"],
+        routes: SIX,
+        ..Case::DEFAULT
+    };
+    colour_by_default = Case { args: &["-Z", "-j1", "{url}/f.bin", "{url}/nope"], routes: F, colour: true, ..Case::DEFAULT };
+    colour_off = Case {
+        args: &["--enable-color=false", "-Z", "-j1", "{url}/f.bin", "{url}/nope"],
+        routes: F,
+        colour: true,
+        ..Case::DEFAULT
+    };
+    readout_slow = Case { args: &["{url}/slow.bin"], routes: SLOW, cmp: Cmp::Progress, ..Case::DEFAULT };
+    readout_off = Case {
+        args: &["--show-console-readout=false", "{url}/slow.bin"],
+        routes: SLOW,
+        cmp: Cmp::Progress,
+        ..Case::DEFAULT
+    };
+    summary_interval_1 = Case {
+        args: &["--summary-interval=1", "{url}/slow.bin"],
+        routes: SLOW,
+        cmp: Cmp::Progress,
+        ..Case::DEFAULT
+    };
+    summary_interval_0 = Case {
+        args: &["--summary-interval", "0", "{url}/slow.bin"],
+        routes: SLOW,
+        cmp: Cmp::Progress,
+        ..Case::DEFAULT
+    };
+    summary_with_readout_off = Case {
+        args: &["--summary-interval=1", "--show-console-readout=false", "{url}/slow.bin"],
+        routes: SLOW,
+        cmp: Cmp::Progress,
+        ..Case::DEFAULT
+    };
+
+    // ---- request headers ----
+    header_custom = Case {
+        args: &["--header", "X-Compat: one", "{url}/f.bin"],
+        routes: F,
+        req_headers: &["X-Compat"],
+        ..Case::DEFAULT
+    };
+    header_repeated = Case {
+        args: &["--header=X-A: 1", "--header", "X-B: 2", "--header=X-A: 3", "{url}/f.bin"],
+        routes: F,
+        req_headers: &["X-A", "X-B"],
+        ..Case::DEFAULT
+    };
+    header_replaces_builtin = Case {
+        args: &["--header", "Accept: text/plain", "--header", "User-Agent: from-header/1", "{url}/f.bin"],
+        routes: F,
+        req_headers: &["Accept", "User-Agent"],
+        ..Case::DEFAULT
+    };
+    user_agent_default = Case {
+        args: &["{url}/f.bin"],
+        routes: F,
+        req_headers: &["User-Agent", "Accept", "Want-Digest", "Range"],
+        known: &["K-VERSION", "K-REQHEADERS"],
+        diffs: &[
+            Diff::Rewrite("Accept: */*,application/metalink4+xml,application/metalink+xml", "Accept: */*"),
+            Diff::Rewrite("Want-Digest: SHA-512;q=1, SHA-256;q=1, SHA;q=0.1", "Want-Digest: <none>"),
+        ],
+        ..Case::DEFAULT
+    };
+    user_agent_short = Case {
+        args: &["-U", "compat-agent/1.0", "{url}/f.bin"],
+        routes: F,
+        req_headers: &["User-Agent"],
+        ..Case::DEFAULT
+    };
+    user_agent_last_wins = Case {
+        args: &["-U", "first/1", "--user-agent=second/2", "{url}/f.bin"],
+        routes: F,
+        req_headers: &["User-Agent"],
+        ..Case::DEFAULT
+    };
+    user_agent_on_every_segment = Case {
+        args: &["-U", "seg/1", "-x4", "-k1M", "{url}/big.bin"],
+        routes: BIG,
+        req_headers: &["User-Agent", "X-None"],
+        ..Case::DEFAULT
+    };
+
+    // ---- a real nginx ----
+    nginx_https_split = Case {
+        args: &["--ca-certificate={ca}", "-x4", "-k1M", "{surl}/big.bin"],
+        server: Srv::Nginx,
+        routes: BIG,
+        ..Case::DEFAULT
+    };
+    nginx_http_many = Case {
+        args: &["-Z", "{url}/z/1.bin", "{url}/z/2.bin", "{url}/z/3.bin", "{url}/z/5.bin"],
+        server: Srv::Nginx,
+        routes: SIX,
+        ..ANY
+    };
+    nginx_404 = Case { args: &["{url}/missing.bin"], server: Srv::Nginx, routes: F, ..Case::DEFAULT };
+}
+
+/// GnuTLS's wording in aria2c's handshake error, after `SSL/TLS handshake failure:` (ringdl's
+/// TLS library words the reason its own way, K-TLSTEXT).
+const TLS_UNTRUSTED_DETAIL: &str =
+    "  `not signed by known authorities or invalid' `issuer is not known'";
+const TLS_WRONG_HOST_DETAIL: &str = " hostname does not match";

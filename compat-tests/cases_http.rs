@@ -1,0 +1,173 @@
+//! HTTP outcomes: statuses and their exit codes, redirects, connection failures, body framings,
+//! servers without Range, naming from the response.
+
+use super::harness::{Case, Cmp, Diff, M, R};
+use crate::support::server::{Fault, When};
+
+const F: &[R] = &[R::File("/f.bin", 100_000)];
+const BIG_NO_RANGES: &[R] = &[R::FileWith("/big.bin", 4 << 20, &[M::NoRanges])];
+
+cases! {
+    // ---- statuses → exit codes ----
+    http_404 = Case { args: &["{url}/nope"], routes: F, known: &["K-ONELINE"], ..Case::DEFAULT };
+    http_401 = Case { args: &["{url}/auth"], routes: &[R::Status("/auth", 401)], ..Case::DEFAULT };
+    http_403 = Case { args: &["{url}/forbidden"], routes: &[R::Status("/forbidden", 403)], ..Case::DEFAULT };
+    http_500 = Case { args: &["{url}/err"], routes: &[R::Status("/err", 500)], ..Case::DEFAULT };
+    http_502 = Case { args: &["{url}/gw"], routes: &[R::Status("/gw", 502)], ..Case::DEFAULT };
+    http_503 = Case { args: &["{url}/busy"], routes: &[R::Status("/busy", 503)], ..Case::DEFAULT };
+    mixed_404_and_ok = Case {
+        // The last error among finished downloads decides the exit code.
+        args: &["-Z", "-j1", "{url}/f.bin", "{url}/nope", "{url}/g.bin"],
+        routes: &[R::File("/f.bin", 100_000), R::File("/g.bin", 5_000)],
+        ..Case::DEFAULT
+    };
+    mixed_errors_last_wins = Case {
+        args: &["-Z", "-j1", "{url}/busy", "{url}/nope", "{url}/f.bin"],
+        routes: &[R::File("/f.bin", 100_000), R::Status("/busy", 503)],
+        ..Case::DEFAULT
+    };
+    connection_refused = Case { args: &["{refused}/f.bin"], routes: F, ..Case::DEFAULT };
+    mirror_refused_then_ok = Case {
+        // A dead mirror first: the download still completes from the second.
+        args: &["{refused}/f.bin", "{url}/f.bin"],
+        routes: F,
+        ..Case::DEFAULT
+    };
+
+    // ---- redirects ----
+    redirect_302 = Case {
+        args: &["{url}/r"],
+        routes: &[R::Redirect("/r", 302, "/f.bin"), R::File("/f.bin", 100_000)],
+        ..Case::DEFAULT
+    };
+    redirect_absolute_301 = Case {
+        args: &["{url}/old/name.bin"],
+        routes: &[R::Redirect("/old/name.bin", 301, "{url}/new/other.bin"), R::File("/new/other.bin", 3_000)],
+        ..Case::DEFAULT
+    };
+    redirect_chain_5 = Case {
+        args: &["{url}/hop/0"],
+        routes: &[R::Chain("hop", 5, "/f.bin"), R::File("/f.bin", 100_000)],
+        ..Case::DEFAULT
+    };
+    redirect_20_hops = Case {
+        args: &["{url}/hop/0"],
+        routes: &[R::Chain("hop", 20, "/f.bin"), R::File("/f.bin", 100_000)],
+        ..Case::DEFAULT
+    };
+    redirect_21_hops = Case {
+        args: &["{url}/hop/0"],
+        known: &["K-ONELINE"],
+        routes: &[R::Chain("hop", 21, "/f.bin"), R::File("/f.bin", 100_000)],
+        ..Case::DEFAULT
+    };
+    redirect_to_404 = Case {
+        args: &["{url}/r"],
+        routes: &[R::Redirect("/r", 307, "/gone")],
+        ..Case::DEFAULT
+    };
+    redirect_without_location = Case {
+        args: &["{url}/r"],
+        routes: &[R::Status("/r", 302)],
+        ..Case::DEFAULT
+    };
+    redirect_split = Case {
+        args: &["-x4", "-k1M", "{url}/r"],
+        routes: &[R::Redirect("/r", 302, "/big.bin"), R::File("/big.bin", 4 << 20)],
+        ..Case::DEFAULT
+    };
+
+    // ---- body framings and Range support ----
+    chunked_body = Case {
+        args: &["{url}/c.bin"],
+        routes: &[R::FileWith("/c.bin", 300_001, &[M::Chunked])],
+        ..Case::DEFAULT
+    };
+    chunked_with_split_options = Case {
+        args: &["-x4", "-k1M", "{url}/c.bin"],
+        routes: &[R::FileWith("/c.bin", 3 << 20, &[M::Chunked])],
+        conns: true,
+        ..Case::DEFAULT
+    };
+    close_delimited_body = Case {
+        args: &["{url}/c.bin"],
+        routes: &[R::FileWith("/c.bin", 200_000, &[M::CloseDelimited])],
+        ..Case::DEFAULT
+    };
+    no_range_server_x4 = Case {
+        // The first connection gets the whole body; the segment connections opened meanwhile
+        // fail with "Invalid range header" (in any order) and the download still completes.
+        args: &["-x4", "-k1M", "{url}/big.bin"],
+        routes: BIG_NO_RANGES,
+        cmp: Cmp::EventsAnyOrder,
+        vary: &["Invalid range header"],
+        ..Case::DEFAULT
+    };
+    accept_ranges_none_x4 = Case {
+        args: &["-x4", "-k1M", "{url}/big.bin"],
+        routes: &[R::FileWith("/big.bin", 4 << 20, &[M::RangesNone])],
+        vary: &["Invalid range header"],
+        known: &["K-NORANGES"],
+        diffs: &[Diff::Aria2Only("Invalid range header")],
+        ..Case::DEFAULT
+    };
+    empty_file = Case { args: &["{url}/empty"], routes: &[R::File("/empty", 0)], ..Case::DEFAULT };
+    one_byte_file = Case { args: &["{url}/one"], routes: &[R::File("/one", 1)], ..Case::DEFAULT };
+
+    // ---- names from the response and the URI ----
+    content_disposition_name = Case {
+        args: &["{url}/dl?id=7"],
+        routes: &[R::FileWith("/dl", 5_000, &[M::Disposition("attachment; filename=\"report.pdf\"")])],
+        ..Case::DEFAULT
+    };
+    content_disposition_utf8 = Case {
+        args: &["{url}/dl"],
+        routes: &[R::FileWith("/dl", 5_000, &[M::Disposition("attachment; filename*=UTF-8''caf%C3%A9.txt")])],
+        ..Case::DEFAULT
+    };
+    content_disposition_traversal = Case {
+        args: &["{url}/dl/safe.bin"],
+        routes: &[R::FileWith("/dl/safe.bin", 5_000, &[M::Disposition("attachment; filename=\"../evil.bin\"")])],
+        ..Case::DEFAULT
+    };
+    content_disposition_out_wins = Case {
+        args: &["-o", "mine.bin", "{url}/dl"],
+        routes: &[R::FileWith("/dl", 5_000, &[M::Disposition("attachment; filename=\"theirs.bin\"")])],
+        ..Case::DEFAULT
+    };
+    name_percent_decoded = Case { args: &["{url}/pct%20name.txt"], routes: &[R::File("/pct%20name.txt", 900)], ..Case::DEFAULT };
+    name_query_dropped = Case { args: &["{url}/q.bin?x=1&y=2"], routes: &[R::File("/q.bin", 900)], ..Case::DEFAULT };
+    name_index_html = Case { args: &["{url}/"], routes: &[R::File("/", 900)], ..Case::DEFAULT };
+    name_from_redirect_target = Case {
+        args: &["{url}/latest"],
+        routes: &[R::Redirect("/latest", 302, "/v/app-1.2.tar.gz"), R::File("/v/app-1.2.tar.gz", 4_321)],
+        ..Case::DEFAULT
+    };
+
+    // ---- broken servers (ringdl's stricter limits are documented) ----
+    huge_response_head = Case {
+        args: &["{url}/huge"],
+        routes: &[R::FileWith("/huge", 10_000, &[M::Fault(Fault::HugeHead, When::Always)])],
+        known: &["K-HEAD64K"],
+        diffs: &[Diff::Own { exit: 22, line: "header", no_files: false, sole: false }],
+        ..Case::DEFAULT
+    };
+    truncated_body_no_retry = Case {
+        // One try: the partial file and its control file stay, exit 1.
+        args: &["--max-tries=1", "{url}/t.bin"],
+        routes: &[R::FileWith("/t.bin", 200_000, &[M::Fault(Fault::TruncateAfter(50_000), When::Always)])],
+        ..Case::DEFAULT
+    };
+    truncated_body_retried = Case {
+        // Every response stops after 50 000 bytes; retries resume with Range until done.
+        args: &["{url}/t.bin"],
+        routes: &[R::FileWith("/t.bin", 200_000, &[M::Fault(Fault::TruncateAfter(50_000), When::Always)])],
+        ..Case::DEFAULT
+    };
+    reset_once_then_ok = Case {
+        args: &["{url}/t.bin"],
+        routes: &[R::FileWith("/t.bin", 200_000, &[M::Fault(Fault::ResetAfter(20_000), When::Request(1))])],
+        cmp: Cmp::Nothing,
+        ..Case::DEFAULT
+    };
+}
