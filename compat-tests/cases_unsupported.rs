@@ -34,13 +34,20 @@ cases! {
     bt_option_in_conf = Case {
         args: &["--conf-path=my.conf", "{url}/f.bin"],
         routes: F,
-        pre: &[Pre::Text("my.conf", "follow-torrent=false\n")],
+        pre: &[Pre::Text("my.conf", "seed-ratio=2.0\n")],
         known: &["K-UNSUPPORTED"],
         diffs: &[Diff::ExtraWarning("BitTorrent")],
         ..Case::DEFAULT
     };
+    // Turning a feature ringdl lacks off changes nothing: no warning, the same output as aria2c.
+    bt_switched_off_in_conf = Case {
+        args: &["--conf-path=my.conf", "{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Text("my.conf", "follow-torrent=false\nenable-dht=false\n")],
+        ..Case::DEFAULT
+    };
     metalink_option = Case {
-        args: &["--follow-metalink=false", "{url}/f.bin"],
+        args: &["--metalink-language=en", "{url}/f.bin"],
         routes: F,
         known: &["K-UNSUPPORTED"],
         diffs: &[Diff::ExtraWarning("Metalink")],

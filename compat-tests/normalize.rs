@@ -533,9 +533,8 @@ pub fn help_shape(text: &str) -> Vec<String> {
     let mut prev = "";
     for (n, line) in text.lines().enumerate() {
         let before = std::mem::replace(&mut prev, line);
-        if n == 0 {
-            out.push(line.to_string());
-        } else if line.starts_with("Printing options") || line.starts_with("No option matching") {
+        if n == 0 || line.starts_with("Printing options") || line.starts_with("No option matching")
+        {
             out.push(line.to_string());
         } else if let Some(head) = block_head(before, line) {
             out.push(format!("OPTION {head}"));

@@ -6,7 +6,7 @@ use ringdl::engine::{self, Job};
 use ringdl::ui::exit::ExitCode;
 use ringdl::ui::{emit, Console, ConsoleOptions, LogTarget, ResultRow, Status};
 use std::cell::RefCell;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::rc::Rc;
 
 fn main() {
@@ -60,8 +60,6 @@ fn real_main() -> i32 {
     for w in &settings.warnings {
         console.log(cli::LogLevel::Warn, w);
     }
-    let mut jobs = command_line_jobs(&settings);
-    let cli_count = jobs.len();
     let input = match open_input(&settings, &mut console) {
         Ok(i) => i,
         Err((msg, code)) => {
@@ -70,16 +68,18 @@ fn real_main() -> i32 {
             return code;
         }
     };
-    let listed = input.as_ref().and_then(|i| i.count);
-    let expected = listed.map(|n| n + cli_count).or(if input.is_none() {
-        Some(cli_count)
+    // As aria2c: with -i, the URIs on the command line are not downloaded.
+    let mut jobs = if input.is_some() {
+        Vec::new()
     } else {
-        None
-    });
-    console.notice(&format!(
-        "Downloading {} item(s)",
-        expected.map_or_else(|| format!("{cli_count}+"), |n| n.to_string())
-    ));
+        command_line_jobs(&settings)
+    };
+    let expected = jobs.len() + input.as_ref().map_or(0, |i| i.count);
+    if expected == 0 {
+        emit("No files to download.\n");
+        return 0;
+    }
+    console.notice(&format!("Downloading {expected} item(s)"));
     let input_error: Rc<RefCell<Option<String>>> = Rc::default();
     let entry_jobs = input.into_iter().flat_map({
         let input_error = input_error.clone();
@@ -87,7 +87,7 @@ fn real_main() -> i32 {
         move |list| list.jobs(base.clone(), input_error.clone())
     });
     let mut all_jobs = jobs.drain(..).chain(entry_jobs);
-    let summary = match engine::run(&settings, &mut all_jobs, expected, &mut console) {
+    let summary = match engine::run(&settings, &mut all_jobs, Some(expected), &mut console) {
         Ok(s) => s,
         Err(e) => {
             console.finish();
@@ -170,45 +170,61 @@ fn command_line_jobs(s: &Settings) -> Vec<Job> {
     }
 }
 
-/// An `-i` list: a file is read once to check every entry (so nothing starts half-configured) and
-/// count them, then again lazily as downloads start; stdin is read once, lazily.
+/// An `-i` list, open. It is read once to check every entry (so nothing starts half-configured) and
+/// count them, then again lazily as downloads start. Standard input is first spooled to an unlinked
+/// temporary file, so it can be read twice too; memory stays flat either way.
 struct InputList {
-    path: String,
-    count: Option<usize>,
-    stdin: Option<InputReader<Box<dyn BufRead>>>,
+    name: String,
+    file: std::fs::File,
+    count: usize,
 }
 
-fn open_reader(path: &str) -> Result<InputReader<Box<dyn BufRead>>, String> {
+fn open_list(path: &str) -> Result<(std::fs::File, String), String> {
     if path == "-" {
-        let r: Box<dyn BufRead> = Box::new(BufReader::new(std::io::stdin()));
-        return Ok(InputReader::new(r, "-"));
+        let spool = std::env::temp_dir().join(format!("ringdl-input-{}", std::process::id()));
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&spool)
+            .map_err(|e| format!("Failed to read the input list from stdin, cause: {e}"))?;
+        let _ = std::fs::remove_file(&spool);
+        std::io::copy(&mut std::io::stdin().lock(), &mut file)
+            .map_err(|e| format!("Failed to read the input list from stdin, cause: {e}"))?;
+        return Ok((file, "-".to_string()));
     }
-    let meta_ok = std::fs::metadata(path)
+    let is_file = std::fs::metadata(path)
         .map(|m| m.is_file())
         .unwrap_or(false);
     let file = std::fs::File::open(path)
         .ok()
-        .filter(|_| meta_ok)
+        .filter(|_| is_file)
         .ok_or_else(|| {
             format!("Failed to open the file {path}, cause: File not found or it is a directory")
         })?;
-    let r: Box<dyn BufRead> = Box::new(BufReader::new(file));
-    Ok(InputReader::new(r, path))
+    Ok((file, path.to_string()))
+}
+
+/// A reader of the list from its start.
+fn rewound(
+    file: &std::fs::File,
+    name: &str,
+) -> Result<InputReader<BufReader<std::fs::File>>, String> {
+    use std::io::Seek;
+    let mut f = file
+        .try_clone()
+        .map_err(|e| format!("Failed to read the file {name}, cause: {e}"))?;
+    f.rewind()
+        .map_err(|e| format!("Failed to read the file {name}, cause: {e}"))?;
+    Ok(InputReader::new(BufReader::new(f), name))
 }
 
 fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, (String, i32)> {
     let Some(path) = s.input_file.clone() else {
         return Ok(None);
     };
-    if path == "-" {
-        let reader = open_reader(&path).map_err(|m| (m, 1))?;
-        return Ok(Some(InputList {
-            path,
-            count: None,
-            stdin: Some(reader),
-        }));
-    }
-    let mut reader = open_reader(&path).map_err(|m| (m, 1))?;
+    let (file, name) = open_list(&path).map_err(|m| (m, 1))?;
+    let mut reader = rewound(&file, &name).map_err(|m| (m, 1))?;
     let mut count = 0;
     while let Some(entry) = reader.next_entry() {
         for w in reader.warnings.drain(..) {
@@ -229,11 +245,7 @@ fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, 
     for w in reader.warnings.drain(..) {
         console.log(cli::LogLevel::Warn, &w);
     }
-    Ok(Some(InputList {
-        path,
-        count: Some(count),
-        stdin: None,
-    }))
+    Ok(Some(InputList { name, file, count }))
 }
 
 impl InputList {
@@ -243,15 +255,12 @@ impl InputList {
         base: cli::DownloadOptions,
         error: Rc<RefCell<Option<String>>>,
     ) -> Box<dyn Iterator<Item = Job>> {
-        let reader = match self.stdin {
-            Some(r) => r,
-            None => match open_reader(&self.path) {
-                Ok(r) => r,
-                Err(e) => {
-                    *error.borrow_mut() = Some(e);
-                    return Box::new(std::iter::empty());
-                }
-            },
+        let reader = match rewound(&self.file, &self.name) {
+            Ok(r) => r,
+            Err(e) => {
+                *error.borrow_mut() = Some(e);
+                return Box::new(std::iter::empty());
+            }
         };
         let env = cli::Env::from_process();
         Box::new(reader.map_while(move |entry| match entry {

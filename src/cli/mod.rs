@@ -5,7 +5,7 @@ pub mod defs;
 pub mod generate;
 pub mod help;
 pub mod input;
-mod parse;
+pub(crate) mod parse;
 mod table;
 
 pub use parse::{

@@ -9,6 +9,42 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// Every option ringdl acts on (read below, in `build` and friends). The table marks exactly these
+/// as supported; a test keeps the two in step.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) const ACTED_ON: &[&str] = &[
+    "allow-overwrite",
+    "auto-file-renaming",
+    "ca-certificate",
+    "check-certificate",
+    "conf-path",
+    "connect-timeout",
+    "console-log-level",
+    "dir",
+    "download-result",
+    "enable-color",
+    "force-sequential",
+    "header",
+    "help",
+    "human-readable",
+    "input-file",
+    "log",
+    "log-level",
+    "max-concurrent-downloads",
+    "max-connection-per-server",
+    "max-tries",
+    "min-split-size",
+    "no-conf",
+    "out",
+    "quiet",
+    "show-console-readout",
+    "split",
+    "summary-interval",
+    "timeout",
+    "user-agent",
+    "version",
+];
+
 /// Console log levels, lowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
@@ -69,6 +105,8 @@ pub struct Settings {
     pub quiet: bool,
     pub timeout_secs: u64,
     pub connect_timeout_secs: u64,
+    /// `-m`: tries of a download before it fails (0: no limit).
+    pub max_tries: u32,
     /// `-l`: a file, or `-` for stdout.
     pub log: Option<String>,
     pub log_level: LogLevel,
@@ -588,7 +626,14 @@ fn check_layer(layer: &Layer, file: Option<&Path>) -> Result<(), UsageError> {
             if let Err(why) = check_value(def, v) {
                 let mut message = bad_value(def, &why);
                 if let Some(f) = file {
-                    message = format!("Parse error in {}\n{message}", f.display());
+                    // aria2 shows only the option's description here, not its values and tags.
+                    let head = help::option_block(def);
+                    let head = head.split("\n\n").next().unwrap_or(&head);
+                    message = format!(
+                        "Parse error in {}\nException: errorCode=28 We encountered a problem while processing the option '--{}'.\n  -> errorCode=1 {why}\nUsage:\n{head}\n",
+                        f.display(),
+                        def.name
+                    );
                 }
                 return Err(UsageError {
                     message,
@@ -657,6 +702,10 @@ pub(crate) fn parse_config(text: &str, warnings: &mut Vec<String>) -> Layer {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        if line.starts_with('=') {
+            // No name at all: aria2 skips such a line without a word.
+            continue;
+        }
         let def = line
             .split_once('=')
             .and_then(|(k, v)| defs::by_name(k.trim()).map(|d| (d, v.trim())));
@@ -680,10 +729,12 @@ fn unsupported_warnings(layer: &Layer, warnings: &mut Vec<String>) {
         let Support::No(feature) = def.support else {
             continue;
         };
-        // At its default, or a switch turned off, an option of a missing feature changes nothing.
+        // At its default, or a feature switch turned off (follow-torrent=false, enable-dht=false,
+        // common in aria2.conf files), an option of a missing feature changes nothing.
+        let switch = def.name.starts_with("enable-") || def.name.starts_with("follow-");
         if vals
             .iter()
-            .all(|v| Some(v.as_str()) == def.default || v == "false")
+            .all(|v| Some(v.as_str()) == def.default || (switch && v == "false"))
         {
             continue;
         }
@@ -840,6 +891,7 @@ fn build(
         quiet: r.bool("quiet"),
         timeout_secs: r.int("timeout").max(1) as u64,
         connect_timeout_secs: r.int("connect-timeout").max(1) as u64,
+        max_tries: u32::try_from(r.int("max-tries")).unwrap_or(u32::MAX),
         log: r
             .text("log")
             .map(|p| if p == "-" { p } else { expand_home(&p, env) }),

@@ -308,6 +308,10 @@ pub struct Download {
     pub wanted: usize,
     pub writes: usize,
     pub written: u64,
+    /// End of the furthest data written (for cutting a failed download's padding).
+    pub high_water: u64,
+    /// The file was preallocated to its full length.
+    pub preallocated: bool,
     pub failures: u32,
     pub error: Option<Failure>,
     /// Stopped by Ctrl-C/SIGTERM before it finished: reported as in progress.
@@ -342,6 +346,8 @@ impl Download {
             wanted: 0,
             writes: 0,
             written: 0,
+            high_water: 0,
+            preallocated: false,
             failures: 0,
             error: None,
             soft_error: None,

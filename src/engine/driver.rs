@@ -39,8 +39,8 @@ impl PlainSink for IdleSink {
     }
 }
 
-/// aria2's default `--max-tries`.
-const MAX_TRIES: u32 = 5;
+/// Files smaller than this are not preallocated (aria2's `--no-file-allocation-limit` default).
+const NO_ALLOCATION_LIMIT: u64 = 5 << 20;
 /// aria2's redirect limit.
 const MAX_REDIRECTS: u32 = 20;
 /// Registered memory ringdl aims for at most, whatever the limit allows.
@@ -873,6 +873,7 @@ impl Engine<'_> {
         let Some(w) = self.conns[slot].as_mut().and_then(|c| c.want.take()) else {
             return;
         };
+        let reserve = self.split_reserve();
         let d = &mut self.dls[w.dl];
         if d.state != DlState::Active || d.error.is_some() {
             self.release_conn(slot, w.dl);
@@ -888,7 +889,6 @@ impl Engine<'_> {
                     self.release_conn(slot, w.dl);
                     return;
                 }
-                let reserve = (self.pool.reads.size() + self.pool.writes.size()) as u64 + 64 * 1024;
                 match plan.take(c.id, |_| reserve) {
                     Some(seg) => {
                         let s = plan.segment(seg);
@@ -1448,9 +1448,11 @@ impl Engine<'_> {
                 ));
             }
             d.direct = out.direct;
-            if let Some(n) = total.filter(|&n| n > 0) {
-                // Best effort: without it O_DIRECT writes that extend the file are slower, not wrong.
-                let _ = sys::fallocate(out.file.as_raw_fd(), n);
+            if let Some(n) = total.filter(|&n| n >= NO_ALLOCATION_LIMIT) {
+                // Best effort: without it O_DIRECT writes that extend the file are slower, not
+                // wrong. Small files are not preallocated, as with aria2's default
+                // --no-file-allocation-limit, so a failed one is as long as what arrived.
+                d.preallocated = sys::fallocate(out.file.as_raw_fd(), n).is_ok();
             }
             d.file = Some(out.file);
             d.path = Some(path);
@@ -1503,10 +1505,7 @@ impl Engine<'_> {
                 }
             }
             _ => {
-                let f = Failure::retry(
-                    ExitCode::UNKNOWN,
-                    "the server closed the connection before the response was complete",
-                );
+                let f = Failure::retry(ExitCode::UNKNOWN, "Got EOF from the server.");
                 self.fail_conn(slot, f);
             }
         }
@@ -1575,7 +1574,7 @@ impl Engine<'_> {
             } else {
                 self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
                 self.close_conn(slot);
-                if self.dls[dl].ranges_ok && !self.plan_complete(dl) {
+                if self.needs_another_connection(dl) {
                     self.dls[dl].wanted += 1;
                 }
                 self.maybe_finish(dl);
@@ -1598,15 +1597,26 @@ impl Engine<'_> {
             c.ex = None;
             self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
             self.close_conn(slot);
-            if self.dls[dl].ranges_ok && !self.plan_complete(dl) {
+            if self.needs_another_connection(dl) {
                 self.dls[dl].wanted += 1;
             }
             self.maybe_finish(dl);
         }
     }
 
-    fn plan_complete(&self, dl: usize) -> bool {
-        self.dls[dl].plan.as_ref().is_some_and(Plan::is_complete)
+    /// Whether a new connection would find work on download `dl`: a range nobody owns, or one big
+    /// enough to split (the connections at work may be about to finish, which is not enough).
+    fn needs_another_connection(&self, dl: usize) -> bool {
+        let d = &self.dls[dl];
+        d.ranges_ok
+            && d.plan
+                .as_ref()
+                .is_some_and(|p| p.has_work_for_newcomer(self.split_reserve()))
+    }
+
+    /// How far past its position a connection may already be receiving (see `Plan::take`).
+    fn split_reserve(&self) -> u64 {
+        (self.pool.reads.size() + self.pool.writes.size()) as u64 + 64 * 1024
     }
 
     /// A connection finished its range: take more of the same download on the same connection.
@@ -1741,25 +1751,33 @@ impl Engine<'_> {
             }
             return;
         }
+        // While the download goes on, only the aligned part of a block is written and the rest is
+        // fetched again (a padded write could land after the refetched bytes). When it ends here,
+        // every received byte is written, padded, and the file is cut to what arrived.
+        let ending = d.error.is_some() || d.halted;
         let keep = match fill {
             Some(f) => {
-                let at_end = f.off + f.filled as u64 == plan.total();
-                let len = store::write_len(f.filled, at_end && d.length_known);
-                let kept = if at_end && d.length_known {
+                let at_end = f.off + f.filled as u64 == plan.total() && d.length_known;
+                let whole = at_end || ending;
+                let kept = if whole {
                     f.filled
                 } else {
-                    len
+                    store::write_len(f.filled, false)
                 };
-                if len > 0 {
+                if kept > 0 {
                     self.flushes.push(Flush {
                         dl,
                         fill: Fill { filled: kept, ..f },
-                        at_file_end: at_end && d.length_known,
+                        at_file_end: whole,
                     });
                 } else {
                     self.pool.writes.free(f.block);
                 }
-                f.off + kept as u64
+                if at_end {
+                    f.off + f.filled as u64
+                } else {
+                    f.off + store::write_len(f.filled, false) as u64
+                }
             }
             None => seg.pos,
         };
@@ -1775,13 +1793,15 @@ impl Engine<'_> {
             },
             None => return,
         };
-        self.return_range(slot);
-        self.close_conn(slot);
-        let Some(dl) = dl else { return };
-        self.unpark(dl);
+        let Some(dl) = dl else {
+            self.close_conn(slot);
+            return;
+        };
         let d = &mut self.dls[dl];
-        d.conns = d.conns.saturating_sub(1);
         if d.error.is_some() || d.state != DlState::Active {
+            self.return_range(slot);
+            self.close_conn(slot);
+            self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
             self.maybe_finish(dl);
             return;
         }
@@ -1789,6 +1809,19 @@ impl Engine<'_> {
         let uri = d.uris.get(mirror).map(Url::to_string).unwrap_or_default();
         d.failures += 1;
         let others = (0..d.uris.len()).any(|m| m != mirror && !d.bad_uris[m]);
+        let last_try = !f.retry
+            || (self.s.max_tries > 0 && d.failures >= self.s.max_tries)
+            || d.bad_uris.iter().all(|b| *b);
+        if last_try && !(f.retry && others) {
+            // The download ends here; its connections, this one too, keep what they received.
+            self.fail_download(dl, f, Some((conn_id, uri)));
+            return;
+        }
+        self.return_range(slot);
+        self.close_conn(slot);
+        self.unpark(dl);
+        let d = &mut self.dls[dl];
+        d.conns = d.conns.saturating_sub(1);
         if f.retry && others {
             // Another mirror may do better: say why this one failed and go on without it.
             d.bad_uris[mirror] = true;
@@ -1796,14 +1829,6 @@ impl Engine<'_> {
                 "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} {}",
                 f.code.0, f.message
             ));
-            let d = &mut self.dls[dl];
-            if d.plan.is_none() || d.ranges_ok {
-                d.wanted += 1;
-            }
-            d.soft_error = Some(f);
-            self.maybe_finish(dl);
-        } else if !f.retry || d.failures >= MAX_TRIES || d.bad_uris.iter().all(|b| *b) {
-            self.fail_download(dl, f, Some((conn_id, uri)));
         } else {
             self.console.log(
                 LogLevel::Info,
@@ -1812,12 +1837,13 @@ impl Engine<'_> {
                     f.message
                 ),
             );
-            if d.plan.is_none() || d.ranges_ok {
-                d.wanted += 1;
-            }
-            d.soft_error = Some(f);
-            self.maybe_finish(dl);
         }
+        let d = &mut self.dls[dl];
+        if d.plan.is_none() || d.ranges_ok {
+            d.wanted += 1;
+        }
+        d.soft_error = Some(f);
+        self.maybe_finish(dl);
     }
 
     /// Ends download `dl` with `f`, saying so in one error line (naming the connection and URI that
@@ -1973,21 +1999,22 @@ impl Engine<'_> {
     // ---- the file ---------------------------------------------------------------------------
 
     fn submit_flushes(&mut self) {
+        let mut idle = Vec::new();
         while let Some(fl) = self.flushes.pop() {
             let d = &mut self.dls[fl.dl];
             let len = store::write_len(fl.fill.filled, fl.at_file_end);
-            let Some(fd) = d.file.as_ref().map(|f| f.as_raw_fd()) else {
+            let fd = d.file.as_ref().map(|f| f.as_raw_fd());
+            let Some(fd) = fd.filter(|_| len > 0) else {
+                // Nothing to write: the download may be waiting only for this.
                 self.pool.writes.free(fl.fill.block);
+                idle.push(fl.dl);
                 continue;
             };
-            if len == 0 {
-                self.pool.writes.free(fl.fill.block);
-                continue;
-            }
             if len > fl.fill.filled {
                 self.pool.writes.slice(fl.fill.block)[fl.fill.filled..len].fill(0);
             }
             d.writes += 1;
+            d.high_water = d.high_water.max(fl.fill.off + fl.fill.filled as u64);
             let ptr = self.pool.writes.ptr(fl.fill.block);
             let ud = self.ops.insert(Op::Write {
                 dl: fl.dl,
@@ -1997,6 +2024,9 @@ impl Engine<'_> {
                 done: 0,
             });
             self.ring.write_fixed(fd, ptr, len, fl.fill.off, ud);
+        }
+        for dl in idle {
+            self.maybe_finish(dl);
         }
         // Connections waiting for blocks can go on if some were freed above.
         self.wake_starved();
@@ -2104,6 +2134,9 @@ impl Engine<'_> {
 
     /// Ends a download whose work is done (or failed) once nothing of it is in flight.
     fn maybe_finish(&mut self, dl: usize) {
+        if self.flushes.iter().any(|f| f.dl == dl) {
+            return;
+        }
         let d = &mut self.dls[dl];
         if d.state != DlState::Active || d.writes > 0 {
             return;
@@ -2118,7 +2151,13 @@ impl Engine<'_> {
             {
                 d.state = DlState::Finished;
                 d.ended = Some(Instant::now());
-                d.file = None;
+                if let Some(file) = d.file.take() {
+                    // Cut the padding of the last block (and nothing that arrived) away.
+                    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+                    if !d.preallocated && len > d.high_water {
+                        let _ = file.set_len(d.high_water);
+                    }
+                }
                 let path = d
                     .path
                     .as_ref()

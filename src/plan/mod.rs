@@ -159,6 +159,17 @@ impl Plan {
         made
     }
 
+    /// Whether [`Plan::take`] would find work for a connection that is not here yet.
+    pub fn has_work_for_newcomer(&self, reserve: u64) -> bool {
+        self.segments.iter().any(|s| {
+            (s.owner.is_none() && s.pos < s.end)
+                || (s.remaining() >= 2 * self.min_split
+                    && s.end
+                        .saturating_sub(s.pos + if s.owner.is_some() { reserve } else { 0 })
+                        > ALIGN)
+        })
+    }
+
     /// Work for `owner`, which just became free: an unowned unfinished segment if there is one,
     /// otherwise the back half of the range in progress with the most bytes left, if that range is at
     /// least `2 * min_split` (aria2's rule). `reserved(o)` is how many bytes past its position
