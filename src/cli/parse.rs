@@ -14,6 +14,13 @@ use std::path::{Path, PathBuf};
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) const ACTED_ON: &[&str] = &[
     "allow-overwrite",
+    "allow-piece-length-change",
+    "always-resume",
+    "auto-save-interval",
+    "continue",
+    "max-resume-failure-tries",
+    "piece-length",
+    "remove-control-file",
     "auto-file-renaming",
     "ca-certificate",
     "check-certificate",
@@ -87,6 +94,15 @@ pub struct DownloadOptions {
     pub auto_file_renaming: bool,
     pub user_agent: String,
     pub headers: Vec<String>,
+    /// `-c`: go on from an existing file that has no control file.
+    pub continue_partial: bool,
+    /// Piece length of new control files.
+    pub piece_length: u32,
+    pub allow_piece_length_change: bool,
+    pub remove_control_file: bool,
+    /// When the server cannot resume: restart from zero (true) or fail with exit 8 (false).
+    pub always_resume: bool,
+    pub max_resume_failure_tries: u32,
 }
 
 /// Everything the engine and the UI need to know, validated.
@@ -107,6 +123,8 @@ pub struct Settings {
     pub connect_timeout_secs: u64,
     /// `-m`: tries of a download before it fails (0: no limit).
     pub max_tries: u32,
+    /// Seconds between control-file saves (0: only when stopping).
+    pub auto_save_interval: u64,
     /// `-l`: a file, or `-` for stdout.
     pub log: Option<String>,
     pub log_level: LogLevel,
@@ -827,6 +845,12 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         auto_file_renaming: r.bool("auto-file-renaming"),
         user_agent: r.raw("user-agent").unwrap_or_default().to_string(),
         headers: r.all("header"),
+        continue_partial: r.bool("continue"),
+        piece_length: u32::try_from(r.size("piece-length")).unwrap_or(1 << 20),
+        allow_piece_length_change: r.bool("allow-piece-length-change"),
+        remove_control_file: r.bool("remove-control-file"),
+        always_resume: r.bool("always-resume"),
+        max_resume_failure_tries: u32::try_from(r.int("max-resume-failure-tries")).unwrap_or(u32::MAX),
     }
 }
 
@@ -854,6 +878,12 @@ impl DownloadOptions {
                 "auto-file-renaming" => o.auto_file_renaming = v == "true",
                 "user-agent" => o.user_agent = v.clone(),
                 "header" => o.headers.push(v.clone()),
+                "continue" => o.continue_partial = v == "true",
+                "piece-length" => o.piece_length = defs::parse_size(v).and_then(|n| u32::try_from(n).ok()).unwrap_or(o.piece_length),
+                "allow-piece-length-change" => o.allow_piece_length_change = v == "true",
+                "remove-control-file" => o.remove_control_file = v == "true",
+                "always-resume" => o.always_resume = v == "true",
+                "max-resume-failure-tries" => o.max_resume_failure_tries = v.parse().unwrap_or(o.max_resume_failure_tries),
                 _ => {}
             }
         }
@@ -892,6 +922,7 @@ fn build(
         timeout_secs: r.int("timeout").max(1) as u64,
         connect_timeout_secs: r.int("connect-timeout").max(1) as u64,
         max_tries: u32::try_from(r.int("max-tries")).unwrap_or(u32::MAX),
+        auto_save_interval: r.int("auto-save-interval").max(0) as u64,
         log: r
             .text("log")
             .map(|p| if p == "-" { p } else { expand_home(&p, env) }),

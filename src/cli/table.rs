@@ -90,7 +90,6 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("0-600")
     .default("60")
     .tags(&["#advanced"])
-    .unsupported("resume and control files")
     .long(
         "The control file records progress so that an interrupted download can \
             resume. It is always written when a download stops, whatever this value \
@@ -206,7 +205,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("1M")
     .tags(&["#advanced", "#http", "#ftp"])
     .input()
-    .unsupported("resume and control files")
     .long(
         "Splits between connections always fall on a multiple of this length, and \
             it is the unit the .aria2 control file records progress in. Takes a K or \
@@ -344,7 +342,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#basic", "#http", "#ftp"])
     .input()
-    .unsupported("resume and control files")
     .long(
         "For files started by a browser or another tool that writes from the \
             beginning: the bytes already on disk are kept and the download carries \
@@ -462,7 +459,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#advanced"])
     .input()
-    .unsupported("resume and control files")
     .long(
         "When false the download is aborted instead. Carrying on loses some \
             recorded progress.",
@@ -866,7 +862,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#advanced"])
     .input()
-    .unsupported("resume and control files")
     .long(
         "Together with --allow-overwrite=true, every download starts from \
             scratch: useful behind proxies that break resuming.",
@@ -879,7 +874,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("true")
     .tags(&["#advanced", "#http", "#ftp"])
     .input()
-    .unsupported("resume and control files")
     .long(
         "When false, a download starts again from scratch once all its URIs, or \
             --max-resume-failure-tries of them, turn out not to support resuming.",
@@ -894,7 +888,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("0")
     .tags(&["#advanced", "#http", "#ftp"])
     .input()
-    .unsupported("resume and control files")
     .long("0 waits until every URI has failed to resume."),
     opt(
         "save-session",

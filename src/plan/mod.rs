@@ -4,6 +4,9 @@
 //! Split points are multiples of [`ALIGN`], so every segment except the file's last starts and ends
 //! on a boundary that both `O_DIRECT` (4 KiB) and aria2's control file (16 KiB blocks) accept.
 
+mod ranges;
+pub use ranges::RangeSet;
+
 /// Granularity of split points: aria2's 16 KiB block.
 pub const ALIGN: u64 = 16 * 1024;
 
@@ -50,6 +53,42 @@ impl Plan {
                 end: total,
                 owner: None,
             }],
+        }
+    }
+
+    /// A plan for a `total`-byte file of which `done` is already on disk: the done ranges are
+    /// finished segments, every gap an unowned segment waiting for a connection.
+    pub fn from_done(total: u64, min_split: u64, done: &RangeSet) -> Plan {
+        let mut segments: Vec<Segment> = done
+            .ranges()
+            .iter()
+            .filter(|r| r.start < total)
+            .map(|r| Segment {
+                start: r.start,
+                pos: r.end.min(total),
+                end: r.end.min(total),
+                owner: None,
+            })
+            .collect();
+        segments.extend(done.gaps(total).into_iter().map(|g| Segment {
+            start: g.start,
+            pos: g.start,
+            end: g.end,
+            owner: None,
+        }));
+        segments.sort_by_key(|s| s.start);
+        if segments.is_empty() {
+            segments.push(Segment {
+                start: 0,
+                pos: 0,
+                end: 0,
+                owner: None,
+            });
+        }
+        Plan {
+            total,
+            min_split: min_split.max(ALIGN),
+            segments,
         }
     }
 
@@ -324,6 +363,23 @@ mod tests {
         // Its owner has started: neither continue nor wait.
         assert_eq!(p.continue_into(2, 1), None);
         assert!(!p.next_unstarted(2));
+    }
+
+    #[test]
+    fn from_done_leaves_the_gaps_to_fetch() {
+        let done = RangeSet::from_ranges(&[0..3 * MIB, 5 * MIB..6 * MIB]);
+        let mut p = Plan::from_done(8 * MIB + 5, MIB, &done);
+        check_cover(&p);
+        assert_eq!(p.received(), 4 * MIB);
+        assert!(!p.is_complete());
+        let a = p.take(1, |_| 0).unwrap();
+        assert_eq!(p.segment(a).start, 3 * MIB);
+        let b = p.take(2, |_| 0).unwrap();
+        assert_eq!((p.segment(b).start, p.segment(b).end), (6 * MIB, 8 * MIB + 5));
+        let all = Plan::from_done(100, MIB, &RangeSet::from_ranges(&[0..100]));
+        assert!(all.is_complete());
+        let empty = Plan::from_done(0, MIB, &RangeSet::new());
+        assert!(empty.is_complete());
     }
 
     #[test]
