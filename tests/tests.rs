@@ -10,4 +10,5 @@ mod download;
 mod engine;
 mod generated;
 mod nginx;
+mod resume;
 mod support;

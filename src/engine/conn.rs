@@ -307,9 +307,19 @@ pub struct Download {
     /// Connections asked for but not yet started (no slot free yet).
     pub wanted: usize,
     pub writes: usize,
-    pub written: u64,
     /// End of the furthest data written (for cutting a failed download's padding).
     pub high_water: u64,
+    /// Bytes whose writes have completed: what a control file may claim.
+    pub written: crate::plan::RangeSet,
+    /// The `.aria2` file kept for this download, once there is one.
+    pub control: Option<PathBuf>,
+    /// Piece length of its control file.
+    pub piece_length: u32,
+    pub last_save: Option<Instant>,
+    /// Resumed from a control file: the first request already asks for a range.
+    pub resumed: bool,
+    /// `-c` without a control file: the existing file's length (rounded down to 16 KiB), asked for first.
+    pub continue_from: Option<u64>,
     /// The file was preallocated to its full length.
     pub preallocated: bool,
     pub failures: u32,
@@ -327,6 +337,7 @@ pub struct Download {
 impl Download {
     pub fn new(gid: u64, uris: Vec<Url>, first_uri: String, opts: DownloadOptions) -> Download {
         let n = uris.len();
+        let piece_length = opts.piece_length;
         Download {
             gid,
             uris,
@@ -345,8 +356,13 @@ impl Download {
             conns: 0,
             wanted: 0,
             writes: 0,
-            written: 0,
             high_water: 0,
+            written: crate::plan::RangeSet::new(),
+            control: None,
+            piece_length,
+            last_save: None,
+            resumed: false,
+            continue_from: None,
             preallocated: false,
             failures: 0,
             error: None,

@@ -24,6 +24,8 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 use url::Url;
 
+mod resume;
+
 /// Receives application data on a TLS connection that has no exchange (idle, or between requests):
 /// there should be none, and any makes the connection unfit for reuse.
 struct IdleSink {
@@ -100,6 +102,8 @@ enum Op {
         off: u64,
         len: usize,
         done: usize,
+        /// Bytes of real data at the front of `len` (the rest is padding).
+        data: usize,
     },
     Writeback {
         dl: usize,
@@ -479,6 +483,11 @@ impl Engine<'_> {
             // Named by -o: failures show the path it would have had, as aria2 does.
             d.path = Some(d.opts.dir.join(out));
         }
+        if let Err(f) = self.prepare_resume(i) {
+            self.fail_download(i, f, None);
+            return;
+        }
+        let d = &mut self.dls[i];
         let Some(mirror) = d.bad_uris.iter().position(|b| !b) else {
             return;
         };
@@ -665,7 +674,8 @@ impl Engine<'_> {
                 off,
                 len,
                 done,
-            } => self.on_write(dl, block, off, len, done, res),
+                data,
+            } => self.on_write(dl, block, off, len, done, data, res),
             Op::Writeback { dl } => {
                 self.dls[dl].writes -= 1;
                 self.maybe_finish(dl);
@@ -883,7 +893,7 @@ impl Engine<'_> {
             return;
         };
         let ex = match d.plan.as_mut() {
-            None => Exchange::new(w.dl, w.url, w.mirror, None, 0),
+            None => Exchange::new(w.dl, w.url, w.mirror, d.continue_from.map(|l| (l, None)), 0),
             Some(plan) => {
                 if !d.ranges_ok {
                     self.release_conn(slot, w.dl);
@@ -1282,6 +1292,13 @@ impl Engine<'_> {
                     return;
                 }
             }
+            Some((first, _)) if self.dls[dl].plan.is_none() => {
+                // -c: the first request asked for the rest of the existing file.
+                if let Err(f) = self.accept_continued(slot, &resp, first) {
+                    self.fail_conn(slot, f);
+                    return;
+                }
+            }
             Some((first, last)) => {
                 let seg_owner = self.dls[dl]
                     .plan
@@ -1307,7 +1324,19 @@ impl Engine<'_> {
                         ),
                     )),
                 };
-                if let Err(f) = check {
+                let d = &self.dls[dl];
+                if check.is_err()
+                    && d.resumed
+                    && !d.ranges_confirmed
+                    && status == 200
+                    && !d.opts.always_resume
+                {
+                    // Resuming is impossible here and --always-resume=false: start over.
+                    if let Err(f) = self.restart_from_scratch(slot, &resp, framing) {
+                        self.fail_conn(slot, f);
+                        return;
+                    }
+                } else if let Err(f) = check {
                     // The server cannot serve this range: stop splitting, let the sequential
                     // connection finish the file, as aria2 does.
                     self.dls[dl].ranges_ok = false;
@@ -1324,9 +1353,18 @@ impl Engine<'_> {
                     self.abandon_exchange(slot);
                     return;
                 }
-                if !self.dls[dl].ranges_confirmed {
+                if !self.dls[dl].ranges_confirmed && status == 206 {
                     self.dls[dl].ranges_confirmed = true;
                     self.end_parked(dl);
+                    if self.dls[dl].resumed {
+                        // A resumed download starts on one connection; now that ranges work, the
+                        // others join.
+                        let d = &self.dls[dl];
+                        let servers = d.bad_uris.iter().filter(|b| !**b).count().max(1);
+                        let want = d.opts.split.min(d.opts.max_conn_per_server * servers);
+                        let more = want.saturating_sub(d.conns);
+                        self.dls[dl].wanted += more;
+                    }
                 }
             }
         }
@@ -1430,7 +1468,7 @@ impl Engine<'_> {
                     path.display()
                 ));
             }
-            let out = store::open_output(&path).map_err(|e| {
+            let out = store::open_output(&path, true).map_err(|e| {
                 Failure::fatal(
                     ExitCode::FILE_CREATE,
                     format!(
@@ -1470,6 +1508,8 @@ impl Engine<'_> {
             d.wanted += pieces.saturating_sub(1);
         }
         d.plan = Some(plan);
+        // The control file exists from the start, like aria2's, for a file of known length.
+        self.save_control(dl);
         Ok(())
     }
 
@@ -2022,6 +2062,7 @@ impl Engine<'_> {
                 off: fl.fill.off,
                 len,
                 done: 0,
+                data: fl.fill.filled.min(len),
             });
             self.ring.write_fixed(fd, ptr, len, fl.fill.off, ud);
         }
@@ -2032,7 +2073,17 @@ impl Engine<'_> {
         self.wake_starved();
     }
 
-    fn on_write(&mut self, dl: usize, block: u32, off: u64, len: usize, done: usize, res: i32) {
+    #[allow(clippy::too_many_arguments)]
+    fn on_write(
+        &mut self,
+        dl: usize,
+        block: u32,
+        off: u64,
+        len: usize,
+        done: usize,
+        data: usize,
+        res: i32,
+    ) {
         let d = &mut self.dls[dl];
         let fd = d.file.as_ref().map(|f| f.as_raw_fd());
         let retry_at = |done: usize| (done, len);
@@ -2071,6 +2122,7 @@ impl Engine<'_> {
                 off,
                 len,
                 done,
+                data,
             });
             self.ring
                 .write_fixed(fd, ptr, len - done, off + done as u64, ud);
@@ -2097,7 +2149,8 @@ impl Engine<'_> {
                 self.fail_download(dl, f, None);
             }
         } else {
-            d.written += len as u64;
+            // On disk now: a control file may claim these bytes.
+            d.written.insert(off..off + data as u64);
             if !d.direct {
                 if let Some(fd) = fd {
                     d.writes += 1;
@@ -2152,12 +2205,22 @@ impl Engine<'_> {
                 d.state = DlState::Finished;
                 d.ended = Some(Instant::now());
                 if let Some(file) = d.file.take() {
-                    // Cut the padding of the last block (and nothing that arrived) away.
+                    // Cut the padding of the last block (and nothing that arrived, in this run or
+                    // an earlier one) away.
+                    let keep = d
+                        .written
+                        .ranges()
+                        .last()
+                        .map_or(0, |r| r.end)
+                        .max(d.high_water);
                     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                    if !d.preallocated && len > d.high_water {
-                        let _ = file.set_len(d.high_water);
+                    if !d.preallocated && len > keep {
+                        let _ = file.set_len(keep);
                     }
                 }
+                // What is on disk stays resumable, by ringdl or by aria2c.
+                self.save_control(dl);
+                let d = &mut self.dls[dl];
                 let path = d
                     .path
                     .as_ref()
@@ -2196,6 +2259,9 @@ impl Engine<'_> {
         }
         d.state = DlState::Finished;
         d.ended = Some(Instant::now());
+        if d.error.is_none() {
+            self.remove_control(dl);
+        }
         self.record(dl);
         if self.dls[dl].error.is_none() {
             self.console.notice(&format!("Download complete: {path}"));
@@ -2218,6 +2284,7 @@ impl Engine<'_> {
     // ---- progress ---------------------------------------------------------------------------
 
     fn on_tick(&mut self) {
+        self.autosave();
         let now = Instant::now();
         let mut active = Vec::new();
         let mut paths = Vec::new();

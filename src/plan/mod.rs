@@ -375,7 +375,10 @@ mod tests {
         let a = p.take(1, |_| 0).unwrap();
         assert_eq!(p.segment(a).start, 3 * MIB);
         let b = p.take(2, |_| 0).unwrap();
-        assert_eq!((p.segment(b).start, p.segment(b).end), (6 * MIB, 8 * MIB + 5));
+        assert_eq!(
+            (p.segment(b).start, p.segment(b).end),
+            (6 * MIB, 8 * MIB + 5)
+        );
         let all = Plan::from_done(100, MIB, &RangeSet::from_ranges(&[0..100]));
         assert!(all.is_complete());
         let empty = Plan::from_done(0, MIB, &RangeSet::new());

@@ -23,6 +23,13 @@ impl RangeSet {
         s
     }
 
+    /// The set holding just `r`.
+    pub fn single(r: Range<u64>) -> RangeSet {
+        let mut s = RangeSet::new();
+        s.insert(r);
+        s
+    }
+
     /// Adds `r`, merging it with every range it touches.
     pub fn insert(&mut self, r: Range<u64>) {
         if r.start >= r.end {
@@ -90,7 +97,7 @@ mod tests {
         s.insert(24..31);
         assert_eq!(s.ranges(), &[0..5, 10..40]);
         s.insert(5..10);
-        assert_eq!(s.ranges(), &[0..40]);
+        assert_eq!(s.ranges().to_vec(), vec![0..40]);
         s.insert(7..7);
         assert_eq!(s.len(), 40);
     }
@@ -101,7 +108,10 @@ mod tests {
         assert_eq!(s.gaps(100), vec![10..20, 30..50, 60..100]);
         assert_eq!(s.gaps(55), vec![10..20, 30..50]);
         assert_eq!(RangeSet::new().gaps(7), vec![0..7]);
-        assert_eq!(RangeSet::from_ranges(&[0..7]).gaps(7), Vec::<Range<u64>>::new());
+        assert_eq!(
+            RangeSet::from_ranges(&[0..7]).gaps(7),
+            Vec::<Range<u64>>::new()
+        );
     }
 
     #[test]

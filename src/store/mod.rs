@@ -1,6 +1,7 @@
 //! Output files: choosing the path (aria2's renaming rules), opening with `O_DIRECT` or the buffered
 //! fallback, preallocating, and the arithmetic of packing bytes into aligned write blocks. The bytes
 //! themselves move through the ring (`engine/`); this module decides where and how much.
+pub mod control;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -40,10 +41,11 @@ pub struct OutFile {
 /// (and compared) on any filesystem.
 pub const NO_DIRECT_ENV: &str = "RINGDL_NO_DIRECT";
 
-/// Opens (creating or truncating) `path` for writing, with `O_DIRECT` where the filesystem allows it.
-pub fn open_output(path: &Path) -> io::Result<OutFile> {
+/// Opens `path` for reading and writing (creating it; emptying it unless resuming), with `O_DIRECT`
+/// where the filesystem allows it.
+pub fn open_output(path: &Path, truncate: bool) -> io::Result<OutFile> {
     let mut opts = OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
+    opts.read(true).write(true).create(true).truncate(truncate);
     if std::env::var_os(NO_DIRECT_ENV).is_some() {
         return Ok(OutFile {
             file: opts.open(path)?,
@@ -224,8 +226,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x");
         std::fs::write(&p, b"old contents").unwrap();
-        let out = open_output(&p).unwrap();
+        let out = open_output(&p, true).unwrap();
         drop(out);
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
+        std::fs::write(&p, b"old contents").unwrap();
+        drop(open_output(&p, false).unwrap());
+        assert_eq!(std::fs::read(&p).unwrap(), b"old contents");
     }
 }

@@ -1,0 +1,300 @@
+//! Resuming and saving progress in aria2's `.aria2` control files: a control file beside the file
+//! means go on from what it records; `-c` without one means go on from the file's length; progress is
+//! saved every `--auto-save-interval` seconds and whenever a download stops, and only bytes whose
+//! writes have completed are ever recorded.
+use super::*;
+use crate::plan::RangeSet;
+use crate::store::control::{self, ControlFile, BLOCK};
+use std::path::PathBuf;
+
+impl Engine<'_> {
+    /// Before the first request of download `dl`: finds its control file (or, with `-c`, its
+    /// partial file) under the name the URL or `-o` gives.
+    pub(super) fn prepare_resume(&mut self, dl: usize) -> Result<(), Failure> {
+        let d = &mut self.dls[dl];
+        let first = d
+            .uris
+            .iter()
+            .zip(&d.bad_uris)
+            .find(|(_, bad)| !**bad)
+            .map(|(u, _)| u.clone());
+        let name = match (&d.opts.out, &first) {
+            (Some(o), _) => o.clone(),
+            (None, Some(u)) => http::filename_from_url(u),
+            (None, None) => return Ok(()),
+        };
+        let path = d.opts.dir.join(&name);
+        let ctl = control::control_path(&path);
+        if d.opts.remove_control_file {
+            let _ = std::fs::remove_file(&ctl);
+        }
+        let loaded = control::load(&ctl).map_err(|e| {
+            Failure::fatal(
+                ExitCode::UNKNOWN,
+                format!("Failed to load the control file {}: {e}", ctl.display()),
+            )
+        })?;
+        match loaded {
+            Some(cf) if path.is_file() => self.resume_from_control(dl, path, ctl, cf, first),
+            Some(_) => {
+                let _ = std::fs::remove_file(&ctl);
+                self.console.notice(&format!(
+                    "Removed the defunct control file {} because the download file {} doesn't exist.",
+                    ctl.display(),
+                    path.display()
+                ));
+                Ok(())
+            }
+            None => {
+                if d.opts.continue_partial {
+                    if let Ok(m) = std::fs::metadata(&path) {
+                        if m.is_file() && m.len() > 0 {
+                            d.continue_from = Some(m.len() / BLOCK * BLOCK);
+                            d.path = Some(path);
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn resume_from_control(
+        &mut self,
+        dl: usize,
+        path: PathBuf,
+        ctl: PathBuf,
+        cf: ControlFile,
+        first: Option<Url>,
+    ) -> Result<(), Failure> {
+        let d = &mut self.dls[dl];
+        if cf.piece_length != d.opts.piece_length
+            && !d.opts.allow_piece_length_change
+            && cf.done_bytes() > 0
+        {
+            return Err(Failure::fatal(
+                ExitCode(10),
+                format!(
+                    "The piece length in {} ({}) differs from --piece-length ({}); use --allow-piece-length-change=true to go on",
+                    ctl.display(),
+                    cf.piece_length,
+                    d.opts.piece_length
+                ),
+            ));
+        }
+        let out = store::open_output(&path, false).map_err(|e| {
+            Failure::fatal(
+                ExitCode::FILE_OPEN,
+                format!(
+                    "Failed to open the file {}, cause: {}",
+                    path.display(),
+                    sys::cause(&e)
+                ),
+            )
+        })?;
+        let done = RangeSet::from_ranges(&cf.done_ranges());
+        d.plan = Some(Plan::from_done(
+            cf.total_length,
+            d.opts.min_split_size,
+            &done,
+        ));
+        d.written = done;
+        d.length_known = true;
+        d.ranges_ok = true;
+        d.resumed = true;
+        d.direct = out.direct;
+        d.file = Some(out.file);
+        d.path = Some(path);
+        d.control = Some(ctl);
+        d.piece_length = cf.piece_length;
+        d.split_url = first;
+        Ok(())
+    }
+
+    /// The first response to `-c`'s `Range: bytes=L-`: a 206 from L goes on from there; anything
+    /// else means the server cannot resume (exit 8, or from scratch with `--always-resume=false`).
+    pub(super) fn accept_continued(
+        &mut self,
+        slot: usize,
+        resp: &http::ResponseHead,
+        from: u64,
+    ) -> Result<(), Failure> {
+        let Some(c) = self.conns[slot].as_ref() else {
+            return Ok(());
+        };
+        let Some(ex) = c.ex.as_ref() else {
+            return Ok(());
+        };
+        let (dl, conn_id, url) = (ex.dl, c.id, ex.url.clone());
+        let total = resp
+            .content_range
+            .and_then(|cr| cr.complete_length)
+            .or(resp.content_length);
+        let resumable = resp.status == 206
+            && resp.content_range.is_some_and(|cr| cr.first == from)
+            && total.is_some_and(|t| t >= from);
+        if !resumable {
+            let t = total.unwrap_or(0);
+            // What is on disk stays claimed, so a later run (or aria2c) can go on from it.
+            let d = &mut self.dls[dl];
+            if t >= from && d.opts.always_resume {
+                d.written = RangeSet::single(0..from);
+                d.plan = Some(Plan::from_done(t, d.opts.min_split_size, &d.written));
+                d.length_known = true;
+            }
+            let why = format!(
+                "Invalid range header. Request: {from}-{}/{t}, Response: 0-{}/{t}",
+                t.saturating_sub(1),
+                t.saturating_sub(1)
+            );
+            if self.dls[dl].opts.always_resume || resp.status != 200 {
+                return Err(Failure::fatal(ExitCode::CANNOT_RESUME, why));
+            }
+            self.console.notice(&format!(
+                "CUID#{conn_id} - Failed to resume download. Download from scratch."
+            ));
+            let d = &mut self.dls[dl];
+            d.continue_from = None;
+            d.opts.allow_overwrite = true;
+            if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+                ex.range = None;
+            }
+            return self.accept_first_response(slot, resp, resp.framing(false));
+        }
+        let total = total.unwrap_or(from);
+        let d = &mut self.dls[dl];
+        let path = d
+            .path
+            .clone()
+            .unwrap_or_else(|| d.opts.dir.join(http::filename_from_url(&url)));
+        let out = store::open_output(&path, false).map_err(|e| {
+            Failure::fatal(
+                ExitCode::FILE_OPEN,
+                format!(
+                    "Failed to open the file {}, cause: {}",
+                    path.display(),
+                    sys::cause(&e)
+                ),
+            )
+        })?;
+        let done = RangeSet::single(0..from);
+        let mut plan = Plan::from_done(total, d.opts.min_split_size, &done);
+        let seg = plan
+            .segments()
+            .iter()
+            .position(|s| s.start == from && s.pos < s.end);
+        if let Some(seg) = seg {
+            plan.assign(seg, conn_id);
+            let servers = d.bad_uris.iter().filter(|b| !**b).count().max(1);
+            let want = d.opts.split.min(d.opts.max_conn_per_server * servers);
+            d.wanted += plan.presplit(want).saturating_sub(1);
+        }
+        d.written = done;
+        d.plan = Some(plan);
+        d.length_known = true;
+        d.ranges_ok = true;
+        d.ranges_confirmed = true;
+        d.continue_from = None;
+        d.direct = out.direct;
+        d.file = Some(out.file);
+        d.path = Some(path);
+        d.split_url = Some(url);
+        if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+            ex.seg = seg.unwrap_or(0);
+        }
+        self.save_control(dl);
+        Ok(())
+    }
+
+    /// A resumed download whose server cannot resume, with `--always-resume=false`: everything is
+    /// fetched again through this connection's whole-file response.
+    pub(super) fn restart_from_scratch(
+        &mut self,
+        slot: usize,
+        resp: &http::ResponseHead,
+        framing: Framing,
+    ) -> Result<(), Failure> {
+        let Some(c) = self.conns[slot].as_ref() else {
+            return Ok(());
+        };
+        let Some(ex) = c.ex.as_ref() else {
+            return Ok(());
+        };
+        let (dl, conn_id) = (ex.dl, c.id);
+        for other in 0..self.conns.len() {
+            let theirs = other != slot
+                && self.conns[other].as_ref().is_some_and(|c| {
+                    c.ex.as_ref().is_some_and(|e| e.dl == dl)
+                        || c.want.as_ref().is_some_and(|w| w.dl == dl)
+                });
+            if theirs {
+                self.close_exchange_conn(other);
+            }
+        }
+        self.console.notice(&format!(
+            "CUID#{conn_id} - Failed to resume download. Download from scratch."
+        ));
+        self.remove_control(dl);
+        let d = &mut self.dls[dl];
+        d.plan = None;
+        d.file = None;
+        d.written = RangeSet::new();
+        d.resumed = false;
+        d.wanted = 0;
+        d.opts.allow_overwrite = true;
+        if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+            ex.range = None;
+            ex.seg = 0;
+        }
+        self.accept_first_response(slot, resp, framing)
+    }
+
+    /// Writes download `dl`'s control file: its length, piece length, and the bytes on disk.
+    pub(super) fn save_control(&mut self, dl: usize) {
+        let d = &mut self.dls[dl];
+        if !d.length_known {
+            return;
+        }
+        let (Some(path), Some(plan)) = (&d.path, &d.plan) else {
+            return;
+        };
+        let ctl = d
+            .control
+            .get_or_insert_with(|| control::control_path(path))
+            .clone();
+        let cf = ControlFile::from_done(plan.total(), d.piece_length, d.written.ranges());
+        d.last_save = Some(Instant::now());
+        if let Err(e) = control::save(&ctl, &cf) {
+            self.console.error(&format!(
+                "Failed to save the control file {}, cause: {}",
+                ctl.display(),
+                sys::cause(&e)
+            ));
+        }
+    }
+
+    /// Saves the control files whose `--auto-save-interval` has passed.
+    pub(super) fn autosave(&mut self) {
+        let every = self.s.auto_save_interval;
+        if every == 0 {
+            return;
+        }
+        for dl in 0..self.dls.len() {
+            let d = &self.dls[dl];
+            let due = d.state == DlState::Active
+                && d.error.is_none()
+                && d.file.is_some()
+                && d.last_save.is_none_or(|t| t.elapsed().as_secs() >= every);
+            if due {
+                self.save_control(dl);
+            }
+        }
+    }
+
+    /// The download is complete: its control file goes.
+    pub(super) fn remove_control(&mut self, dl: usize) {
+        if let Some(ctl) = self.dls[dl].control.take() {
+            let _ = std::fs::remove_file(ctl);
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! Downloads that survive: `.aria2` control files written while downloading and on every stop,
+//! resumed by ringdl and by aria2c alike, `-c` without a control file, and the cases where resuming
+//! is impossible or the control file is bad.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::server::{Fault, Route, TestServer, When};
+use crate::support::{
+    content, have_program, require_peer, ringdl, sha256_file, sha256_hex, TestDir,
+};
+
+const MIB: usize = 1 << 20;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ringdl")
+}
+
+/// Runs `program args...` and stops it with `signal` after `after`; returns its exit code.
+fn run_and_signal(program: &str, args: &[String], signal: &str, after: Duration) -> Option<i32> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(after);
+    let _ = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status();
+    child.wait().expect("wait").code()
+}
+
+fn slow_route(data: &[u8]) -> Route {
+    // About 6 MiB/s per connection: slow enough to stop part-way.
+    Route::bytes(data.to_vec()).throttle(64 * 1024, Duration::from_millis(10))
+}
+
+#[test]
+fn interrupted_download_leaves_a_control_file_and_resumes() {
+    let server = TestServer::plain();
+    let data = content(61, 12 * MIB + 4321);
+    server.route("/r.bin", slow_route(&data));
+    let dir = TestDir::new();
+    let args = vec![
+        "--no-conf".to_string(),
+        "-d".into(),
+        dir.arg(),
+        "-x2".into(),
+        "-k1M".into(),
+        server.url("/r.bin"),
+    ];
+    let code = run_and_signal(bin(), &args, "-INT", Duration::from_millis(300));
+    assert_eq!(code, Some(7));
+    let ctl = dir.join("r.bin.aria2");
+    assert!(
+        ctl.exists(),
+        "no control file after Ctrl-C: {:?}",
+        dir.entries()
+    );
+    let first_leg = server.requests_to("/r.bin").len();
+    // The second run finds the control file and asks only for what is missing.
+    let run = ringdl(&dir, &args);
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("r.bin")), sha256_hex(&data));
+    assert!(!ctl.exists(), "control file left after completion");
+    let later = &server.requests_to("/r.bin")[first_leg..];
+    assert!(!later.is_empty());
+    assert!(
+        later.iter().all(|r| r.range().is_some_and(|(a, _)| a > 0)),
+        "the resumed run fetched from the start again: {:?}",
+        later.iter().map(|r| r.range()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn continue_without_control_file_asks_for_the_rest() {
+    let server = TestServer::plain();
+    let data = content(62, 1_000_000);
+    server.route("/c.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    std::fs::write(dir.join("c.bin"), &data[..400_000]).unwrap();
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-c", "-d", &dir.arg(), &server.url("/c.bin")],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("c.bin")), sha256_hex(&data));
+    let first = &server.requests_to("/c.bin")[0];
+    // 400 000 rounded down to 16 KiB, as aria2 does.
+    assert_eq!(first.range(), Some((393_216, None)));
+}
+
+#[test]
+fn continue_against_a_server_without_ranges_exits_8_or_restarts() {
+    let server = TestServer::plain();
+    let data = content(63, 300_000);
+    server.route("/n.bin", Route::bytes(data.clone()).no_ranges());
+    let dir = TestDir::new();
+    std::fs::write(dir.join("n.bin"), &data[..100_000]).unwrap();
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-c", "-d", &dir.arg(), &server.url("/n.bin")],
+    );
+    assert_eq!(run.code(), 8, "{run}");
+    assert!(run.output().contains("Invalid range header"), "{run}");
+    assert_eq!(
+        std::fs::read(dir.join("n.bin")).unwrap(),
+        &data[..100_000],
+        "partial file changed"
+    );
+    assert!(dir.join("n.bin.aria2").exists(), "{:?}", dir.entries());
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-c",
+            "--always-resume=false",
+            "-d",
+            &dir.arg(),
+            &server.url("/n.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(
+        run.stdout
+            .contains("Failed to resume download. Download from scratch."),
+        "{run}"
+    );
+    assert_eq!(sha256_file(&dir.join("n.bin")), sha256_hex(&data));
+}
+
+#[test]
+fn control_file_without_its_data_file_is_removed() {
+    let server = TestServer::plain();
+    let data = content(64, 50_000);
+    server.route("/d.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    // A valid control file (written by an interrupted run) whose data file was deleted since.
+    let args = vec![
+        "--no-conf".to_string(),
+        "-d".into(),
+        dir.arg(),
+        server.url("/d.bin"),
+    ];
+    let mut slow = TestServer::plain();
+    let big = content(65, 4 * MIB);
+    slow.route("/d.bin", slow_route(&big));
+    let slow_args = vec![
+        "--no-conf".to_string(),
+        "-d".into(),
+        dir.arg(),
+        slow.url("/d.bin"),
+    ];
+    assert_eq!(
+        run_and_signal(bin(), &slow_args, "-INT", Duration::from_millis(300)),
+        Some(7)
+    );
+    drop(std::mem::replace(&mut slow, TestServer::plain()));
+    assert!(dir.join("d.bin.aria2").exists());
+    std::fs::remove_file(dir.join("d.bin")).unwrap();
+    let run = ringdl(&dir, &args);
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(
+        run.stdout.contains("Removed the defunct control file"),
+        "{run}"
+    );
+    assert_eq!(sha256_file(&dir.join("d.bin")), sha256_hex(&data));
+}
+
+#[test]
+fn corrupt_control_file_is_refused_and_nothing_is_touched() {
+    let server = TestServer::plain();
+    server.route("/k.bin", Route::bytes(content(66, 100_000)));
+    let dir = TestDir::new();
+    std::fs::write(dir.join("k.bin"), b"partial").unwrap();
+    std::fs::write(dir.join("k.bin.aria2"), b"\x00\x01\x00\x00\x00\x00garbage").unwrap();
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-d", &dir.arg(), &server.url("/k.bin")],
+    );
+    assert_eq!(run.code(), 1, "{run}");
+    assert!(
+        run.output().contains("Failed to load the control file"),
+        "{run}"
+    );
+    assert_eq!(std::fs::read(dir.join("k.bin")).unwrap(), b"partial");
+    assert_eq!(server.stats().requests, 0);
+}
+
+/// Killed (SIGKILL: no chance to save) and interrupted (SIGINT) at random moments, resumed each time:
+/// the result is byte-exact. With aria2c present, aria2c does every other leg on the same files.
+fn kill_and_resume(with_aria2c: bool) {
+    let server = TestServer::plain();
+    let data = content(67, 256 * MIB + 777);
+    // At most ~6 MiB/s per connection, -x4: twenty legs of 0.2–0.6 s cannot finish 256 MiB.
+    server.route(
+        "/k.bin",
+        Route::bytes(data.clone()).throttle(64 * 1024, Duration::from_millis(10)),
+    );
+    let dir = TestDir::new();
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut rand = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for leg in 0..20 {
+        let aria2 = with_aria2c && leg % 2 == 1;
+        let program = if aria2 { "aria2c" } else { bin() };
+        let mut args = vec![
+            "--no-conf".to_string(),
+            "-c".into(),
+            "-x4".into(),
+            "-k1M".into(),
+            "--auto-save-interval=1".into(),
+            "-d".into(),
+            dir.arg(),
+            server.url("/k.bin"),
+        ];
+        if aria2 {
+            args.push("--console-log-level=error".into());
+        }
+        let signal = if leg < 10 { "-KILL" } else { "-INT" };
+        let after = Duration::from_millis(200 + rand() % 400);
+        run_and_signal(program, &args, signal, after);
+    }
+    assert!(
+        dir.join("k.bin.aria2").exists(),
+        "the legs finished the download: nothing was interrupted"
+    );
+    // The last leg runs to the end, at full speed.
+    server.route("/k.bin", Route::bytes(data.clone()));
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-c",
+            "-x4",
+            "-k1M",
+            "-d",
+            &dir.arg(),
+            &server.url("/k.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(
+        sha256_file(&dir.join("k.bin")),
+        sha256_hex(&data),
+        "final file differs"
+    );
+    assert!(!dir.join("k.bin.aria2").exists());
+    let _ = Path::new("");
+}
+
+#[test]
+fn killed_and_interrupted_twenty_times_then_exact() {
+    kill_and_resume(false);
+}
+
+#[test]
+fn killed_and_interrupted_with_aria2c_doing_every_other_leg() {
+    if !require_peer("aria2c", have_program("aria2c")) {
+        return;
+    }
+    kill_and_resume(true);
+}
+
+#[test]
+fn range_fault_on_resume_keeps_the_file_resumable() {
+    let server = TestServer::plain();
+    let data = content(68, 3 * MIB);
+    server.route(
+        "/f.bin",
+        Route::bytes(data.clone()).fault(Fault::ResetAfter(200_000), When::SegmentRequests),
+    );
+    let dir = TestDir::new();
+    std::fs::write(dir.join("f.bin"), &data[..MIB]).unwrap();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-c",
+            "-m2",
+            "-d",
+            &dir.arg(),
+            &server.url("/f.bin"),
+        ],
+    );
+    assert_ne!(run.code(), 0, "{run}");
+    assert!(dir.join("f.bin.aria2").exists(), "{:?}", dir.entries());
+    // Healed server: the next run completes from the control file.
+    server.route("/f.bin", Route::bytes(data.clone()));
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-d", &dir.arg(), &server.url("/f.bin")],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("f.bin")), sha256_hex(&data));
+}
