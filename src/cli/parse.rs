@@ -850,7 +850,8 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         allow_piece_length_change: r.bool("allow-piece-length-change"),
         remove_control_file: r.bool("remove-control-file"),
         always_resume: r.bool("always-resume"),
-        max_resume_failure_tries: u32::try_from(r.int("max-resume-failure-tries")).unwrap_or(u32::MAX),
+        max_resume_failure_tries: u32::try_from(r.int("max-resume-failure-tries"))
+            .unwrap_or(u32::MAX),
     }
 }
 
@@ -879,11 +880,17 @@ impl DownloadOptions {
                 "user-agent" => o.user_agent = v.clone(),
                 "header" => o.headers.push(v.clone()),
                 "continue" => o.continue_partial = v == "true",
-                "piece-length" => o.piece_length = defs::parse_size(v).and_then(|n| u32::try_from(n).ok()).unwrap_or(o.piece_length),
+                "piece-length" => {
+                    o.piece_length = defs::parse_size(v)
+                        .and_then(|n| u32::try_from(n).ok())
+                        .unwrap_or(o.piece_length)
+                }
                 "allow-piece-length-change" => o.allow_piece_length_change = v == "true",
                 "remove-control-file" => o.remove_control_file = v == "true",
                 "always-resume" => o.always_resume = v == "true",
-                "max-resume-failure-tries" => o.max_resume_failure_tries = v.parse().unwrap_or(o.max_resume_failure_tries),
+                "max-resume-failure-tries" => {
+                    o.max_resume_failure_tries = v.parse().unwrap_or(o.max_resume_failure_tries)
+                }
                 _ => {}
             }
         }

@@ -379,7 +379,7 @@ mod tests {
             (p.segment(b).start, p.segment(b).end),
             (6 * MIB, 8 * MIB + 5)
         );
-        let all = Plan::from_done(100, MIB, &RangeSet::from_ranges(&[0..100]));
+        let all = Plan::from_done(100, MIB, &RangeSet::single(0..100));
         assert!(all.is_complete());
         let empty = Plan::from_done(0, MIB, &RangeSet::new());
         assert!(empty.is_complete());
