@@ -301,3 +301,110 @@ fn range_fault_on_resume_keeps_the_file_resumable() {
     assert_eq!(run.code(), 0, "{run}");
     assert_eq!(sha256_file(&dir.join("f.bin")), sha256_hex(&data));
 }
+
+fn digest_hex(kind: &str, data: &[u8]) -> String {
+    use sha2::Digest;
+    let bytes = match kind {
+        "sha-256" => sha2::Sha256::digest(data).to_vec(),
+        "sha-512" => sha2::Sha512::digest(data).to_vec(),
+        _ => unreachable!(),
+    };
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn checksum_verified_in_order_and_read_back_out_of_order() {
+    let server = TestServer::plain();
+    let data = content(69, 5 * MIB + 99);
+    server.route("/s.bin", Route::bytes(data.clone()));
+    for (kind, split) in [("sha-256", "-x1"), ("sha-512", "-x8")] {
+        let dir = TestDir::new();
+        let sum = format!("--checksum={kind}={}", digest_hex(kind, &data));
+        let run = ringdl(
+            &dir,
+            &[
+                "--no-conf",
+                split,
+                "-k1M",
+                &sum,
+                "-d",
+                &dir.arg(),
+                &server.url("/s.bin"),
+            ],
+        );
+        assert_eq!(run.code(), 0, "{run}");
+        assert!(
+            run.stdout
+                .contains("Verification finished successfully. file="),
+            "{run}"
+        );
+        assert_eq!(sha256_file(&dir.join("s.bin")), sha256_hex(&data));
+    }
+}
+
+#[test]
+fn checksum_mismatch_exits_32_and_keeps_the_file() {
+    let server = TestServer::plain();
+    let data = content(70, 300_000);
+    server.route("/m.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let wrong = format!("--checksum=sha-256={}", "0".repeat(64));
+    let run = ringdl(
+        &dir,
+        &["--no-conf", &wrong, "-d", &dir.arg(), &server.url("/m.bin")],
+    );
+    assert_eq!(run.code(), 32, "{run}");
+    assert!(
+        run.stdout.contains("Checksum error detected. file="),
+        "{run}"
+    );
+    assert!(dir.join("m.bin").exists());
+    // The control file claims nothing, so a rerun fetches everything again.
+    let right = format!("--checksum=sha-256={}", digest_hex("sha-256", &data));
+    let run = ringdl(
+        &dir,
+        &["--no-conf", &right, "-d", &dir.arg(), &server.url("/m.bin")],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("m.bin")), sha256_hex(&data));
+}
+
+#[test]
+fn checksum_after_resume_reads_the_earlier_bytes_back() {
+    let server = TestServer::plain();
+    let data = content(71, 2 * MIB + 5);
+    server.route("/v.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    std::fs::write(dir.join("v.bin"), &data[..MIB]).unwrap();
+    let sum = format!("--checksum=sha-256={}", digest_hex("sha-256", &data));
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-c",
+            &sum,
+            "-d",
+            &dir.arg(),
+            &server.url("/v.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(
+        run.stdout.contains("Verification finished successfully"),
+        "{run}"
+    );
+    // A partial file with wrong bytes fails the check instead of passing unseen.
+    std::fs::write(dir.join("v.bin"), vec![0u8; MIB]).unwrap();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-c",
+            &sum,
+            "-d",
+            &dir.arg(),
+            &server.url("/v.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 32, "{run}");
+}

@@ -16,6 +16,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "allow-overwrite",
     "allow-piece-length-change",
     "always-resume",
+    "checksum",
     "auto-save-interval",
     "continue",
     "max-resume-failure-tries",
@@ -103,6 +104,8 @@ pub struct DownloadOptions {
     /// When the server cannot resume: restart from zero (true) or fail with exit 8 (false).
     pub always_resume: bool,
     pub max_resume_failure_tries: u32,
+    /// `--checksum=TYPE=DIGEST` the finished file must have.
+    pub checksum: Option<String>,
 }
 
 /// Everything the engine and the UI need to know, validated.
@@ -852,6 +855,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         always_resume: r.bool("always-resume"),
         max_resume_failure_tries: u32::try_from(r.int("max-resume-failure-tries"))
             .unwrap_or(u32::MAX),
+        checksum: r.text("checksum"),
     }
 }
 
@@ -888,6 +892,7 @@ impl DownloadOptions {
                 "allow-piece-length-change" => o.allow_piece_length_change = v == "true",
                 "remove-control-file" => o.remove_control_file = v == "true",
                 "always-resume" => o.always_resume = v == "true",
+                "checksum" => o.checksum = Some(v.clone()).filter(|s| !s.is_empty()),
                 "max-resume-failure-tries" => {
                     o.max_resume_failure_tries = v.parse().unwrap_or(o.max_resume_failure_tries)
                 }

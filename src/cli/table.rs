@@ -1084,7 +1084,6 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("HASH_TYPE=HEX_DIGEST")
     .tags(&["#http", "#ftp", "#checksum"])
     .input()
-    .unsupported("checksum")
     .long(
         "For example sha-256=<64 hex digits>. The types aria2 knows (md5, sha-1, \
             sha-224, sha-256, sha-384, sha-512, adler32) are listed by `aria2c -v`. \

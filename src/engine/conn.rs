@@ -320,6 +320,14 @@ pub struct Download {
     pub resumed: bool,
     /// `-c` without a control file: the existing file's length (rounded down to 16 KiB), asked for first.
     pub continue_from: Option<u64>,
+    /// `--checksum`: the digest the file must have, and the hash of its first `hash_pos` bytes,
+    /// taken as blocks are written in order.
+    pub expected: Option<crate::store::checksum::Expected>,
+    pub hasher: Option<crate::store::checksum::Hasher>,
+    pub hash_pos: u64,
+    /// Reading the file back to finish the hash (blocks arrived out of order, or resumed).
+    pub verifying: bool,
+    pub verified: bool,
     /// The file was preallocated to its full length.
     pub preallocated: bool,
     pub failures: u32,
@@ -338,6 +346,13 @@ impl Download {
     pub fn new(gid: u64, uris: Vec<Url>, first_uri: String, opts: DownloadOptions) -> Download {
         let n = uris.len();
         let piece_length = opts.piece_length;
+        let expected = opts
+            .checksum
+            .as_deref()
+            .and_then(crate::store::checksum::parse);
+        let hasher = expected
+            .as_ref()
+            .map(|e| crate::store::checksum::Hasher::new(e.kind));
         Download {
             gid,
             uris,
@@ -363,6 +378,11 @@ impl Download {
             last_save: None,
             resumed: false,
             continue_from: None,
+            expected,
+            hasher,
+            hash_pos: 0,
+            verifying: false,
+            verified: false,
             preallocated: false,
             failures: 0,
             error: None,

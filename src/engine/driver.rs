@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 mod resume;
+mod verify;
 
 /// Receives application data on a TLS connection that has no exchange (idle, or between requests):
 /// there should be none, and any makes the connection unfit for reuse.
@@ -107,6 +108,12 @@ enum Op {
     },
     Writeback {
         dl: usize,
+    },
+    /// Reading the finished file back to check its digest.
+    VerifyRead {
+        dl: usize,
+        block: u32,
+        off: u64,
     },
     Tick,
     Wake,
@@ -358,7 +365,9 @@ impl Engine<'_> {
                 }
                 if let Some(op) = self.ops.remove(ud) {
                     match op {
-                        Op::Write { block, .. } => self.pool.writes.free(block),
+                        Op::Write { block, .. } | Op::VerifyRead { block, .. } => {
+                            self.pool.writes.free(block)
+                        }
                         Op::Connect { slot, .. }
                         | Op::Recv { slot, .. }
                         | Op::Send { slot, .. } => {
@@ -676,6 +685,7 @@ impl Engine<'_> {
                 done,
                 data,
             } => self.on_write(dl, block, off, len, done, data, res),
+            Op::VerifyRead { dl, block, off } => self.on_verify_read(dl, block, off, res),
             Op::Writeback { dl } => {
                 self.dls[dl].writes -= 1;
                 self.maybe_finish(dl);
@@ -2053,6 +2063,14 @@ impl Engine<'_> {
             if len > fl.fill.filled {
                 self.pool.writes.slice(fl.fill.block)[fl.fill.filled..len].fill(0);
             }
+            if d.hasher.is_some() && d.hash_pos == fl.fill.off {
+                // In file order: hash the block now, while it is in memory.
+                let data = &self.pool.writes.slice(fl.fill.block)[..fl.fill.filled];
+                if let Some(h) = d.hasher.as_mut() {
+                    h.update(data);
+                }
+                d.hash_pos += fl.fill.filled as u64;
+            }
             d.writes += 1;
             d.high_water = d.high_water.max(fl.fill.off + fl.fill.filled as u64);
             let ptr = self.pool.writes.ptr(fl.fill.block);
@@ -2243,6 +2261,13 @@ impl Engine<'_> {
         if !complete || pending_fill {
             return;
         }
+        if self.dls[dl].expected.is_some() && !self.dls[dl].verified {
+            // The digest decides: finish hashing (reading the file back if needed) first.
+            if !self.dls[dl].verifying {
+                self.start_verify(dl);
+            }
+            return;
+        }
         let d = &mut self.dls[dl];
         let total = d.plan.as_ref().map_or(0, Plan::total);
         let path = d
@@ -2285,6 +2310,13 @@ impl Engine<'_> {
 
     fn on_tick(&mut self) {
         self.autosave();
+        // A verification that found no free block waits for one here.
+        for dl in 0..self.dls.len() {
+            let d = &self.dls[dl];
+            if d.state == DlState::Active && d.expected.is_some() && !d.verifying && !d.verified {
+                self.maybe_finish(dl);
+            }
+        }
         let now = Instant::now();
         let mut active = Vec::new();
         let mut paths = Vec::new();

@@ -156,6 +156,15 @@ impl Ring {
         self.push(&[w]);
     }
 
+    /// Read `len` bytes of `fd` at `offset` into `buf` inside the registered pool.
+    pub fn read_file_fixed(&mut self, fd: RawFd, buf: *mut u8, len: usize, offset: u64, ud: u64) {
+        let r = opcode::ReadFixed::new(types::Fd(fd), buf, len as u32, 0)
+            .offset(offset)
+            .build()
+            .user_data(ud);
+        self.push(&[r]);
+    }
+
     /// Start writeback of a range and then drop it from the page cache (buffered fallback only).
     pub fn writeback_and_drop(&mut self, fd: RawFd, offset: u64, len: usize, ud: u64) {
         let s = opcode::SyncFileRange::new(types::Fd(fd), len as u32)

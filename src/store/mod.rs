@@ -1,6 +1,7 @@
 //! Output files: choosing the path (aria2's renaming rules), opening with `O_DIRECT` or the buffered
 //! fallback, preallocating, and the arithmetic of packing bytes into aligned write blocks. The bytes
 //! themselves move through the ring (`engine/`); this module decides where and how much.
+pub mod checksum;
 pub mod control;
 use std::fs::{File, OpenOptions};
 use std::io;

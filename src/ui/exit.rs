@@ -25,6 +25,7 @@ impl ExitCode {
     pub const HTTP_AUTH: ExitCode = ExitCode(24);
     pub const BAD_OPTION: ExitCode = ExitCode(28);
     pub const SERVICE_UNAVAILABLE: ExitCode = ExitCode(29);
+    pub const CHECKSUM: ExitCode = ExitCode(32);
 
     /// The exit code for a final HTTP status that is not a success or a redirect.
     pub fn for_http_status(status: u16) -> ExitCode {

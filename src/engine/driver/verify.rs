@@ -1,0 +1,106 @@
+//! `--checksum`: a file's digest is taken from its blocks as they are written in file order; what
+//! arrived out of order (or was on disk from an earlier run) is read back through the ring with
+//! `O_DIRECT`, never through the page cache, and hashed before the download may complete.
+use super::*;
+
+impl Engine<'_> {
+    /// Completes the digest of download `dl` (reading the rest of the file back) and then decides.
+    pub(super) fn start_verify(&mut self, dl: usize) {
+        self.dls[dl].verifying = true;
+        self.verify_next(dl);
+    }
+
+    /// Issues the next read-back, or compares the digest once the whole file is hashed.
+    fn verify_next(&mut self, dl: usize) {
+        let d = &mut self.dls[dl];
+        let total = d.plan.as_ref().map_or(0, Plan::total);
+        if d.hash_pos >= total {
+            self.verify_done(dl);
+            return;
+        }
+        let Some(fd) = d.file.as_ref().map(|f| f.as_raw_fd()) else {
+            self.verify_done(dl);
+            return;
+        };
+        let Some(block) = self.pool.writes.alloc() else {
+            // Every block is busy elsewhere; the next completion or tick tries again.
+            d.verifying = false;
+            return;
+        };
+        let d = &mut self.dls[dl];
+        d.writes += 1;
+        let off = d.hash_pos;
+        let len = self.pool.writes.size();
+        let ptr = self.pool.writes.ptr(block);
+        let ud = self.ops.insert(Op::VerifyRead { dl, block, off });
+        self.ring.read_file_fixed(fd, ptr, len, off, ud);
+    }
+
+    pub(super) fn on_verify_read(&mut self, dl: usize, block: u32, off: u64, res: i32) {
+        let total = self.dls[dl].plan.as_ref().map_or(0, Plan::total);
+        if res <= 0 {
+            self.pool.writes.free(block);
+            self.dls[dl].writes -= 1;
+            let path = self.dls[dl]
+                .path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let why = if res < 0 {
+                errno_text(res)
+            } else {
+                "the file is shorter than expected".to_string()
+            };
+            self.dls[dl].verifying = false;
+            self.fail_download(
+                dl,
+                Failure::fatal(
+                    ExitCode::FILE_IO,
+                    format!("Failed to read the file {path} back for its checksum, cause: {why}"),
+                ),
+                None,
+            );
+            return;
+        }
+        let n = (res as u64).min(total.saturating_sub(off)) as usize;
+        let data = &self.pool.writes.slice(block)[..n];
+        let d = &mut self.dls[dl];
+        if let Some(h) = d.hasher.as_mut() {
+            h.update(data);
+        }
+        d.hash_pos = off + n as u64;
+        d.writes -= 1;
+        self.pool.writes.free(block);
+        self.verify_next(dl);
+    }
+
+    /// The whole file is hashed: a match lets the download complete, a mismatch is exit 32.
+    fn verify_done(&mut self, dl: usize) {
+        let d = &mut self.dls[dl];
+        d.verifying = false;
+        let (Some(expected), Some(hasher)) = (d.expected.clone(), d.hasher.take()) else {
+            return;
+        };
+        let path = d
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        if hasher.finish() == expected.digest {
+            d.verified = true;
+            self.console
+                .notice(&format!("Verification finished successfully. file={path}"));
+            self.maybe_finish(dl);
+        } else {
+            // Nothing of this file can be trusted for a resume.
+            d.written = crate::plan::RangeSet::new();
+            self.console
+                .error(&format!("Checksum error detected. file={path}"));
+            self.dls[dl].error = Some(Failure::fatal(
+                ExitCode::CHECKSUM,
+                format!("Checksum error detected. file={path}"),
+            ));
+            self.maybe_finish(dl);
+        }
+    }
+}
