@@ -108,10 +108,7 @@ mod tests {
         assert_eq!(s.gaps(100), vec![10..20, 30..50, 60..100]);
         assert_eq!(s.gaps(55), vec![10..20, 30..50]);
         assert_eq!(RangeSet::new().gaps(7), vec![0..7]);
-        assert_eq!(
-            RangeSet::single(0..7).gaps(7),
-            Vec::<Range<u64>>::new()
-        );
+        assert_eq!(RangeSet::single(0..7).gaps(7), Vec::<Range<u64>>::new());
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl Kind {
     }
 
     /// Digest length in bytes.
-    pub fn len(self) -> usize {
+    pub fn digest_len(self) -> usize {
         match self {
             Kind::Md5 => 16,
             Kind::Sha1 => 20,
@@ -67,7 +67,7 @@ pub struct Expected {
 pub fn parse(spec: &str) -> Option<Expected> {
     let (name, hex) = spec.split_once('=')?;
     let kind = Kind::from_name(name)?;
-    if hex.len() != kind.len() * 2 {
+    if hex.len() != kind.digest_len() * 2 {
         return None;
     }
     let digest = (0..hex.len())

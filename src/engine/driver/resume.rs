@@ -258,6 +258,10 @@ impl Engine<'_> {
         let (Some(path), Some(plan)) = (&d.path, &d.plan) else {
             return;
         };
+        if plan.total() == 0 {
+            // Nothing to resume (aria2 writes no control file for an empty file either).
+            return;
+        }
         let ctl = d
             .control
             .get_or_insert_with(|| control::control_path(path))
