@@ -17,6 +17,11 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "allow-piece-length-change",
     "always-resume",
     "checksum",
+    "lowest-speed-limit",
+    "max-download-limit",
+    "max-file-not-found",
+    "max-overall-download-limit",
+    "retry-wait",
     "auto-save-interval",
     "continue",
     "max-resume-failure-tries",
@@ -106,6 +111,12 @@ pub struct DownloadOptions {
     pub max_resume_failure_tries: u32,
     /// `--checksum=TYPE=DIGEST` the finished file must have.
     pub checksum: Option<String>,
+    /// Bytes per second this download may receive (0: no limit).
+    pub max_download_limit: u64,
+    /// Bytes per second at or below which the download fails with exit 5 (0: never).
+    pub lowest_speed_limit: u64,
+    /// "Not found" answers tolerated before exit 4 (0: the first is fatal, exit 3).
+    pub max_file_not_found: u32,
 }
 
 /// Everything the engine and the UI need to know, validated.
@@ -128,6 +139,10 @@ pub struct Settings {
     pub max_tries: u32,
     /// Seconds between control-file saves (0: only when stopping).
     pub auto_save_interval: u64,
+    /// Seconds between tries (0: at once); with it, 502/503 answers are retried.
+    pub retry_wait: u64,
+    /// Bytes per second all downloads together may receive (0: no limit).
+    pub max_overall_download_limit: u64,
     /// `-l`: a file, or `-` for stdout.
     pub log: Option<String>,
     pub log_level: LogLevel,
@@ -856,6 +871,9 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         max_resume_failure_tries: u32::try_from(r.int("max-resume-failure-tries"))
             .unwrap_or(u32::MAX),
         checksum: r.text("checksum"),
+        max_download_limit: r.size("max-download-limit"),
+        lowest_speed_limit: r.size("lowest-speed-limit"),
+        max_file_not_found: u32::try_from(r.int("max-file-not-found")).unwrap_or(u32::MAX),
     }
 }
 
@@ -893,6 +911,15 @@ impl DownloadOptions {
                 "remove-control-file" => o.remove_control_file = v == "true",
                 "always-resume" => o.always_resume = v == "true",
                 "checksum" => o.checksum = Some(v.clone()).filter(|s| !s.is_empty()),
+                "max-download-limit" => {
+                    o.max_download_limit = defs::parse_size(v).unwrap_or(o.max_download_limit)
+                }
+                "lowest-speed-limit" => {
+                    o.lowest_speed_limit = defs::parse_size(v).unwrap_or(o.lowest_speed_limit)
+                }
+                "max-file-not-found" => {
+                    o.max_file_not_found = v.parse().unwrap_or(o.max_file_not_found)
+                }
                 "max-resume-failure-tries" => {
                     o.max_resume_failure_tries = v.parse().unwrap_or(o.max_resume_failure_tries)
                 }
@@ -935,6 +962,8 @@ fn build(
         connect_timeout_secs: r.int("connect-timeout").max(1) as u64,
         max_tries: u32::try_from(r.int("max-tries")).unwrap_or(u32::MAX),
         auto_save_interval: r.int("auto-save-interval").max(0) as u64,
+        retry_wait: r.int("retry-wait").max(0) as u64,
+        max_overall_download_limit: r.size("max-overall-download-limit"),
         log: r
             .text("log")
             .map(|p| if p == "-" { p } else { expand_home(&p, env) }),

@@ -190,7 +190,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("0")
     .tags(&["#http", "#ftp"])
     .input()
-    .unsupported("speed limits")
     .long(
         "SPEED takes a K or M suffix (1K = 1024, 1M = 1024K). BitTorrent \
             downloads are not affected.",
@@ -223,7 +222,6 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("0-*")
     .default("0")
     .tags(&["#http", "#ftp", "#bittorrent"])
-    .unsupported("speed limits")
     .long(
         "Takes a K or M suffix. --max-download-limit caps each download on its \
             own.",
@@ -241,7 +239,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("0")
     .tags(&["#http", "#ftp", "#bittorrent"])
     .input()
-    .unsupported("speed limits")
     .long(
         "Takes a K or M suffix. --max-overall-download-limit caps all downloads \
             together.",
@@ -613,7 +610,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("0")
     .tags(&["#http", "#ftp"])
     .input()
-    .unsupported("retries")
     .long(
         "Each such answer uses up a try, so --max-tries must allow at least N \
             tries. HTTP(S)/FTP only.",
@@ -983,7 +979,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("0")
     .tags(&["#http", "#ftp"])
     .input()
-    .unsupported("retries")
     .long("Above 0, an HTTP 503 answer is retried as well."),
     opt(
         "async-dns-server",

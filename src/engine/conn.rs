@@ -44,6 +44,8 @@ pub struct Failure {
     pub message: String,
     /// Worth another connection (network trouble) rather than fatal for the download.
     pub retry: bool,
+    /// Seconds to wait before that retry, when the server said (Retry-After).
+    pub wait: Option<u64>,
 }
 
 impl Failure {
@@ -52,6 +54,7 @@ impl Failure {
             code,
             message: message.into(),
             retry: false,
+            wait: None,
         }
     }
     pub fn retry(code: ExitCode, message: impl Into<String>) -> Failure {
@@ -59,7 +62,14 @@ impl Failure {
             code,
             message: message.into(),
             retry: true,
+            wait: None,
         }
+    }
+
+    /// This failure's retry waits `secs` seconds.
+    pub fn after(mut self, secs: u64) -> Failure {
+        self.wait = Some(secs);
+        self
     }
 }
 
@@ -235,6 +245,8 @@ pub struct Conn {
     pub tls_blocked: bool,
     /// The last connect's error (negative errno), for the message when every address failed.
     pub connect_error: i32,
+    /// Not reading because a rate limit's tokens are spent; a timer wakes it.
+    pub throttled: bool,
 }
 
 /// The work a new connection is opened for.
@@ -270,6 +282,7 @@ impl Conn {
             starved: false,
             tls_blocked: false,
             connect_error: -libc::ECONNREFUSED,
+            throttled: false,
         }
     }
 }
@@ -328,6 +341,13 @@ pub struct Download {
     /// Reading the file back to finish the hash (blocks arrived out of order, or resumed).
     pub verifying: bool,
     pub verified: bool,
+    /// `--max-download-limit`.
+    pub bucket: Option<Bucket>,
+    /// Connections to open once `retry_at` has passed (`--retry-wait`).
+    pub deferred: usize,
+    pub retry_at: Option<Instant>,
+    /// "Not found" answers so far (`--max-file-not-found`).
+    pub not_found: u32,
     /// The file was preallocated to its full length.
     pub preallocated: bool,
     pub failures: u32,
@@ -346,6 +366,7 @@ impl Download {
     pub fn new(gid: u64, uris: Vec<Url>, first_uri: String, opts: DownloadOptions) -> Download {
         let n = uris.len();
         let piece_length = opts.piece_length;
+        let opts_limit = opts.max_download_limit;
         let expected = opts
             .checksum
             .as_deref()
@@ -383,6 +404,10 @@ impl Download {
             hash_pos: 0,
             verifying: false,
             verified: false,
+            bucket: (opts_limit > 0).then(|| Bucket::new(opts_limit)),
+            deferred: 0,
+            retry_at: None,
+            not_found: 0,
             preallocated: false,
             failures: 0,
             error: None,
@@ -423,6 +448,51 @@ impl Download {
         } else {
             None
         }
+    }
+}
+
+/// A token bucket: bytes may be received while it holds tokens; it refills at `rate` per second.
+/// Reads are not cut to the tokens left, so it may go below zero; the connection then waits until
+/// the debt is repaid, which keeps the long-run rate exact.
+#[derive(Debug, Clone)]
+pub struct Bucket {
+    pub rate: u64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    pub fn new(rate: u64) -> Bucket {
+        Bucket {
+            rate,
+            tokens: 0.0,
+            last: Instant::now(),
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let dt = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        // A small burst allowance: a tenth of a second's worth, at least 16 KiB.
+        let cap = (self.rate as f64 / 10.0).max(16384.0);
+        self.tokens = (self.tokens + dt * self.rate as f64).min(cap);
+    }
+
+    /// When reading may go on: now (None) or at the returned instant.
+    pub fn wait_until(&mut self, now: Instant) -> Option<Instant> {
+        self.refill(now);
+        if self.tokens > 0.0 {
+            None
+        } else {
+            let secs = (-self.tokens + 1.0) / self.rate.max(1) as f64;
+            Some(now + std::time::Duration::from_secs_f64(secs))
+        }
+    }
+
+    /// Records `n` bytes received.
+    pub fn charge(&mut self, n: u64, now: Instant) {
+        self.refill(now);
+        self.tokens -= n as f64;
     }
 }
 

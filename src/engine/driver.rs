@@ -24,6 +24,7 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 use url::Url;
 
+mod pace;
 mod resume;
 mod verify;
 
@@ -109,6 +110,11 @@ enum Op {
     Writeback {
         dl: usize,
     },
+    /// A one-off timer (rate limits, retry waits); the kernel reads its timespec.
+    Timer {
+        _ts: Box<io_uring::types::Timespec>,
+        at: Instant,
+    },
     /// Reading the finished file back to check its digest.
     VerifyRead {
         dl: usize,
@@ -164,6 +170,10 @@ struct Engine<'a> {
     summary: Summary,
     /// Built when the first https:// connection needs it.
     tls: Option<TlsConfig>,
+    /// `--max-overall-download-limit`.
+    overall: Option<super::conn::Bucket>,
+    /// When the timers in flight fire.
+    timers: Vec<Instant>,
     resolver: Resolver,
     wake_buf: Box<u64>,
     wake_ud: Option<u64>,
@@ -276,6 +286,9 @@ pub fn run(
         jobs_done: false,
         summary: Summary::default(),
         tls: None,
+        overall: (settings.max_overall_download_limit > 0)
+            .then(|| super::conn::Bucket::new(settings.max_overall_download_limit)),
+        timers: Vec::new(),
         resolver,
         wake_buf: Box::new(0),
         wake_ud: None,
@@ -344,7 +357,7 @@ impl Engine<'_> {
             // Connections cancelled their own operations above; writes are let finish.
             if matches!(
                 self.ops.slots[ud as usize],
-                Some(Op::Tick | Op::Wake | Op::Signal)
+                Some(Op::Tick | Op::Wake | Op::Signal | Op::Timer { .. })
             ) {
                 self.ring.cancel(ud);
             }
@@ -686,6 +699,7 @@ impl Engine<'_> {
                 data,
             } => self.on_write(dl, block, off, len, done, data, res),
             Op::VerifyRead { dl, block, off } => self.on_verify_read(dl, block, off, res),
+            Op::Timer { at, .. } => self.on_timer(at),
             Op::Writeback { dl } => {
                 self.dls[dl].writes -= 1;
                 self.maybe_finish(dl);
@@ -1076,6 +1090,13 @@ impl Engine<'_> {
             return;
         }
         let n = res as usize;
+        if let Some(dl) = self.conns[slot]
+            .as_ref()
+            .and_then(|c| c.ex.as_ref())
+            .map(|e| e.dl)
+        {
+            self.charge(dl, n as u64);
+        }
         if direct {
             self.received_direct(slot, n);
         } else {
@@ -1285,6 +1306,27 @@ impl Engine<'_> {
             };
             let mirror = ex.mirror;
             let d = &mut self.dls[dl];
+            // aria2 retries 502/503 only with --retry-wait (honouring Retry-After here), and 504
+            // always.
+            if matches!(status, 502 | 503) && self.s.retry_wait > 0 || status == 504 {
+                let wait = resp.retry_after.map_or(self.s.retry_wait, |s| s.min(600));
+                self.fail_conn(slot, Failure::retry(code, msg).after(wait));
+                return;
+            }
+            if status == 404 && d.opts.max_file_not_found > 0 {
+                d.not_found += 1;
+                let limit = d.opts.max_file_not_found;
+                let f = if d.not_found >= limit {
+                    Failure::fatal(
+                        ExitCode(4),
+                        format!("{msg}; {limit} 'not found' answers (--max-file-not-found)"),
+                    )
+                } else {
+                    Failure::retry(code, msg)
+                };
+                self.fail_conn(slot, f);
+                return;
+            }
             d.bad_uris[mirror] = true;
             if d.bad_uris.iter().all(|b| *b) {
                 self.fail_conn(slot, Failure::fatal(code, msg));
@@ -1889,10 +1931,12 @@ impl Engine<'_> {
             );
         }
         let d = &mut self.dls[dl];
-        if d.plan.is_none() || d.ranges_ok {
-            d.wanted += 1;
-        }
+        let wait = f.wait.unwrap_or(self.s.retry_wait);
+        let again = d.plan.is_none() || d.ranges_ok;
         d.soft_error = Some(f);
+        if again {
+            self.retry_later(dl, wait);
+        }
         self.maybe_finish(dl);
     }
 
@@ -1978,6 +2022,17 @@ impl Engine<'_> {
             }
             return;
         }
+        if c.throttled {
+            return;
+        }
+        let dl = ex.dl;
+        if !self.may_read(slot, dl) {
+            return;
+        }
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(ex) = c.ex.as_mut() else { return };
         if c.tls.is_none() && ex.direct_body() {
             let d = &mut self.dls[ex.dl];
             let Some(plan) = d.plan.as_mut() else { return };
@@ -2320,8 +2375,15 @@ impl Engine<'_> {
         let now = Instant::now();
         let mut active = Vec::new();
         let mut paths = Vec::new();
-        for d in self.dls.iter_mut().filter(|d| d.state == DlState::Active) {
+        let mut speeds = Vec::new();
+        for (i, d) in self
+            .dls
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, d)| d.state == DlState::Active)
+        {
             let speed = d.sample_speed(now);
+            speeds.push((i, speed));
             active.push(Progress {
                 gid: d.gid,
                 done: d.received(),
@@ -2336,6 +2398,9 @@ impl Engine<'_> {
             );
         }
         self.console.tick(&active);
+        for (dl, speed) in speeds {
+            self.check_slow(dl, speed);
+        }
         let every = self.s.summary_interval;
         if every > 0 && now.duration_since(self.last_summary).as_secs() >= every {
             self.last_summary = now;

@@ -193,6 +193,12 @@ impl Ring {
         self.push(&[r]);
     }
 
+    /// A one-off timer firing after `ts` (owned by the in-flight table until the CQE).
+    pub fn timer(&mut self, ts: *const types::Timespec, ud: u64) {
+        let t = opcode::Timeout::new(ts).build().user_data(ud);
+        self.push(&[t]);
+    }
+
     /// The UI tick.
     pub fn tick(&mut self, ud: u64) {
         let t = opcode::Timeout::new(&self.timespecs[Clock::Tick as usize])

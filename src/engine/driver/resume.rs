@@ -28,12 +28,17 @@ impl Engine<'_> {
         if d.opts.remove_control_file {
             let _ = std::fs::remove_file(&ctl);
         }
-        let loaded = control::load(&ctl).map_err(|e| {
-            Failure::fatal(
-                ExitCode::UNKNOWN,
-                format!("Failed to load the control file {}: {e}", ctl.display()),
-            )
-        })?;
+        let loaded = match control::load(&ctl) {
+            Ok(l) => l,
+            // Unreadable (e.g. the directory is not one): opening the file will say why.
+            Err(control::LoadError::Io(_)) => None,
+            Err(e) => {
+                return Err(Failure::fatal(
+                    ExitCode::UNKNOWN,
+                    format!("Failed to load the control file {}: {e}", ctl.display()),
+                ))
+            }
+        };
         match loaded {
             Some(cf) if path.is_file() => self.resume_from_control(dl, path, ctl, cf, first),
             Some(_) => {

@@ -1,0 +1,120 @@
+//! Time in the ring: rate limits (token buckets that pause reads until a timer says the tokens are
+//! back — no busy waiting, no sleeping thread), `--retry-wait`, and `--lowest-speed-limit`.
+use super::*;
+use io_uring::types::Timespec;
+
+/// aria2 judges a download too slow only after it has run this long.
+const SLOW_GRACE: Duration = Duration::from_secs(10);
+
+fn later(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+impl Engine<'_> {
+    /// Whether connection `slot` of download `dl` may read now; if not, it waits for a timer.
+    pub(super) fn may_read(&mut self, slot: usize, dl: usize) -> bool {
+        let now = Instant::now();
+        let mut wake = self.dls[dl].bucket.as_mut().and_then(|b| b.wait_until(now));
+        wake = later(wake, self.overall.as_mut().and_then(|b| b.wait_until(now)));
+        match wake {
+            None => true,
+            Some(at) => {
+                if let Some(c) = self.conns[slot].as_mut() {
+                    c.throttled = true;
+                }
+                self.set_timer(at);
+                false
+            }
+        }
+    }
+
+    /// `n` bytes arrived for download `dl`.
+    pub(super) fn charge(&mut self, dl: usize, n: u64) {
+        let now = Instant::now();
+        if let Some(b) = self.dls[dl].bucket.as_mut() {
+            b.charge(n, now);
+        }
+        if let Some(b) = self.overall.as_mut() {
+            b.charge(n, now);
+        }
+    }
+
+    /// Makes sure the loop wakes at `at` (a timer firing earlier will check again then).
+    pub(super) fn set_timer(&mut self, at: Instant) {
+        if self.timers.iter().any(|t| *t <= at) {
+            return;
+        }
+        let d = at.saturating_duration_since(Instant::now());
+        let ts = Box::new(Timespec::new().sec(d.as_secs()).nsec(d.subsec_nanos()));
+        let ptr: *const Timespec = &*ts;
+        let ud = self.ops.insert(Op::Timer { _ts: ts, at });
+        self.ring.timer(ptr, ud);
+        self.timers.push(at);
+    }
+
+    /// A timer fired: throttled connections read again if they may, waits that are over end.
+    pub(super) fn on_timer(&mut self, at: Instant) {
+        self.timers.retain(|t| *t != at);
+        let now = Instant::now();
+        for slot in 0..self.conns.len() {
+            let waiting = self.conns[slot].as_ref().is_some_and(|c| c.throttled);
+            if waiting {
+                if let Some(c) = self.conns[slot].as_mut() {
+                    c.throttled = false;
+                }
+                self.arm_recv(slot);
+            }
+        }
+        for dl in 0..self.dls.len() {
+            let d = &mut self.dls[dl];
+            match d.retry_at {
+                Some(t) if t <= now => {
+                    d.retry_at = None;
+                    d.wanted += std::mem::take(&mut d.deferred);
+                }
+                Some(t) => self.set_timer(t),
+                None => {}
+            }
+        }
+    }
+
+    /// A retry of download `dl` after `wait` seconds (at once when 0).
+    pub(super) fn retry_later(&mut self, dl: usize, wait: u64) {
+        let d = &mut self.dls[dl];
+        if wait == 0 {
+            d.wanted += 1;
+            return;
+        }
+        let at = Instant::now() + Duration::from_secs(wait);
+        d.deferred += 1;
+        d.retry_at = Some(d.retry_at.map_or(at, |t| t.max(at)));
+        self.set_timer(at);
+    }
+
+    /// `--lowest-speed-limit`: after the grace period, a download at or below it fails (exit 5).
+    pub(super) fn check_slow(&mut self, dl: usize, speed: u64) {
+        let d = &self.dls[dl];
+        let limit = d.opts.lowest_speed_limit;
+        let running = d.started.map_or(Duration::ZERO, |s| s.elapsed());
+        if limit == 0 || running < SLOW_GRACE || d.verifying || d.error.is_some() || speed > limit {
+            return;
+        }
+        let host = d
+            .uris
+            .first()
+            .and_then(|u| u.host_str())
+            .unwrap_or_default()
+            .to_string();
+        self.fail_download(
+            dl,
+            Failure::fatal(
+                ExitCode(5),
+                format!("Too slow Downloading speed: {speed} <= {limit}(B/s), host:{host}"),
+            ),
+            None,
+        );
+    }
+}
