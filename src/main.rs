@@ -107,8 +107,7 @@ fn real_main() -> i32 {
             } else {
                 Status::Err
             },
-            avg_speed: (o.code == ExitCode::OK || o.bytes > 0)
-                .then(|| (o.bytes as f64 / o.seconds.max(0.001)) as u64),
+            avg_speed: (o.bytes > 0).then(|| (o.bytes as f64 / o.seconds.max(0.001)) as u64),
             path_or_uri: match &o.path {
                 Some(p) => p.display().to_string(),
                 None => o.first_uri.clone(),

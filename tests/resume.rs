@@ -408,3 +408,65 @@ fn checksum_after_resume_reads_the_earlier_bytes_back() {
     );
     assert_eq!(run.code(), 32, "{run}");
 }
+
+/// `--dry-run` asks with HEAD and writes nothing; `-R` dates the file like the server's;
+/// `--conditional-get` leaves an up-to-date file alone (nginx answers 304 to an exact date).
+#[test]
+fn dry_run_remote_time_and_conditional_get_against_nginx() {
+    let www = TestDir::new();
+    let data = content(72, 123_457);
+    std::fs::write(www.join("t.bin"), &data).unwrap();
+    let Some(nginx) = crate::support::nginx::Nginx::start(www.path()) else {
+        return;
+    };
+    let url = nginx.http_url("/t.bin");
+    let dir = TestDir::new();
+    let run = ringdl(&dir, &["--no-conf", "--dry-run", "-d", &dir.arg(), &url]);
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(run.stdout.contains("Download complete:"), "{run}");
+    assert!(
+        !dir.join("t.bin").exists(),
+        "--dry-run wrote {:?}",
+        dir.entries()
+    );
+    assert_eq!(
+        nginx.requests().last().map(|r| r.method.clone()).as_deref(),
+        Some("HEAD")
+    );
+
+    let run = ringdl(&dir, &["--no-conf", "-R", "-d", &dir.arg(), &url]);
+    assert_eq!(run.code(), 0, "{run}");
+    let theirs = std::fs::metadata(www.join("t.bin"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let ours = std::fs::metadata(dir.join("t.bin"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let secs =
+        |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    assert_eq!(
+        secs(ours),
+        secs(theirs),
+        "-R did not take the server's time"
+    );
+
+    let before = nginx.requests().len();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "--conditional-get",
+            "--allow-overwrite=true",
+            "-d",
+            &dir.arg(),
+            &url,
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    let after = nginx.requests();
+    assert_eq!(after.len(), before + 1);
+    assert_eq!(after[before].status, 304, "{:?}", after[before]);
+    assert_eq!(sha256_file(&dir.join("t.bin")), sha256_hex(&data));
+}

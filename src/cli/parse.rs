@@ -17,6 +17,9 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "allow-piece-length-change",
     "always-resume",
     "checksum",
+    "conditional-get",
+    "dry-run",
+    "remote-time",
     "lowest-speed-limit",
     "max-download-limit",
     "max-file-not-found",
@@ -117,6 +120,12 @@ pub struct DownloadOptions {
     pub lowest_speed_limit: u64,
     /// "Not found" answers tolerated before exit 4 (0: the first is fatal, exit 3).
     pub max_file_not_found: u32,
+    /// `--dry-run`: only ask (HEAD) whether the file is there.
+    pub dry_run: bool,
+    /// `-R`: give the file the server's Last-Modified time.
+    pub remote_time: bool,
+    /// `--conditional-get`: download only if newer than the local file.
+    pub conditional_get: bool,
 }
 
 /// Everything the engine and the UI need to know, validated.
@@ -874,6 +883,9 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         max_download_limit: r.size("max-download-limit"),
         lowest_speed_limit: r.size("lowest-speed-limit"),
         max_file_not_found: u32::try_from(r.int("max-file-not-found")).unwrap_or(u32::MAX),
+        dry_run: r.bool("dry-run"),
+        remote_time: r.bool("remote-time"),
+        conditional_get: r.bool("conditional-get"),
     }
 }
 
@@ -920,6 +932,9 @@ impl DownloadOptions {
                 "max-file-not-found" => {
                     o.max_file_not_found = v.parse().unwrap_or(o.max_file_not_found)
                 }
+                "dry-run" => o.dry_run = v == "true",
+                "remote-time" => o.remote_time = v == "true",
+                "conditional-get" => o.conditional_get = v == "true",
                 "max-resume-failure-tries" => {
                     o.max_resume_failure_tries = v.parse().unwrap_or(o.max_resume_failure_tries)
                 }

@@ -598,8 +598,7 @@ pub static OPTIONS: &[OptDef] = &[
     .short('R')
     .default("false")
     .tags(&["#http", "#ftp"])
-    .input()
-    .unsupported("remote time"),
+    .input(),
     opt(
         "max-file-not-found",
         ValueKind::Int { min: 0, max: ANY },
@@ -750,7 +749,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#http", "#ftp"])
     .input()
-    .unsupported("dry run")
     .long("Applies to HTTP(S)/FTP downloads; BitTorrent downloads are cancelled."),
     opt(
         "reuse-uri",
@@ -938,7 +936,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#advanced", "#http"])
     .input()
-    .unsupported("conditional GET")
     .long(
         "Compares with the local file's modification time through an \
             If-Modified-Since request. HTTP(S) only, and aria2 applies it in limited \

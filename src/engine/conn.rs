@@ -348,6 +348,12 @@ pub struct Download {
     pub retry_at: Option<Instant>,
     /// "Not found" answers so far (`--max-file-not-found`).
     pub not_found: u32,
+    /// `--conditional-get`: the local file's time, sent as If-Modified-Since.
+    pub if_modified_since: Option<String>,
+    /// The server's Last-Modified, for `-R`.
+    pub last_modified: Option<String>,
+    /// Ended without receiving a body (dry run, 304).
+    pub no_data: bool,
     /// The file was preallocated to its full length.
     pub preallocated: bool,
     pub failures: u32,
@@ -408,6 +414,9 @@ impl Download {
             deferred: 0,
             retry_at: None,
             not_found: 0,
+            if_modified_since: None,
+            last_modified: None,
+            no_data: false,
             preallocated: false,
             failures: 0,
             error: None,

@@ -407,7 +407,7 @@ impl Engine<'_> {
             finished: !d.halted,
             path: d.path.clone(),
             first_uri: d.first_uri.clone(),
-            bytes: d.received(),
+            bytes: if d.no_data { 0 } else { d.received() },
             total: d.total(),
             seconds,
         };
@@ -967,13 +967,18 @@ impl Engine<'_> {
 
     fn begin_exchange(&mut self, slot: usize, ex: Exchange) {
         let mut req = Vec::with_capacity(512);
+        let d = &self.dls[ex.dl];
+        let mut headers = d.opts.headers.clone();
+        if let (Some(since), None) = (&d.if_modified_since, ex.range) {
+            headers.push(format!("If-Modified-Since: {since}"));
+        }
         http::write_request(
             &RequestSpec {
-                method: "GET",
+                method: if d.opts.dry_run { "HEAD" } else { "GET" },
                 url: &ex.url,
                 range: ex.range,
-                user_agent: &self.dls[ex.dl].opts.user_agent,
-                headers: &self.dls[ex.dl].opts.headers,
+                user_agent: &d.opts.user_agent,
+                headers: &headers,
                 keep_alive: true,
             },
             &mut req,
@@ -1297,6 +1302,13 @@ impl Engine<'_> {
             }
             return;
         }
+        if status == 304 && self.dls[dl].if_modified_since.is_some() {
+            // --conditional-get: the local file is as new as the server's; it stays as it is.
+            self.finish_without_body(dl, None);
+            self.close_exchange_conn(slot);
+            self.maybe_finish(dl);
+            return;
+        }
         if !(200..300).contains(&status) {
             let code = ExitCode::for_http_status(status);
             let msg = match status {
@@ -1336,7 +1348,7 @@ impl Engine<'_> {
             }
             return;
         }
-        let framing = resp.framing(false);
+        let framing = resp.framing(self.dls[dl].opts.dry_run);
         match ex.range {
             None => {
                 if let Err(f) = self.accept_first_response(slot, &resp, framing) {
@@ -1478,6 +1490,17 @@ impl Engine<'_> {
             _ => None,
         };
         let d = &mut self.dls[dl];
+        d.last_modified = resp.last_modified.clone();
+        if d.opts.dry_run {
+            let name = d
+                .opts
+                .out
+                .clone()
+                .unwrap_or_else(|| http::filename_from_url(&url));
+            let path = d.opts.dir.join(name);
+            self.finish_without_body(dl, Some((path, total.unwrap_or(0))));
+            return Ok(());
+        }
         if d.file.is_none() {
             let name = match d.opts.out.clone() {
                 Some(o) => o,
@@ -2335,6 +2358,14 @@ impl Engine<'_> {
                 let f =
                     Failure::fatal(ExitCode::FILE_IO, format!("Failed to truncate {path}: {e}"));
                 d.error = Some(f);
+            }
+            // -R: the server's Last-Modified time (best effort: a bad date changes nothing).
+            let remote = d
+                .last_modified
+                .as_deref()
+                .and_then(|t| httpdate::parse_http_date(t).ok());
+            if let (true, Some(t)) = (d.opts.remote_time, remote) {
+                let _ = file.set_modified(t);
             }
         }
         d.state = DlState::Finished;

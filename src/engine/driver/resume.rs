@@ -51,6 +51,12 @@ impl Engine<'_> {
                 Ok(())
             }
             None => {
+                if d.opts.conditional_get {
+                    if let Ok(m) = std::fs::metadata(&path).and_then(|m| m.modified()) {
+                        d.if_modified_since = Some(httpdate::fmt_http_date(m));
+                        d.path = Some(path.clone());
+                    }
+                }
                 if d.opts.continue_partial {
                     if let Ok(m) = std::fs::metadata(&path) {
                         if m.is_file() && m.len() > 0 {
@@ -252,6 +258,23 @@ impl Engine<'_> {
             ex.seg = 0;
         }
         self.accept_first_response(slot, resp, framing)
+    }
+
+    /// A download that ends without a body: `--dry-run` (the file that would be written, and its
+    /// length) or a 304 to `--conditional-get` (the file already there).
+    pub(super) fn finish_without_body(&mut self, dl: usize, would_be: Option<(PathBuf, u64)>) {
+        let d = &mut self.dls[dl];
+        if let Some((path, _)) = &would_be {
+            d.path = Some(path.clone());
+        }
+        let total = would_be.map_or(0, |(_, t)| t);
+        d.plan = Some(Plan::from_done(
+            total,
+            d.opts.min_split_size,
+            &RangeSet::single(0..total),
+        ));
+        d.length_known = true;
+        d.no_data = true;
     }
 
     /// Writes download `dl`'s control file: its length, piece length, and the bytes on disk.
