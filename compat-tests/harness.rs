@@ -145,8 +145,6 @@ pub enum Diff {
     /// aria2c does not exit by itself (e.g. it keeps serving RPC): it is stopped after this many
     /// milliseconds, and its outcome is "still running".
     Aria2Runs(u64),
-    /// aria2c's files whose names end so are not expected from ringdl (it does not write them yet).
-    Aria2OnlyFiles(&'static str),
     /// Both outputs are compared only up to the first line containing this text (what follows it
     /// is a documented difference, e.g. the "Did you mean" list).
     CutFrom(&'static str),
@@ -805,16 +803,10 @@ fn compare(case: &Case, diffs: &[Diff], self_check: bool, a: &Side, b: &Side) ->
             status_str(b)
         ));
     }
-    let mut a_files = a.files.clone();
-    for d in diffs {
-        if let Diff::Aria2OnlyFiles(suffix) = d {
-            a_files.retain(|name, _| !name.ends_with(suffix));
-        }
-    }
-    if a_files != b.files {
+    if a.files != b.files {
         bad.push(format!(
             "files differ:\n{}",
-            indent(&line_diff(&file_lines(&a_files), &file_lines(&b.files)))
+            indent(&line_diff(&file_lines(&a.files), &file_lines(&b.files)))
         ));
     }
     let a_out = cut(&rewritten(&a.stdout, diffs), diffs);
