@@ -19,6 +19,8 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "checksum",
     "conditional-get",
     "dry-run",
+    "file-allocation",
+    "no-file-allocation-limit",
     "remote-time",
     "lowest-speed-limit",
     "max-download-limit",
@@ -126,6 +128,10 @@ pub struct DownloadOptions {
     pub remote_time: bool,
     /// `--conditional-get`: download only if newer than the local file.
     pub conditional_get: bool,
+    /// `--file-allocation`: none, prealloc, trunc or falloc.
+    pub file_allocation: String,
+    /// Files smaller than this are not allocated ahead.
+    pub no_file_allocation_limit: u64,
 }
 
 /// Everything the engine and the UI need to know, validated.
@@ -886,6 +892,8 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         dry_run: r.bool("dry-run"),
         remote_time: r.bool("remote-time"),
         conditional_get: r.bool("conditional-get"),
+        file_allocation: r.raw("file-allocation").unwrap_or("prealloc").to_string(),
+        no_file_allocation_limit: r.size("no-file-allocation-limit"),
     }
 }
 
@@ -935,6 +943,11 @@ impl DownloadOptions {
                 "dry-run" => o.dry_run = v == "true",
                 "remote-time" => o.remote_time = v == "true",
                 "conditional-get" => o.conditional_get = v == "true",
+                "file-allocation" => o.file_allocation = v.clone(),
+                "no-file-allocation-limit" => {
+                    o.no_file_allocation_limit =
+                        defs::parse_size(v).unwrap_or(o.no_file_allocation_limit)
+                }
                 "max-resume-failure-tries" => {
                     o.max_resume_failure_tries = v.parse().unwrap_or(o.max_resume_failure_tries)
                 }

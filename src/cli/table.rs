@@ -256,7 +256,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("prealloc")
     .tags(&["#basic", "#file"])
     .input()
-    .unsupported("file allocation")
     .long(
         "'none' reserves nothing. 'prealloc' writes out the whole file first, \
             which can take a while for big files. 'falloc' asks the filesystem with \
@@ -277,7 +276,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("5M")
     .tags(&["#advanced", "#file"])
     .input()
-    .unsupported("file allocation")
     .long("Takes a K or M suffix."),
     opt(
         "allow-overwrite",

@@ -43,8 +43,6 @@ impl PlainSink for IdleSink {
     }
 }
 
-/// Files smaller than this are not preallocated (aria2's `--no-file-allocation-limit` default).
-const NO_ALLOCATION_LIMIT: u64 = 5 << 20;
 /// aria2's redirect limit.
 const MAX_REDIRECTS: u32 = 20;
 /// Registered memory ringdl aims for at most, whatever the limit allows.
@@ -114,6 +112,10 @@ enum Op {
     Timer {
         _ts: Box<io_uring::types::Timespec>,
         at: Instant,
+    },
+    /// Allocating a new file's space ahead of its writes.
+    Fallocate {
+        dl: usize,
     },
     /// Reading the finished file back to check its digest.
     VerifyRead {
@@ -700,6 +702,7 @@ impl Engine<'_> {
             } => self.on_write(dl, block, off, len, done, data, res),
             Op::VerifyRead { dl, block, off } => self.on_verify_read(dl, block, off, res),
             Op::Timer { at, .. } => self.on_timer(at),
+            Op::Fallocate { dl } => self.on_fallocate(dl, res),
             Op::Writeback { dl } => {
                 self.dls[dl].writes -= 1;
                 self.maybe_finish(dl);
@@ -1561,14 +1564,12 @@ impl Engine<'_> {
                 ));
             }
             d.direct = out.direct;
-            if let Some(n) = total.filter(|&n| n >= NO_ALLOCATION_LIMIT) {
-                // Best effort: without it O_DIRECT writes that extend the file are slower, not
-                // wrong. Small files are not preallocated, as with aria2's default
-                // --no-file-allocation-limit, so a failed one is as long as what arrived.
-                d.preallocated = sys::fallocate(out.file.as_raw_fd(), n).is_ok();
-            }
+            let fd = out.file.as_raw_fd();
             d.file = Some(out.file);
             d.path = Some(path);
+            if let Some(n) = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit) {
+                self.allocate(dl, fd, n);
+            }
         }
         let d = &mut self.dls[dl];
         let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);

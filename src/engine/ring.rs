@@ -199,6 +199,14 @@ impl Ring {
         self.push(&[t]);
     }
 
+    /// Allocates `len` bytes of `fd` from offset 0 (mode 0: the file grows to `len`).
+    pub fn fallocate(&mut self, fd: RawFd, len: u64, ud: u64) {
+        let f = opcode::Fallocate::new(types::Fd(fd), len)
+            .build()
+            .user_data(ud);
+        self.push(&[f]);
+    }
+
     /// The UI tick.
     pub fn tick(&mut self, ud: u64) {
         let t = opcode::Timeout::new(&self.timespecs[Clock::Tick as usize])

@@ -182,16 +182,6 @@ pub fn eventfd_signal(fd: std::os::fd::RawFd) {
     }
 }
 
-/// Preallocates `len` bytes so `O_DIRECT` writes do not extend the file (best effort).
-pub fn fallocate(fd: std::os::fd::RawFd, len: u64) -> io::Result<()> {
-    // SAFETY: plain syscall on a descriptor the caller keeps open for the call.
-    let rc = unsafe { libc::fallocate(fd, 0, 0, len as libc::off_t) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// Drops `O_DIRECT` from an open file (the filesystem refused a direct write).
 pub fn clear_direct(fd: std::os::fd::RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor the caller keeps open for the call.

@@ -330,3 +330,53 @@ impl Engine<'_> {
         }
     }
 }
+
+impl Engine<'_> {
+    /// `--file-allocation` for a new file of `len` bytes: `prealloc` and `falloc` reserve the space
+    /// through the ring (never by writing zeros through the page cache), `trunc` only sets the
+    /// length, `none` does nothing. Reserving first keeps `O_DIRECT` writes from extending the file
+    /// one by one, and finds a full disk before any byte is fetched.
+    pub(super) fn allocate(&mut self, dl: usize, fd: std::os::fd::RawFd, len: u64) {
+        let d = &mut self.dls[dl];
+        match d.opts.file_allocation.as_str() {
+            "prealloc" | "falloc" => {
+                d.writes += 1;
+                let ud = self.ops.insert(Op::Fallocate { dl });
+                self.ring.fallocate(fd, len, ud);
+            }
+            "trunc" => {
+                if let Some(f) = d.file.as_ref() {
+                    let _ = f.set_len(len);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_fallocate(&mut self, dl: usize, res: i32) {
+        let d = &mut self.dls[dl];
+        d.writes -= 1;
+        if res >= 0 {
+            d.preallocated = true;
+        } else if res == -libc::ENOSPC || res == -libc::EDQUOT {
+            let path = d
+                .path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let f = Failure::fatal(
+                ExitCode::NO_SPACE,
+                format!(
+                    "Failed to allocate the file {path}, cause: {}",
+                    errno_text(res)
+                ),
+            );
+            if d.error.is_none() {
+                self.fail_download(dl, f, None);
+                return;
+            }
+        }
+        // Other refusals (a filesystem without fallocate) only cost speed.
+        self.maybe_finish(dl);
+    }
+}
