@@ -470,3 +470,48 @@ fn dry_run_remote_time_and_conditional_get_against_nginx() {
     assert_eq!(after[before].status, 304, "{:?}", after[before]);
     assert_eq!(sha256_file(&dir.join("t.bin")), sha256_hex(&data));
 }
+
+#[test]
+fn check_integrity_verifies_an_existing_file_and_refetches_a_bad_one() {
+    let server = TestServer::plain();
+    let data = content(73, MIB + 17);
+    server.route("/i.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    std::fs::write(dir.join("i.bin"), &data).unwrap();
+    let sum = format!("--checksum=sha-256={}", digest_hex("sha-256", &data));
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-V",
+            &sum,
+            "-d",
+            &dir.arg(),
+            &server.url("/i.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(
+        run.stdout.contains("Verification finished successfully"),
+        "{run}"
+    );
+    assert_eq!(server.stats().requests, 0, "a good file was fetched again");
+    let mut bad = data.clone();
+    bad[1000] ^= 0xff;
+    std::fs::write(dir.join("i.bin"), &bad).unwrap();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-V",
+            &sum,
+            "-d",
+            &dir.arg(),
+            &server.url("/i.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(run.stdout.contains("Checksum error detected"), "{run}");
+    assert_eq!(sha256_file(&dir.join("i.bin")), sha256_hex(&data));
+    assert_eq!(server.stats().requests, 1);
+}

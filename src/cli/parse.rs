@@ -16,6 +16,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "allow-overwrite",
     "allow-piece-length-change",
     "always-resume",
+    "check-integrity",
     "checksum",
     "conditional-get",
     "dry-run",
@@ -128,6 +129,8 @@ pub struct DownloadOptions {
     pub remote_time: bool,
     /// `--conditional-get`: download only if newer than the local file.
     pub conditional_get: bool,
+    /// `-V`: check an existing file against `--checksum` before fetching anything.
+    pub check_integrity: bool,
     /// `--file-allocation`: none, prealloc, trunc or falloc.
     pub file_allocation: String,
     /// Files smaller than this are not allocated ahead.
@@ -892,6 +895,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         dry_run: r.bool("dry-run"),
         remote_time: r.bool("remote-time"),
         conditional_get: r.bool("conditional-get"),
+        check_integrity: r.bool("check-integrity"),
         file_allocation: r.raw("file-allocation").unwrap_or("prealloc").to_string(),
         no_file_allocation_limit: r.size("no-file-allocation-limit"),
     }
@@ -944,6 +948,7 @@ impl DownloadOptions {
                 "remote-time" => o.remote_time = v == "true",
                 "conditional-get" => o.conditional_get = v == "true",
                 "file-allocation" => o.file_allocation = v.clone(),
+                "check-integrity" => o.check_integrity = v == "true",
                 "no-file-allocation-limit" => {
                     o.no_file_allocation_limit =
                         defs::parse_size(v).unwrap_or(o.no_file_allocation_limit)

@@ -308,7 +308,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#basic", "#metalink", "#bittorrent", "#file", "#checksum"])
     .input()
-    .unsupported("integrity check")
     .long(
         "Works for BitTorrent, for Metalink files with checksums, and for \
             HTTP(S)/FTP downloads given --checksum. With piece hashes, damaged parts \

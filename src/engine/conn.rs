@@ -354,6 +354,8 @@ pub struct Download {
     pub last_modified: Option<String>,
     /// Ended without receiving a body (dry run, 304).
     pub no_data: bool,
+    /// `-V`: the existing file is being checked; nothing is fetched unless it fails.
+    pub checking_existing: bool,
     /// The file was preallocated to its full length.
     pub preallocated: bool,
     pub failures: u32,
@@ -417,6 +419,7 @@ impl Download {
             if_modified_since: None,
             last_modified: None,
             no_data: false,
+            checking_existing: false,
             preallocated: false,
             failures: 0,
             error: None,

@@ -511,6 +511,11 @@ impl Engine<'_> {
             self.fail_download(i, f, None);
             return;
         }
+        if self.dls[i].checking_existing {
+            // -V: the digest of the file on disk decides whether anything is fetched.
+            self.maybe_finish(i);
+            return;
+        }
         let d = &mut self.dls[i];
         let Some(mirror) = d.bad_uris.iter().position(|b| !b) else {
             return;

@@ -50,6 +50,33 @@ impl Engine<'_> {
                 ));
                 Ok(())
             }
+            None if d.opts.check_integrity && d.expected.is_some() && path.is_file() => {
+                // -V: check the file that is there; fetch only if it fails.
+                let out = store::open_output(&path, false).map_err(|e| {
+                    Failure::fatal(
+                        ExitCode::FILE_OPEN,
+                        format!(
+                            "Failed to open the file {}, cause: {}",
+                            path.display(),
+                            sys::cause(&e)
+                        ),
+                    )
+                })?;
+                let len = out.file.metadata().map(|m| m.len()).unwrap_or(0);
+                d.plan = Some(Plan::from_done(
+                    len,
+                    d.opts.min_split_size,
+                    &RangeSet::single(0..len),
+                ));
+                d.written = RangeSet::single(0..len);
+                d.length_known = true;
+                d.direct = out.direct;
+                d.file = Some(out.file);
+                d.path = Some(path);
+                d.checking_existing = true;
+                d.no_data = true;
+                Ok(())
+            }
             None => {
                 if d.opts.conditional_get {
                     if let Ok(m) = std::fs::metadata(&path).and_then(|m| m.modified()) {

@@ -91,6 +91,23 @@ impl Engine<'_> {
             self.console
                 .notice(&format!("Verification finished successfully. file={path}"));
             self.maybe_finish(dl);
+        } else if d.checking_existing {
+            // -V found a bad file: fetch it all again, over the network this time.
+            self.console.notice(&format!(
+                "Checksum error detected. file={path}; downloading it again"
+            ));
+            let d = &mut self.dls[dl];
+            d.checking_existing = false;
+            d.no_data = false;
+            d.plan = None;
+            d.file = None;
+            d.written = crate::plan::RangeSet::new();
+            d.length_known = false;
+            d.hash_pos = 0;
+            d.hasher = Some(crate::store::checksum::Hasher::new(expected.kind));
+            d.opts.allow_overwrite = true;
+            d.opts.check_integrity = false;
+            self.start_download(dl);
         } else {
             // Nothing of this file can be trusted for a resume.
             d.written = crate::plan::RangeSet::new();
