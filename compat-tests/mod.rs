@@ -17,6 +17,7 @@ mod cases_download;
 mod cases_files;
 mod cases_http;
 mod cases_unsupported;
+mod control;
 
 /// Every case of the suite, with its name.
 fn all_cases() -> Vec<(&'static str, harness::Case)> {
