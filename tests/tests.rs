@@ -8,6 +8,7 @@ mod cli;
 mod compat;
 mod download;
 mod engine;
+mod faults;
 mod generated;
 mod nginx;
 mod resume;

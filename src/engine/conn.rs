@@ -352,6 +352,9 @@ pub struct Download {
     pub if_modified_since: Option<String>,
     /// The server's Last-Modified, for `-R`.
     pub last_modified: Option<String>,
+    /// Which version of the remote file this download holds (ETag, else Last-Modified): sent as
+    /// If-Range, so a changed file is answered whole instead of being mixed in.
+    pub validator: Option<String>,
     /// Ended without receiving a body (dry run, 304).
     pub no_data: bool,
     /// `-V`: the existing file is being checked; nothing is fetched unless it fails.
@@ -418,6 +421,7 @@ impl Download {
             not_found: 0,
             if_modified_since: None,
             last_modified: None,
+            validator: None,
             no_data: false,
             checking_existing: false,
             preallocated: false,

@@ -980,6 +980,9 @@ impl Engine<'_> {
         if let (Some(since), None) = (&d.if_modified_since, ex.range) {
             headers.push(format!("If-Modified-Since: {since}"));
         }
+        if let (Some(v), Some(_)) = (&d.validator, ex.range) {
+            headers.push(format!("If-Range: {v}"));
+        }
         http::write_request(
             &RequestSpec {
                 method: if d.opts.dry_run { "HEAD" } else { "GET" },
@@ -1317,6 +1320,32 @@ impl Engine<'_> {
             self.maybe_finish(dl);
             return;
         }
+        let range = ex.range;
+        let mirror = ex.mirror;
+        let is_range = range.is_some();
+        let uri = ex.url.to_string();
+        let others_working = is_range
+            && self.conns.iter().flatten().any(|o| {
+                o.id != conn_id
+                    && o.ex
+                        .as_ref()
+                        .is_some_and(|e| e.dl == dl && e.phase == Phase::Body)
+            });
+        if !(200..300).contains(&status) && others_working && self.s.retry_wait == 0 {
+            // A range request refused while other connections carry the file: this connection
+            // gives up (as aria2's do) and its range goes back to them.
+            self.console.error(&format!(
+                "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} The response status is not successful. status={status}",
+                ExitCode::for_http_status(status).0
+            ));
+            self.dls[dl].ranges_ok = false;
+            self.dls[dl].soft_error = Some(Failure::retry(
+                ExitCode::for_http_status(status),
+                format!("The response status is not successful. status={status}"),
+            ));
+            self.abandon_exchange(slot);
+            return;
+        }
         if !(200..300).contains(&status) {
             let code = ExitCode::for_http_status(status);
             let msg = match status {
@@ -1324,7 +1353,6 @@ impl Engine<'_> {
                 401 => format!("Authorization failed. status={status}"),
                 _ => format!("The response status is not successful. status={status}"),
             };
-            let mirror = ex.mirror;
             let d = &mut self.dls[dl];
             // aria2 retries 502/503 only with --retry-wait (honouring Retry-After here), and 504
             // always.
@@ -1357,7 +1385,7 @@ impl Engine<'_> {
             return;
         }
         let framing = resp.framing(self.dls[dl].opts.dry_run);
-        match ex.range {
+        match range {
             None => {
                 if let Err(f) = self.accept_first_response(slot, &resp, framing) {
                     self.fail_conn(slot, f);
@@ -1383,6 +1411,36 @@ impl Engine<'_> {
                     return;
                 }
                 let total = self.dls[dl].total();
+                let d = &self.dls[dl];
+                let remote_total = resp.content_range.and_then(|cr| cr.complete_length);
+                if d.resumed && !d.ranges_confirmed && status == 206 && remote_total != total {
+                    // The file on the server is not the one the partial file is part of.
+                    let f = Failure::fatal(
+                        ExitCode::UNKNOWN,
+                        format!(
+                            "total length mismatch. expected: {}, actual: {}",
+                            remote_total.unwrap_or(0),
+                            total.unwrap_or(0)
+                        ),
+                    );
+                    self.fail_conn(slot, f);
+                    return;
+                }
+                if d.resumed
+                    && !d.ranges_confirmed
+                    && status == 200
+                    && d.validator.is_some()
+                    && d.opts.always_resume
+                {
+                    // If-Range was sent with the partial file's version: a whole answer means the
+                    // file changed since, and its bytes must not be mixed with the old ones.
+                    let f = Failure::fatal(
+                        ExitCode::UNKNOWN,
+                        "The file on the server changed since this partial download began (If-Range did not match); remove the partial file or use --allow-overwrite=true --remove-control-file".to_string(),
+                    );
+                    self.fail_conn(slot, f);
+                    return;
+                }
                 let check = match (status, resp.content_range) {
                     (206, Some(cr)) => cr.check(first, last, total).map_err(http_failure),
                     _ => Err(Failure::retry(
@@ -1499,6 +1557,7 @@ impl Engine<'_> {
         };
         let d = &mut self.dls[dl];
         d.last_modified = resp.last_modified.clone();
+        d.validator = resp.etag.clone().or_else(|| resp.last_modified.clone());
         if d.opts.dry_run {
             let name = d
                 .opts
@@ -1570,6 +1629,9 @@ impl Engine<'_> {
             }
             d.direct = out.direct;
             let fd = out.file.as_raw_fd();
+            if let Some(v) = &d.validator {
+                sys::set_validator(fd, v);
+            }
             d.file = Some(out.file);
             d.path = Some(path);
             if let Some(n) = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit) {
@@ -1961,7 +2023,22 @@ impl Engine<'_> {
         }
         let d = &mut self.dls[dl];
         let wait = f.wait.unwrap_or(self.s.retry_wait);
+        if d.plan.is_some() && !d.length_known {
+            // A body of unknown length cannot be resumed: like aria2, start it over.
+            d.plan = None;
+            d.file = None;
+            d.written = crate::plan::RangeSet::new();
+            d.high_water = 0;
+            d.opts.allow_overwrite = true;
+        }
         let again = d.plan.is_none() || d.ranges_ok;
+        if !again && d.conns == 0 {
+            // Nothing can carry on: the server refused ranges earlier (that is the reason to
+            // report) and the connection that did not need them is gone.
+            let reason = d.soft_error.take().unwrap_or(f);
+            self.fail_download(dl, reason, None);
+            return;
+        }
         d.soft_error = Some(f);
         if again {
             self.retry_later(dl, wait);

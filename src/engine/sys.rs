@@ -182,6 +182,42 @@ pub fn eventfd_signal(fd: std::os::fd::RawFd) {
     }
 }
 
+const VALIDATOR_XATTR: &[u8] = b"user.ringdl.validator\0";
+
+/// Remembers beside a partial file which version of the remote file it holds (an ETag or
+/// Last-Modified value), in an extended attribute; filesystems without them just do not keep it.
+pub fn set_validator(fd: std::os::fd::RawFd, value: &str) {
+    // SAFETY: fsetxattr reads the NUL-terminated name and `value.len()` bytes of `value`, both
+    // borrowed for the call; the descriptor is the caller's open file.
+    unsafe {
+        libc::fsetxattr(
+            fd,
+            VALIDATOR_XATTR.as_ptr() as *const libc::c_char,
+            value.as_ptr() as *const libc::c_void,
+            value.len(),
+            0,
+        );
+    }
+}
+
+/// The validator [`set_validator`] left on a partial file, if any.
+pub fn validator(fd: std::os::fd::RawFd) -> Option<String> {
+    let mut buf = [0u8; 512];
+    // SAFETY: fgetxattr writes at most `buf.len()` bytes into the local buffer and returns how many.
+    let n = unsafe {
+        libc::fgetxattr(
+            fd,
+            VALIDATOR_XATTR.as_ptr() as *const libc::c_char,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+        )
+    };
+    if n <= 0 {
+        return None;
+    }
+    String::from_utf8(buf[..n as usize].to_vec()).ok()
+}
+
 /// Drops `O_DIRECT` from an open file (the filesystem refused a direct write).
 pub fn clear_direct(fd: std::os::fd::RawFd) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor the caller keeps open for the call.

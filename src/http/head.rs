@@ -37,6 +37,8 @@ pub struct ResponseHead {
     pub retry_after: Option<u64>,
     /// Last-Modified value, as sent.
     pub last_modified: Option<String>,
+    /// ETag value, as sent.
+    pub etag: Option<String>,
     /// Content-Encoding value, as sent.
     pub content_encoding: Option<String>,
 }
@@ -189,6 +191,7 @@ fn build_head(
     let mut conn_keep_alive = false;
     let mut retry_after = None;
     let mut last_modified = None;
+    let mut etag = None;
     let mut content_encoding = None;
 
     for field in fields {
@@ -253,6 +256,9 @@ fn build_head(
             "last-modified" if last_modified.is_none() => {
                 last_modified = Some(text(field.value));
             }
+            "etag" if etag.is_none() => {
+                etag = Some(text(field.value));
+            }
             "content-encoding" if content_encoding.is_none() => {
                 content_encoding = Some(text(field.value));
             }
@@ -288,6 +294,7 @@ fn build_head(
         keep_alive,
         retry_after,
         last_modified,
+        etag,
         content_encoding,
     })
 }

@@ -27,7 +27,9 @@
 //!   framed by Content-Length, chunked or connection close; delayed or throttled;
 //!   `Content-Disposition`), a redirect, or a fixed status. One [`Fault`] per route breaks it,
 //!   always or only [`When`] a condition holds.
-//! * Routes can be added or replaced at any time; unknown paths get 404.
+//! * Routes can be added or replaced at any time ([`Route::then_after`] replaces one after N
+//!   requests, mid-download); unknown paths get 404. `If-Range` is honoured against a route's
+//!   `ETag` / `Last-Modified` headers.
 //! * [`TestServer::stats`] counts connections, TLS handshakes and requests;
 //!   [`TestServer::requests`] is the log of every request head, in arrival order.
 //! * Dropping the server stops the listeners, shuts every open connection down and joins every
@@ -113,7 +115,15 @@ pub enum Fault {
     /// Claim this many more bytes than exist (Content-Length and Content-Range total); send the
     /// real ones and close.
     ContentLengthLie(u64),
+    /// Send this many body bytes, then go silent with the connection open until the server
+    /// stops (or [`STALL_LIMIT`] passes); then close. For clients' read timeouts.
+    StallAfter(u64),
+    /// Answer `503 Service Unavailable` instead of the body, with `Retry-After: N` when given.
+    Unavailable(Option<u32>),
 }
+
+/// How long a [`Fault::StallAfter`] connection stays silent at most (Drop ends it at once).
+pub const STALL_LIMIT: Duration = Duration::from_secs(60);
 
 /// When a route's fault applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +134,8 @@ pub enum When {
     /// Only requests with a `Range` header starting after byte 0: segment requests, not the
     /// first request of a download (whether that sends no Range or `bytes=0-`).
     SegmentRequests,
+    /// The route's first N requests (1-based, counted per route since it was mounted).
+    FirstRequests(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -144,6 +156,8 @@ pub struct Route {
     throttle: Option<(usize, Duration)>,
     headers: Vec<(String, String)>,
     fault: Option<(Fault, When)>,
+    /// After this many requests, the rest are served by the other route.
+    then: Option<(usize, Box<Route>)>,
 }
 
 impl Route {
@@ -174,6 +188,7 @@ impl Route {
             throttle: None,
             headers: Vec::new(),
             fault: None,
+            then: None,
         }
     }
 
@@ -224,6 +239,14 @@ impl Route {
 
     pub fn fault(mut self, fault: Fault, when: When) -> Route {
         self.fault = Some((fault, when));
+        self
+    }
+
+    /// Serve the first `requests` requests as this route, and every later one as `next` (whose
+    /// own request count, for [`When::Request`] and [`When::FirstRequests`], starts after them):
+    /// a file that changes on the server in the middle of a download.
+    pub fn then_after(mut self, requests: usize, next: Route) -> Route {
+        self.then = Some((requests, Box::new(next)));
         self
     }
 }
@@ -876,17 +899,32 @@ fn respond(shared: &Shared, conn: &mut Conn, req: &Request) -> io::Result<After>
     let Some(mounted) = mounted else {
         return simple_response(conn, req, 404, &[]);
     };
-    let hit = mounted.hits.fetch_add(1, Ordering::SeqCst) + 1;
-    let route = &mounted.route;
+    let mut hit = mounted.hits.fetch_add(1, Ordering::SeqCst) + 1;
+    let mut route = &mounted.route;
+    while let Some((after, next)) = &route.then {
+        if hit <= *after {
+            break;
+        }
+        hit -= after;
+        route = next;
+    }
     let fault = route.fault.and_then(|(fault, when)| {
         let applies = match when {
             When::Always => true,
             When::Request(n) => hit == n,
             When::SegmentRequests => req.record.range().is_some_and(|(start, _)| start > 0),
+            When::FirstRequests(n) => hit <= n,
         };
         applies.then_some(fault)
     });
     sleep_unless_stopped(route.head_delay, &shared.stop);
+    if let Some(Fault::Unavailable(retry_after)) = fault {
+        let mut headers = route.headers.clone();
+        if let Some(secs) = retry_after {
+            headers.push(("Retry-After".to_string(), secs.to_string()));
+        }
+        return simple_response(conn, req, 503, &headers);
+    }
     match &route.kind {
         Kind::Body(data) => body_response(shared, conn, req, route, data, fault, hit),
         Kind::Redirect { status, location } => {
@@ -1000,6 +1038,27 @@ fn resolve(spec: &RangeSpec, total: u64) -> Option<(u64, u64)> {
     }
 }
 
+/// RFC 9110 If-Range: without one the Range applies; with one, only when it equals the route's
+/// `ETag` (strong comparison) or `Last-Modified` header exactly. Otherwise the whole body is sent.
+fn if_range_holds(req: &Request, route: &Route) -> bool {
+    let Some(condition) = req.record.header("If-Range") else {
+        return true;
+    };
+    let condition = condition.trim();
+    let validator = |name: &str| {
+        route
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+    };
+    if condition.starts_with('"') || condition.starts_with("W/") {
+        !condition.starts_with("W/") && validator("ETag") == Some(condition)
+    } else {
+        validator("Last-Modified") == Some(condition)
+    }
+}
+
 /// A range of the same length as [start, end) that is not it.
 fn different_range(start: u64, end: u64, total: u64) -> (u64, u64) {
     let len = end - start;
@@ -1027,8 +1086,10 @@ fn body_response(
         _ => real_len,
     };
     let spec = match route.ranges {
-        Ranges::Honour => req.record.header("Range").and_then(parse_range),
-        Ranges::Ignore | Ranges::Refuse => None,
+        Ranges::Honour if if_range_holds(req, route) => {
+            req.record.header("Range").and_then(parse_range)
+        }
+        Ranges::Honour | Ranges::Ignore | Ranges::Refuse => None,
     };
     let mut headers: Vec<(String, String)> = Vec::new();
     match route.ranges {
@@ -1102,10 +1163,16 @@ fn body_response(
         _ => Cow::Borrowed(real),
     };
     let limit = match fault {
-        Some(Fault::TruncateAfter(n)) | Some(Fault::ResetAfter(n)) => n.min(wire.len() as u64),
+        Some(Fault::TruncateAfter(n)) | Some(Fault::ResetAfter(n)) | Some(Fault::StallAfter(n)) => {
+            n.min(wire.len() as u64)
+        }
         _ => wire.len() as u64,
     };
     send_body(conn, &wire[..limit as usize], route.throttle, &shared.stop)?;
+    if let Some(Fault::StallAfter(_)) = fault {
+        sleep_unless_stopped(STALL_LIMIT, &shared.stop);
+        return Ok(After::Close);
+    }
     Ok(match fault {
         Some(Fault::ResetAfter(_)) => After::Reset,
         Some(Fault::TruncateAfter(_)) | Some(Fault::BadChunkSize) => After::Close,
@@ -1704,6 +1771,111 @@ mod tests {
         let r = get(&server, "/seg", &["Range: bytes=50000-"]);
         assert_eq!(r.status, 206);
         assert_eq!(r.cut, Some(io::ErrorKind::ConnectionReset));
+    }
+
+    #[test]
+    fn fault_stall_goes_silent_with_the_connection_open() {
+        let server = TestServer::plain();
+        let data = content(24, 100_000);
+        server.route(
+            "/st",
+            Route::bytes(data.clone()).fault(Fault::StallAfter(5000), When::Always),
+        );
+        let mut s = connect(&server);
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        send(&mut s, "GET", "/st", &[]);
+        let started = Instant::now();
+        let r = read_response(&mut s, &mut Vec::new(), false);
+        assert_eq!(r.header("Content-Length"), Some("100000"));
+        assert_eq!(r.body, &data[..5000]);
+        assert!(
+            matches!(
+                r.cut,
+                Some(io::ErrorKind::WouldBlock) | Some(io::ErrorKind::TimedOut)
+            ),
+            "{:?}",
+            r.cut
+        );
+        assert!(started.elapsed() >= Duration::from_millis(500));
+        // Dropping the server ends the stall at once.
+        let started = Instant::now();
+        drop(server);
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn fault_unavailable_for_the_first_requests() {
+        let server = TestServer::plain();
+        let data = content(25, 1000);
+        server.route(
+            "/u",
+            Route::bytes(data.clone()).fault(Fault::Unavailable(Some(1)), When::FirstRequests(2)),
+        );
+        server.route(
+            "/v",
+            Route::bytes(data.clone()).fault(Fault::Unavailable(None), When::Always),
+        );
+        for _ in 0..2 {
+            let r = get(&server, "/u", &[]);
+            assert_eq!((r.status, r.header("Retry-After")), (503, Some("1")));
+        }
+        let r = get(&server, "/u", &[]);
+        assert_eq!((r.status, r.header("Retry-After")), (200, None));
+        assert_eq!(r.body, data);
+        let r = get(&server, "/v", &["Range: bytes=10-"]);
+        assert_eq!((r.status, r.header("Retry-After")), (503, None));
+    }
+
+    #[test]
+    fn then_after_changes_the_file_and_restarts_the_count() {
+        let server = TestServer::plain();
+        let (old, new) = (content(26, 5000), content(27, 7000));
+        server.route(
+            "/c",
+            Route::bytes(old.clone())
+                .header("ETag", "\"old\"")
+                .then_after(
+                    1,
+                    Route::bytes(new.clone())
+                        .header("ETag", "\"new\"")
+                        .fault(Fault::TruncateAfter(10), When::Request(2)),
+                ),
+        );
+        let r = get(&server, "/c", &[]);
+        assert_eq!(r.header("ETag"), Some("\"old\""));
+        assert_eq!(r.body, old);
+        let r = get(&server, "/c", &["Range: bytes=100-"]);
+        assert_eq!(r.header("ETag"), Some("\"new\""));
+        assert_eq!(r.body, &new[100..]);
+        assert_eq!(get(&server, "/c", &[]).body, &new[..10]);
+        assert_eq!(get(&server, "/c", &[]).body, new);
+    }
+
+    #[test]
+    fn if_range_sends_the_whole_body_when_the_validator_differs() {
+        let server = TestServer::plain();
+        let data = content(28, 3000);
+        let lm = "Wed, 21 Oct 2015 07:28:00 GMT";
+        server.route(
+            "/i",
+            Route::bytes(data.clone())
+                .header("ETag", "\"v2\"")
+                .header("Last-Modified", lm),
+        );
+        let r = get(&server, "/i", &["Range: bytes=1000-", "If-Range: \"v2\""]);
+        assert_eq!((r.status, r.body.len()), (206, 2000));
+        let if_lm = format!("If-Range: {lm}");
+        let r = get(&server, "/i", &["Range: bytes=1000-", &if_lm]);
+        assert_eq!((r.status, r.body.len()), (206, 2000));
+        for stale in [
+            "If-Range: \"v1\"",
+            "If-Range: W/\"v2\"",
+            "If-Range: Thu, 01 Jan 2015 00:00:00 GMT",
+        ] {
+            let r = get(&server, "/i", &["Range: bytes=1000-", stale]);
+            assert_eq!((r.status, r.body), (200, data.clone()), "{stale}");
+        }
     }
 
     #[test]

@@ -88,6 +88,9 @@ impl Engine<'_> {
                     if let Ok(m) = std::fs::metadata(&path) {
                         if m.is_file() && m.len() > 0 {
                             d.continue_from = Some(m.len() / BLOCK * BLOCK);
+                            d.validator = std::fs::File::open(&path)
+                                .ok()
+                                .and_then(|f| sys::validator(f.as_raw_fd()));
                             d.path = Some(path);
                         }
                     }
@@ -131,6 +134,7 @@ impl Engine<'_> {
             )
         })?;
         let done = RangeSet::from_ranges(&cf.done_ranges());
+        d.validator = sys::validator(out.file.as_raw_fd());
         d.plan = Some(Plan::from_done(
             cf.total_length,
             d.opts.min_split_size,
