@@ -515,3 +515,91 @@ fn check_integrity_verifies_an_existing_file_and_refetches_a_bad_one() {
     assert_eq!(sha256_file(&dir.join("i.bin")), sha256_hex(&data));
     assert_eq!(server.stats().requests, 1);
 }
+
+#[test]
+fn max_file_not_found_retries_404s_then_exits_4() {
+    let server = TestServer::plain();
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "--max-file-not-found=3",
+            "-d",
+            &dir.arg(),
+            &server.url("/missing.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 4, "{run}");
+    assert_eq!(server.requests_to("/missing.bin").len(), 3);
+}
+
+/// aria2's 10 s grace, then a download at or below --lowest-speed-limit fails with exit 5.
+#[test]
+fn lowest_speed_limit_ends_a_crawling_download_with_exit_5() {
+    let server = TestServer::plain();
+    let data = content(74, 4 * MIB);
+    server.route(
+        "/slow.bin",
+        Route::bytes(data).throttle(16 * 1024, Duration::from_millis(100)),
+    );
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "--lowest-speed-limit=1M",
+            "-d",
+            &dir.arg(),
+            &server.url("/slow.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 5, "{run}");
+    assert!(run.stdout.contains("Too slow Downloading speed"), "{run}");
+    assert!(
+        run.elapsed >= Duration::from_secs(10),
+        "failed before the grace period"
+    );
+    assert!(
+        dir.join("slow.bin.aria2").exists(),
+        "not resumable: {:?}",
+        dir.entries()
+    );
+}
+
+/// A second Ctrl-C leaves at once; the control file still claims only bytes on disk.
+#[test]
+fn second_sigint_exits_at_once_with_true_claims() {
+    let server = TestServer::plain();
+    let data = content(75, 64 * MIB);
+    server.route("/two.bin", slow_route(&data));
+    let dir = TestDir::new();
+    let mut child = Command::new(bin())
+        .args([
+            "--no-conf",
+            "-x4",
+            "-k1M",
+            "--auto-save-interval=1",
+            "-d",
+            &dir.arg(),
+            &server.url("/two.bin"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-INT", &pid]).status();
+    let _ = Command::new("kill").args(["-INT", &pid]).status();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(7));
+    let ctl = std::fs::read(dir.join("two.bin.aria2")).expect("control file");
+    let cf = ringdl::store::control::ControlFile::decode(&ctl).expect("valid control file");
+    let file = std::fs::read(dir.join("two.bin")).unwrap();
+    for r in cf.done_ranges() {
+        let (a, b) = (r.start as usize, r.end as usize);
+        assert!(b <= file.len(), "claims {r:?} beyond the file");
+        assert!(file[a..b] == data[a..b], "claims {r:?} that is not on disk");
+    }
+}
