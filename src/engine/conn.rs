@@ -435,6 +435,12 @@ impl Download {
         }
     }
 
+    /// How many connections this download should have: `-s` in all, at most `-x` per usable mirror.
+    pub fn connections_wanted(&self) -> usize {
+        let servers = self.bad_uris.iter().filter(|b| !**b).count().max(1);
+        self.opts.split.min(self.opts.max_conn_per_server * servers)
+    }
+
     /// Bytes received so far.
     pub fn received(&self) -> u64 {
         self.plan.as_ref().map_or(0, Plan::received)

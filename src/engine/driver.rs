@@ -1490,9 +1490,7 @@ impl Engine<'_> {
                         // A resumed download starts on one connection; now that ranges work, the
                         // others join.
                         let d = &self.dls[dl];
-                        let servers = d.bad_uris.iter().filter(|b| !**b).count().max(1);
-                        let want = d.opts.split.min(d.opts.max_conn_per_server * servers);
-                        let more = want.saturating_sub(d.conns);
+                        let more = d.connections_wanted().saturating_sub(d.conns);
                         self.dls[dl].wanted += more;
                     }
                 }
@@ -1645,9 +1643,7 @@ impl Engine<'_> {
         d.ranges_ok = total.is_some() && !resp.accept_ranges_none;
         d.split_url = Some(url);
         if d.ranges_ok {
-            let servers = d.bad_uris.iter().filter(|b| !**b).count().max(1);
-            let want = d.opts.split.min(d.opts.max_conn_per_server * servers);
-            let pieces = plan.presplit(want);
+            let pieces = plan.presplit(d.connections_wanted());
             d.wanted += pieces.saturating_sub(1);
         }
         d.plan = Some(plan);

@@ -7,6 +7,20 @@ use crate::plan::RangeSet;
 use crate::store::control::{self, ControlFile, BLOCK};
 use std::path::PathBuf;
 
+/// Opens a file that is already (partly) there, without emptying it.
+fn open_existing(path: &std::path::Path) -> Result<store::OutFile, Failure> {
+    store::open_output(path, false).map_err(|e| {
+        Failure::fatal(
+            ExitCode::FILE_OPEN,
+            format!(
+                "Failed to open the file {}, cause: {}",
+                path.display(),
+                sys::cause(&e)
+            ),
+        )
+    })
+}
+
 impl Engine<'_> {
     /// Before the first request of download `dl`: finds its control file (or, with `-c`, its
     /// partial file) under the name the URL or `-o` gives.
@@ -52,16 +66,7 @@ impl Engine<'_> {
             }
             None if d.opts.check_integrity && d.expected.is_some() && path.is_file() => {
                 // -V: check the file that is there; fetch only if it fails.
-                let out = store::open_output(&path, false).map_err(|e| {
-                    Failure::fatal(
-                        ExitCode::FILE_OPEN,
-                        format!(
-                            "Failed to open the file {}, cause: {}",
-                            path.display(),
-                            sys::cause(&e)
-                        ),
-                    )
-                })?;
+                let out = open_existing(&path)?;
                 let len = out.file.metadata().map(|m| m.len()).unwrap_or(0);
                 d.plan = Some(Plan::from_done(
                     len,
@@ -123,16 +128,7 @@ impl Engine<'_> {
                 ),
             ));
         }
-        let out = store::open_output(&path, false).map_err(|e| {
-            Failure::fatal(
-                ExitCode::FILE_OPEN,
-                format!(
-                    "Failed to open the file {}, cause: {}",
-                    path.display(),
-                    sys::cause(&e)
-                ),
-            )
-        })?;
+        let out = open_existing(&path)?;
         let done = RangeSet::from_ranges(&cf.done_ranges());
         d.validator = sys::validator(out.file.as_raw_fd());
         d.plan = Some(Plan::from_done(
@@ -209,16 +205,7 @@ impl Engine<'_> {
             .path
             .clone()
             .unwrap_or_else(|| d.opts.dir.join(http::filename_from_url(&url)));
-        let out = store::open_output(&path, false).map_err(|e| {
-            Failure::fatal(
-                ExitCode::FILE_OPEN,
-                format!(
-                    "Failed to open the file {}, cause: {}",
-                    path.display(),
-                    sys::cause(&e)
-                ),
-            )
-        })?;
+        let out = open_existing(&path)?;
         let done = RangeSet::single(0..from);
         let mut plan = Plan::from_done(total, d.opts.min_split_size, &done);
         let seg = plan
@@ -227,9 +214,7 @@ impl Engine<'_> {
             .position(|s| s.start == from && s.pos < s.end);
         if let Some(seg) = seg {
             plan.assign(seg, conn_id);
-            let servers = d.bad_uris.iter().filter(|b| !**b).count().max(1);
-            let want = d.opts.split.min(d.opts.max_conn_per_server * servers);
-            d.wanted += plan.presplit(want).saturating_sub(1);
+            d.wanted += plan.presplit(d.connections_wanted()).saturating_sub(1);
         }
         d.written = done;
         d.plan = Some(plan);
