@@ -3,8 +3,9 @@
 #
 #   packaging/check-deb.sh path/to/ringdl_VERSION_ARCH.deb
 #
-# Steps: the committed man page renders without groff warnings; an older ringdl package (the same
-# .deb repacked with version 0.0.1-1) installs and the given .deb upgrades it; the installed
+# Steps: the committed man page renders without groff warnings; the package installs into and is
+# removed from an empty dpkg root (a machine without zsh, fish or bash-completion); an older ringdl
+# package (the same .deb repacked with version 0.0.1-1) installs and the given .deb upgrades it; the installed
 # binary runs and downloads from a local web server; man finds the page; bash (bash-completion),
 # zsh and fish (when installed) load the completions; `dpkg -r` leaves nothing of the package.
 # Stops with a non-zero exit at the first failure. Needs: dpkg, python3, groff, man-db,
@@ -50,6 +51,22 @@ if dpkg-query -W -f '${db:Status-Status}' ringdl 2>/dev/null | grep -qx installe
 else
   ok
 fi
+
+step "in an empty dpkg root (no zsh, fish or bash-completion) the package installs and dpkg -r leaves nothing"
+# A second dpkg database that knows no other package stands for a machine without the shells whose
+# vendor directories the package writes into. libc6 is not in it either, hence --force-depends.
+root=$work/bare
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates"
+: >"$root/var/lib/dpkg/status"
+dpkg --root="$root" --force-depends --force-script-chrootless -i "$deb" >"$work/bare.log" 2>&1 ||
+  fail "$(cat "$work/bare.log")"
+for f in usr/bin/ringdl usr/share/zsh/vendor-completions/_ringdl usr/share/fish/vendor_completions.d/ringdl.fish; do
+  [ -f "$root/$f" ] || fail "$f was not installed under the empty root"
+done
+dpkg --root="$root" -r ringdl >"$work/bare.log" 2>&1 || fail "$(cat "$work/bare.log")"
+left=$(cd "$root" && find . -path ./var/lib/dpkg -prune -o \( -type f -o -type l \) -print)
+[ -z "$left" ] || fail "dpkg -r left files behind:" "$left"
+ok
 
 step "an older ringdl (0.0.1-1, repacked from $(basename "$deb")) installs with dpkg -i"
 dpkg-deb -R "$deb" "$work/old"
