@@ -285,6 +285,12 @@ impl Conn {
             throttled: false,
         }
     }
+
+    /// Working for download `dl`: in an exchange for it, or connecting to start one.
+    pub fn works_for(&self, dl: usize) -> bool {
+        self.ex.as_ref().is_some_and(|e| e.dl == dl)
+            || self.want.as_ref().is_some_and(|w| w.dl == dl)
+    }
 }
 
 /// Download life cycle.

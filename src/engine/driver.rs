@@ -821,11 +821,9 @@ impl Engine<'_> {
     /// Closes every connection working for download `dl`, keeping what they wrote.
     fn stop_conns(&mut self, dl: usize) {
         for slot in 0..self.conns.len() {
-            let mine = self.conns[slot].as_ref().is_some_and(|c| {
-                c.state != ConnState::Closing
-                    && (c.ex.as_ref().is_some_and(|e| e.dl == dl)
-                        || c.want.as_ref().is_some_and(|w| w.dl == dl))
-            });
+            let mine = self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.state != ConnState::Closing && c.works_for(dl));
             if mine {
                 self.return_range(slot);
                 self.close_conn(slot);
@@ -2459,11 +2457,9 @@ impl Engine<'_> {
         // Connections still streaming into this finished download, or still connecting for it, are
         // of no further use (and must not carry its index to whatever job takes its place).
         for slot in 0..self.conns.len() {
-            let streaming = self.conns[slot].as_ref().is_some_and(|c| {
-                c.state != ConnState::Closing
-                    && (c.ex.as_ref().is_some_and(|e| e.dl == dl)
-                        || c.want.as_ref().is_some_and(|w| w.dl == dl))
-            });
+            let streaming = self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.state != ConnState::Closing && c.works_for(dl));
             if streaming {
                 self.close_conn(slot);
             }

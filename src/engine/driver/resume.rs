@@ -249,11 +249,8 @@ impl Engine<'_> {
         };
         let (dl, conn_id) = (ex.dl, c.id);
         for other in 0..self.conns.len() {
-            let theirs = other != slot
-                && self.conns[other].as_ref().is_some_and(|c| {
-                    c.ex.as_ref().is_some_and(|e| e.dl == dl)
-                        || c.want.as_ref().is_some_and(|w| w.dl == dl)
-                });
+            let theirs =
+                other != slot && self.conns[other].as_ref().is_some_and(|c| c.works_for(dl));
             if theirs {
                 self.close_exchange_conn(other);
             }
