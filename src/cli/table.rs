@@ -2310,7 +2310,7 @@ pub static OPTIONS: &[OptDef] = &[
 mod tests {
     use super::super::defs::{ArgKind, Support};
     use super::*;
-    use std::collections::{BTreeMap, HashSet};
+    use std::collections::BTreeMap;
 
     fn find(name: &str) -> &'static OptDef {
         OPTIONS
@@ -2322,18 +2322,6 @@ mod tests {
     #[test]
     fn has_all_197_options() {
         assert_eq!(OPTIONS.len(), 197);
-    }
-
-    #[test]
-    fn names_and_shorts_are_unique() {
-        let mut names = HashSet::new();
-        let mut shorts = HashSet::new();
-        for o in OPTIONS {
-            assert!(names.insert(o.name), "duplicate --{}", o.name);
-            if let Some(c) = o.short {
-                assert!(shorts.insert(c), "duplicate -{c}");
-            }
-        }
     }
 
     #[test]
