@@ -1526,10 +1526,7 @@ impl Engine<'_> {
         resp: &http::ResponseHead,
         framing: Framing,
     ) -> Result<(), Failure> {
-        let Some(c) = self.conns[slot].as_ref() else {
-            return Ok(());
-        };
-        let Some(ex) = c.ex.as_ref() else {
+        let Some((c, ex)) = self.exchange_at(slot) else {
             return Ok(());
         };
         let conn_id = c.id;
@@ -1854,6 +1851,12 @@ impl Engine<'_> {
         }
         self.pump(slot);
         self.after_io(slot);
+    }
+
+    /// The connection in `slot` and the exchange it is in, if it has both.
+    fn exchange_at(&self, slot: usize) -> Option<(&Conn, &Exchange)> {
+        let c = self.conns[slot].as_ref()?;
+        Some((c, c.ex.as_ref()?))
     }
 
     /// Ranges work: parked whole-file streams of download `dl` will not be needed.

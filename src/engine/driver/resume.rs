@@ -157,10 +157,7 @@ impl Engine<'_> {
         resp: &http::ResponseHead,
         from: u64,
     ) -> Result<(), Failure> {
-        let Some(c) = self.conns[slot].as_ref() else {
-            return Ok(());
-        };
-        let Some(ex) = c.ex.as_ref() else {
+        let Some((c, ex)) = self.exchange_at(slot) else {
             return Ok(());
         };
         let (dl, conn_id, url) = (ex.dl, c.id, ex.url.clone());
@@ -241,10 +238,7 @@ impl Engine<'_> {
         resp: &http::ResponseHead,
         framing: Framing,
     ) -> Result<(), Failure> {
-        let Some(c) = self.conns[slot].as_ref() else {
-            return Ok(());
-        };
-        let Some(ex) = c.ex.as_ref() else {
+        let Some((c, ex)) = self.exchange_at(slot) else {
             return Ok(());
         };
         let (dl, conn_id) = (ex.dl, c.id);
