@@ -19,16 +19,17 @@
 //! shows enough progress, not after a fixed sleep; the server's throttle keeps the download from
 //! finishing first whatever the machine's load.
 
-use std::io::Read;
 use std::ops::Range;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::support::server::{RequestRecord, Route, TestServer};
-use crate::support::{content, have_program, require_peer, sha256_file, sha256_hex, TestDir};
+use crate::support::{
+    content, drain, have_program, isolated_command, require_peer, sha256_file, sha256_hex, TestDir,
+};
 
 const MIB: u64 = 1 << 20;
 /// aria2's block: progress inside a piece is recorded per 16 KiB.
@@ -452,30 +453,11 @@ impl std::fmt::Display for Outcome {
     }
 }
 
-fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
-}
-
 fn start(program: &Path, dir: &TestDir, args: &[String]) -> Bg {
     let home = dir.join(".home");
     std::fs::create_dir_all(&home).expect("HOME");
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(dir.path())
-        .env("HOME", &home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for var in ["http_proxy", "https_proxy", "all_proxy", "no_proxy"] {
-        cmd.env_remove(var).env_remove(var.to_uppercase());
-    }
-    let mut child = cmd
+    let mut child = isolated_command(program, dir.path(), &home)
+        .args(args)
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
     let out = drain(child.stdout.take().expect("stdout"));

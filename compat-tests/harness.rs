@@ -15,11 +15,9 @@
 //!   checks that the normalisation hides everything that varies from run to run.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -617,41 +615,20 @@ fn spawn_and_wait(
     limit: Duration,
     expected: bool,
 ) -> (Option<i32>, bool, String, String) {
-    let mut cmd = Command::new(program);
+    let mut cmd = support::isolated_command(program, dir, home);
     // argv[0] as a user's shell passes it (glibc's getopt messages start with it).
     let name = program.file_name().unwrap_or(program.as_os_str());
     cmd.arg0(name)
         .args(args)
-        .current_dir(dir)
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
         .env("LC_ALL", "C")
         .env_remove("LANG")
-        .env_remove("LANGUAGE")
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for var in [
-        "http_proxy",
-        "https_proxy",
-        "ftp_proxy",
-        "all_proxy",
-        "no_proxy",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "FTP_PROXY",
-        "ALL_PROXY",
-        "NO_PROXY",
-    ] {
-        cmd.env_remove(var);
-    }
+        .env_remove("LANGUAGE");
     let started = Instant::now();
     let mut child = cmd
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
-    let out = drain(child.stdout.take().expect("stdout"));
-    let err = drain(child.stderr.take().expect("stderr"));
+    let out = support::drain(child.stdout.take().expect("stdout"));
+    let err = support::drain(child.stderr.take().expect("stderr"));
     let mut stopped = false;
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
@@ -682,14 +659,6 @@ fn spawn_and_wait(
         stdout,
         stderr,
     )
-}
-
-fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
 }
 
 /// Every file and directory under `root` (but `.home`), relative, with size and SHA-256.

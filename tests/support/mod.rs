@@ -149,27 +149,8 @@ pub fn run_program<S: AsRef<OsStr>>(
 ) -> Run {
     let home = dir.join(".home");
     std::fs::create_dir_all(&home).expect("create HOME");
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(dir.path())
-        .env("HOME", &home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for var in [
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-        "no_proxy",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "NO_PROXY",
-    ] {
-        cmd.env_remove(var);
-    }
+    let mut cmd = isolated_command(program, dir.path(), &home);
+    cmd.args(args);
     let args: Vec<String> = args
         .iter()
         .map(|a| a.as_ref().to_string_lossy().into_owned())
@@ -207,7 +188,32 @@ pub fn run_program<S: AsRef<OsStr>>(
     run
 }
 
-fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+/// A command for `program` in `cwd` that sees none of the caller's configuration: HOME (and the XDG
+/// config directory) under `home`, no proxy variables, stdin closed, stdout and stderr piped, and
+/// its own process group, so a timeout can kill everything it started.
+pub fn isolated_command(program: &Path, cwd: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(cwd)
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for var in [
+        "http_proxy",
+        "https_proxy",
+        "ftp_proxy",
+        "all_proxy",
+        "no_proxy",
+    ] {
+        cmd.env_remove(var).env_remove(var.to_uppercase());
+    }
+    cmd
+}
+
+/// Reads a child's pipe to the end on its own thread (so neither pipe can fill and stall it).
+pub fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
     thread::spawn(move || {
         let mut bytes = Vec::new();
         let _ = pipe.read_to_end(&mut bytes);
