@@ -53,7 +53,7 @@ cases! {
     };
 
     // ---- splitting: -x, -s, -k (the server counts connections) ----
-    split_x4_k1m = Case { args: &["-x4", "-s4", "-k1M", "{url}/big.bin"], routes: BIG, conns: true, ..Case::DEFAULT };
+    split_x4_k1m = Case { args: &["-x4", "-s4", "-k1M", "{url}/big.bin"], routes: BIG, conns: true, req_headers: &["Range"], ..Case::DEFAULT };
     split_default_k_no_split = Case {
         // 4 MiB < 2 × 20M: one connection whatever -x says.
         args: &["-x4", "{url}/big.bin"],

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::normalize::{self, Context, Event, Events};
 use crate::support::nginx::Nginx;
-use crate::support::server::{Fault, Location, Route, TestServer, When};
+use crate::support::server::{Fault, Location, RequestRecord, Route, TestServer, When};
 use crate::support::{self, TestDir};
 
 /// How long one run may take before it is killed (and the case fails as a hang).
@@ -226,6 +226,9 @@ struct Side {
     connections: Option<u64>,
     /// Connections on which no request arrived.
     idle_connections: Option<u64>,
+    /// Connections whose every request repeats one (method, path, Range) already made on an
+    /// earlier connection.
+    repeat_connections: Option<u64>,
 }
 
 /// Runs `case` with both programs and panics with a full report if they disagree.
@@ -294,6 +297,21 @@ pub fn run(name: &str, case: &Case) {
             panic!("{report}");
         }
     }
+}
+
+/// How many connections carried only requests that repeat (same method, path and `Range`) a
+/// request the server had already received, in arrival order.
+fn repeat_connections(requests: &[RequestRecord]) -> u64 {
+    let mut seen = std::collections::HashSet::new();
+    let mut used = std::collections::BTreeSet::new();
+    let mut new_work = std::collections::BTreeSet::new();
+    for r in requests {
+        used.insert(r.conn);
+        if seen.insert((&r.method, &r.path, r.header("Range"))) {
+            new_work.insert(r.conn);
+        }
+    }
+    used.difference(&new_work).count() as u64
 }
 
 fn diffs_have_own(diffs: &[Diff]) -> bool {
@@ -511,6 +529,10 @@ fn run_side(
         }
         _ => None,
     };
+    let repeat_connections = match &server {
+        Running::Test(s) => Some(repeat_connections(&s.requests())),
+        _ => None,
+    };
     let (requests, connections) = match &server {
         Running::Test(s) => (
             s.requests()
@@ -592,6 +614,7 @@ fn run_side(
             .collect(),
         connections,
         idle_connections,
+        repeat_connections,
     };
     drop(server);
     side
@@ -900,10 +923,17 @@ fn compare(case: &Case, diffs: &[Diff], self_check: bool, a: &Side, b: &Side) ->
             ));
         }
     }
-    if case.conns && a.connections != b.connections {
+    // aria2c now and then requests a range a second time, on a fresh connection, after another
+    // connection has already asked for it (7 of 160 runs of `-x4 -s4 -k1M` on a 4 MiB file with
+    // four runs at once): a timing artefact, not part of the split, so connections that only
+    // repeat earlier requests are not counted.
+    let counted = |s: &Side| Some(s.connections? - s.repeat_connections.unwrap_or(0));
+    if case.conns && counted(a) != counted(b) {
         bad.push(format!(
-            "connections accepted by the server: aria2c {:?}, ringdl {:?}",
-            a.connections, b.connections
+            "connections accepted by the server (not counting ones that only repeat an earlier request): \
+             aria2c {:?}, ringdl {:?}",
+            counted(a),
+            counted(b)
         ));
     }
     bad
@@ -1115,11 +1145,14 @@ fn side_report(s: &Side) -> String {
     ));
     if !s.requests.is_empty() {
         out.push_str(&format!(
-            "--- requests ({} connections, {} without a request) ---\n{}\n",
+            "--- requests ({} connections, {} without a request, {} only repeating) ---\n{}\n",
             s.connections
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "?".into()),
             s.idle_connections
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "?".into()),
+            s.repeat_connections
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "?".into()),
             s.requests.join("\n")
