@@ -784,3 +784,100 @@ fn ipv6_literal() {
 fn ipv6_literal_tls() {
     ipv6(TestServer::https());
 }
+
+/// Runs ringdl with `args` in `dir` where `name` resolves to `addrs` (in that order): a hosts
+/// file bind-mounted over /etc/hosts in a mount namespace of its own (`unshare -m`), so nothing
+/// outside the run sees it. None (after a loud skip) without root.
+fn with_hosts(dir: &TestDir, name: &str, addrs: &[&str], args: &[String]) -> Option<Run> {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !crate::support::skip_unless(root, "a private /etc/hosts needs root") {
+        return None;
+    }
+    let hosts = dir.join("hosts");
+    let lines: String = addrs.iter().map(|a| format!("{a} {name}\n")).collect();
+    std::fs::write(&hosts, lines).expect("write hosts");
+    let mut argv: Vec<String> = vec![
+        "-m".into(),
+        "sh".into(),
+        "-c".into(),
+        r#"mount --bind "$0" /etc/hosts && exec "$@""#.into(),
+        hosts.display().to_string(),
+        crate::support::binary_under_test().display().to_string(),
+    ];
+    argv.extend(args.iter().cloned());
+    let run =
+        crate::support::run_program("unshare".as_ref(), dir, &argv, crate::support::RUN_TIMEOUT);
+    assert!(
+        !run.output().contains("mount: "),
+        "could not bind-mount the hosts file\n{run}"
+    );
+    Some(run)
+}
+
+/// A name whose first address refuses the connection ([::1], where the server does not listen):
+/// the connect moves on to the next address and the download completes over it; the INFO log
+/// shows both attempts in order.
+#[test]
+fn connect_tries_each_resolved_address() {
+    let server = TestServer::builder().ipv4_only().start();
+    let data = content(33, MIB + 3);
+    server.route("/multi.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let port = server.port();
+    let args: Vec<String> = vec![
+        "-d".into(),
+        dir.arg(),
+        "--log-level=info".into(),
+        "-l".into(),
+        "-".into(),
+        format!("http://multi.test:{port}/multi.bin"),
+    ];
+    let Some(run) = with_hosts(&dir, "multi.test", &["::1", "127.0.0.1"], &args) else {
+        return;
+    };
+    assert_downloaded(&run, &dir, "multi.bin", &data);
+    let out = run.output();
+    let first = out.find(&format!("Connecting to [::1]:{port}"));
+    let refused = out.find(&format!("Could not connect to [::1]:{port}"));
+    let second = out.find(&format!("Connecting to 127.0.0.1:{port}"));
+    assert!(
+        matches!((first, refused, second), (Some(a), Some(b), Some(c)) if a < b && b < c),
+        "expected a refused connect to [::1] and then one to 127.0.0.1\n{run}"
+    );
+}
+
+/// Every address refuses: aria2's "Failed to establish connection" and exit 1, after trying each.
+/// (The server holds the port on 127.0.0.1 so that nothing else takes it; the name resolves to
+/// [::1] and 127.0.0.2, where nothing listens on it.)
+#[test]
+fn connect_fails_when_every_resolved_address_refuses() {
+    let server = TestServer::builder().ipv4_only().start();
+    let port = server.port();
+    let dir = TestDir::new();
+    let args: Vec<String> = vec![
+        "-d".into(),
+        dir.arg(),
+        "--max-tries=1".into(),
+        "--log-level=info".into(),
+        "-l".into(),
+        "-".into(),
+        format!("http://multi.test:{port}/multi.bin"),
+    ];
+    let Some(run) = with_hosts(&dir, "multi.test", &["::1", "127.0.0.2"], &args) else {
+        return;
+    };
+    assert_eq!(run.code(), 1, "{run}");
+    assert_eq!(server.stats().connections, 0);
+    let out = run.output();
+    for addr in [format!("[::1]:{port}"), format!("127.0.0.2:{port}")] {
+        assert!(
+            out.contains(&format!("Connecting to {addr}")),
+            "{addr} not tried\n{run}"
+        );
+    }
+    assert!(
+        !run.lines_with("Failed to establish connection").is_empty(),
+        "no connection error line\n{run}"
+    );
+}

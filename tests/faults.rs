@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use crate::support::server::{Fault, Route, TestServer, When};
 use crate::support::{
-    content, have_program, require_peer, ringdl, run_program, sha256_file, sha256_hex, Run,
-    SplitMix64, TestDir, RUN_TIMEOUT,
+    content, have_program, require_peer, ringdl, run_program, sha256_file, sha256_hex, skip_unless,
+    Run, SplitMix64, TestDir, RUN_TIMEOUT,
 };
 
 const KIB: usize = 1 << 10;
@@ -757,20 +757,6 @@ fn file_changed_bytes_during_a_split_run_is_not_mixed() {
 }
 
 // ---- A full disk -------------------------------------------------------------------------
-
-/// Skips a test that needs something this machine cannot give, loudly; fails it under
-/// `RINGDL_REQUIRE_PEERS=1` (as [`require_peer`] does for programs).
-fn skip_unless(ok: bool, why: &str) -> bool {
-    if ok {
-        return true;
-    }
-    let test = crate::support::test_name();
-    if std::env::var("RINGDL_REQUIRE_PEERS").as_deref() == Ok("1") {
-        panic!("{test}: {why}, and RINGDL_REQUIRE_PEERS=1");
-    }
-    eprintln!("SKIPPED: {test}: {why}");
-    false
-}
 
 /// A small ext4 filesystem in an image file, loop-mounted; unmounted on drop, even when the
 /// test fails.

@@ -663,6 +663,22 @@ impl Engine<'_> {
             return;
         };
         *next += 1;
+        let (id, retrying) = (c.id, *next > 1);
+        if retrying {
+            let failed = addrs[*next - 2];
+            let why = errno_text(c.connect_error);
+            self.console.log(
+                LogLevel::Info,
+                &format!(
+                    "CUID#{id} - Could not connect to {failed} ({why}). Trying another address"
+                ),
+            );
+        }
+        self.console
+            .log(LogLevel::Info, &format!("CUID#{id} - Connecting to {addr}"));
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
         match sys::tcp_socket(&addr) {
             Ok(fd) => {
                 let raw = sys::raw_addr(&addr);

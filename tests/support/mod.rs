@@ -298,6 +298,20 @@ pub fn require_peer(program: &str, found: bool) -> bool {
     false
 }
 
+/// Skips a test that needs something this machine cannot give (root, a mount), loudly; fails it
+/// under `RINGDL_REQUIRE_PEERS=1` (as [`require_peer`] does for programs).
+pub fn skip_unless(ok: bool, why: &str) -> bool {
+    if ok {
+        return true;
+    }
+    let test = test_name();
+    if std::env::var("RINGDL_REQUIRE_PEERS").as_deref() == Ok("1") {
+        panic!("{test}: {why}, and RINGDL_REQUIRE_PEERS=1");
+    }
+    eprintln!("SKIPPED: {test}: {why}");
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -302,6 +302,7 @@ pub struct ServerBuilder {
     tls: bool,
     leaf_names: Vec<String>,
     versions: TlsVersions,
+    ipv4_only: bool,
 }
 
 impl ServerBuilder {
@@ -320,6 +321,12 @@ impl ServerBuilder {
 
     pub fn tls_versions(mut self, versions: TlsVersions) -> ServerBuilder {
         self.versions = versions;
+        self
+    }
+
+    /// Listen on 127.0.0.1 only, leaving the port free on [::1] (connections there are refused).
+    pub fn ipv4_only(mut self) -> ServerBuilder {
+        self.ipv4_only = true;
         self
     }
 
@@ -374,6 +381,7 @@ impl TestServer {
             tls: false,
             leaf_names: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             versions: TlsVersions::Both,
+            ipv4_only: false,
         }
     }
 
@@ -397,7 +405,11 @@ impl TestServer {
         let v4 = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
         let port = v4.local_addr().expect("local_addr").port();
         // Best effort: the same port on ::1, so `localhost` works whichever address it resolves to.
-        let v6 = TcpListener::bind((Ipv6Addr::LOCALHOST, port)).ok();
+        let v6 = if b.ipv4_only {
+            None
+        } else {
+            TcpListener::bind((Ipv6Addr::LOCALHOST, port)).ok()
+        };
         let has_v6 = v6.is_some();
 
         let shared = Arc::new(Shared {
