@@ -150,6 +150,29 @@ cases! {
         pre: &[Pre::Text("data", "old\n")],
         ..Case::DEFAULT
     };
+    continue_into_empty_file = Case {
+        // Nothing to keep: aria2c downloads the whole file into it rather than renaming.
+        args: &["-c", "{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Bytes("f.bin", 0)],
+        req_headers: &["Range"],
+        ..Case::DEFAULT
+    };
+    continue_into_file_shorter_than_a_block = Case {
+        args: &["-c", "{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Bytes("f.bin", 100)],
+        req_headers: &["Range"],
+        ..Case::DEFAULT
+    };
+    continue_from_a_partial_file = Case {
+        args: &["-c", "{url}/f.bin"],
+        routes: F,
+        // (aria2c first asks without a Range, then for bytes=32768-99999; ringdl asks for
+        // bytes=32768- at once: requests are not compared.)
+        pre: &[Pre::Bytes("f.bin", 40_000)],
+        ..Case::DEFAULT
+    };
     auto_rename_disabled = Case {
         args: &["--auto-file-renaming=false", "{url}/f.bin"],
         routes: F,

@@ -1577,7 +1577,10 @@ impl Engine<'_> {
             self.finish_without_body(dl, Some((path, total.unwrap_or(0))));
             return Ok(());
         }
-        if d.file.is_none() {
+        // Whether this response creates the file (not a retry that goes on writing into it).
+        let created = d.file.is_none();
+        let mut allocating = false;
+        if created {
             let name = match d.opts.out.clone() {
                 Some(o) => o,
                 None => resp
@@ -1644,9 +1647,11 @@ impl Engine<'_> {
             d.file = Some(out.file);
             d.path = Some(path);
             if let Some(n) = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit) {
+                allocating = true;
                 self.allocate(dl, fd, n);
             }
         }
+        let one_block = total.is_some_and(|n| n <= self.pool.writes.size() as u64);
         let d = &mut self.dls[dl];
         let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);
         plan.assign(0, conn_id);
@@ -1658,8 +1663,15 @@ impl Engine<'_> {
             d.wanted += pieces.saturating_sub(1);
         }
         d.plan = Some(plan);
-        // The control file exists from the start, like aria2's, for a file of known length.
-        self.save_control(dl);
+        if created && !allocating && one_block {
+            // The whole body fits one write block, so its only write is its last and the file
+            // stays empty until then: there is nothing to resume yet. Its control file waits for
+            // the next tick (within a second; `autosave`), so a small file that finishes before
+            // does not pay for creating, renaming and removing one. Stops and failures save it.
+        } else {
+            // The control file exists from the start, like aria2's, for a file of known length.
+            self.save_control(dl);
+        }
         Ok(())
     }
 

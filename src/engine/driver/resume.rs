@@ -91,12 +91,17 @@ impl Engine<'_> {
                 }
                 if d.opts.continue_partial {
                     if let Ok(m) = std::fs::metadata(&path) {
-                        if m.is_file() && m.len() > 0 {
-                            d.continue_from = Some(m.len() / BLOCK * BLOCK);
+                        let from = m.len() / BLOCK * BLOCK;
+                        if m.is_file() && from > 0 {
+                            d.continue_from = Some(from);
                             d.validator = std::fs::File::open(&path)
                                 .ok()
                                 .and_then(|f| sys::validator(f.as_raw_fd()));
                             d.path = Some(path);
+                        } else if m.is_file() {
+                            // Shorter than one block, so nothing of it is kept: like aria2c,
+                            // download the whole file into it (no Range, no renaming).
+                            d.opts.allow_overwrite = true;
                         }
                     }
                 }
@@ -312,19 +317,17 @@ impl Engine<'_> {
         }
     }
 
-    /// Saves the control files whose `--auto-save-interval` has passed.
+    /// Saves the control files whose `--auto-save-interval` has passed, and the first one of a
+    /// download that put it off at its first response (a body that fits one write block).
     pub(super) fn autosave(&mut self) {
         let every = self.s.auto_save_interval;
-        if every == 0 {
-            return;
-        }
         for dl in 0..self.dls.len() {
             let d = &self.dls[dl];
-            let due = d.state == DlState::Active
-                && d.error.is_none()
-                && d.file.is_some()
-                && d.last_save.is_none_or(|t| t.elapsed().as_secs() >= every);
-            if due {
+            let due = match d.last_save {
+                None => true,
+                Some(t) => every > 0 && t.elapsed().as_secs() >= every,
+            };
+            if due && d.state == DlState::Active && d.error.is_none() && d.file.is_some() {
                 self.save_control(dl);
             }
         }
