@@ -5,6 +5,13 @@ use super::harness::{Case, Cmp, Diff, Pre, Srv, M, R};
 
 const F: &[R] = &[R::File("/f.bin", 100_000)];
 const BIG: &[R] = &[R::File("/big.bin", 4 << 20)];
+/// /f.bin (4 MiB: aria2c 1.36 aborts on an assertion when it starts a file of one piece over
+/// after a failed resume), and two mirrors of it that ignore Range.
+const F_AND_NO_RANGE_MIRROR: &[R] = &[
+    R::File("/f.bin", 4 << 20),
+    R::CopyWith("/nr/f.bin", "/f.bin", 4 << 20, &[M::NoRanges]),
+    R::CopyWith("/nr2/f.bin", "/f.bin", 4 << 20, &[M::NoRanges]),
+];
 const SIX: &[R] = &[
     R::File("/z/1.bin", 10_000),
     R::File("/z/2.bin", 20_001),
@@ -170,6 +177,37 @@ cases! {
         routes: F,
         pre: &[Pre::Bytes("f.bin", 40_000)],
         known: &["K-CONTREQ"],
+        ..Case::DEFAULT
+    };
+    // ---- -c against mirrors that cannot resume (they answer a Range request with the whole file) ----
+    continue_skips_a_mirror_that_cannot_resume = Case {
+        args: &["-c", "-x1", "{url}/nr/f.bin", "{url}/f.bin"],
+        routes: F_AND_NO_RANGE_MIRROR,
+        pre: &[Pre::Bytes("f.bin", 1 << 20)],
+        ..Case::DEFAULT
+    };
+    continue_fails_when_no_mirror_can_resume = Case {
+        args: &["-c", "-x1", "{url}/nr/f.bin", "{url}/nr2/f.bin"],
+        routes: F_AND_NO_RANGE_MIRROR,
+        pre: &[Pre::Bytes("f.bin", 1 << 20)],
+        ..Case::DEFAULT
+    };
+    continue_always_resume_false_starts_over = Case {
+        args: &["-c", "-x1", "--always-resume=false", "{url}/nr/f.bin"],
+        routes: F_AND_NO_RANGE_MIRROR,
+        pre: &[Pre::Bytes("f.bin", 1 << 20)],
+        ..Case::DEFAULT
+    };
+    continue_always_resume_false_skips_below_the_limit = Case {
+        args: &["-c", "-x1", "--always-resume=false", "{url}/nr/f.bin", "{url}/f.bin"],
+        routes: F_AND_NO_RANGE_MIRROR,
+        pre: &[Pre::Bytes("f.bin", 1 << 20)],
+        ..Case::DEFAULT
+    };
+    continue_resume_failure_limit_reached_starts_over = Case {
+        args: &["-c", "-x1", "--always-resume=false", "--max-resume-failure-tries=1", "{url}/nr/f.bin", "{url}/f.bin"],
+        routes: F_AND_NO_RANGE_MIRROR,
+        pre: &[Pre::Bytes("f.bin", 1 << 20)],
         ..Case::DEFAULT
     };
     auto_rename_disabled = Case {

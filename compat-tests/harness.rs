@@ -78,6 +78,8 @@ pub enum R {
     Redirect(&'static str, u16, &'static str),
     /// `path` serves the same `len` bytes as `like` does (a mirror).
     Copy(&'static str, &'static str, usize),
+    /// The same with modifiers (a mirror that, say, ignores ranges).
+    CopyWith(&'static str, &'static str, usize, &'static [M]),
     /// `hops` redirects `/name/0` → `/name/1` → ... → `target` (relative Locations).
     Chain(&'static str, usize, &'static str),
 }
@@ -425,23 +427,13 @@ fn mount(server: &TestServer, r: &R, base: &str) {
             server.route(path, Route::bytes(file_bytes(path, *len)));
         }
         R::FileWith(path, len, mods) => {
-            let mut route = Route::bytes(file_bytes(path, *len));
-            for m in *mods {
-                route = match *m {
-                    M::Chunked => route.chunked(),
-                    M::NoRanges => route.no_ranges(),
-                    M::RangesNone => route.accept_ranges_none(),
-                    M::CloseDelimited => route.close_delimited(),
-                    M::Throttle(piece, ms) => route.throttle(piece, Duration::from_millis(ms)),
-                    M::Disposition(v) => route.content_disposition(v),
-                    M::Header(n, v) => route.header(n, v),
-                    M::Fault(f, w) => route.fault(f, w),
-                };
-            }
-            server.route(path, route);
+            server.route(path, modified(Route::bytes(file_bytes(path, *len)), mods));
         }
         R::Copy(path, like, len) => {
             server.route(path, Route::bytes(file_bytes(like, *len)));
+        }
+        R::CopyWith(path, like, len, mods) => {
+            server.route(path, modified(Route::bytes(file_bytes(like, *len)), mods));
         }
         R::Status(path, status) => {
             server.route(path, Route::status(*status));
@@ -453,6 +445,22 @@ fn mount(server: &TestServer, r: &R, base: &str) {
             server.redirect_chain(name, *hops, target, Location::Relative);
         }
     }
+}
+
+fn modified(mut route: Route, mods: &[M]) -> Route {
+    for m in mods {
+        route = match *m {
+            M::Chunked => route.chunked(),
+            M::NoRanges => route.no_ranges(),
+            M::RangesNone => route.accept_ranges_none(),
+            M::CloseDelimited => route.close_delimited(),
+            M::Throttle(piece, ms) => route.throttle(piece, Duration::from_millis(ms)),
+            M::Disposition(v) => route.content_disposition(v),
+            M::Header(n, v) => route.header(n, v),
+            M::Fault(f, w) => route.fault(f, w),
+        };
+    }
+    route
 }
 
 /// A port on 127.0.0.1 where nothing listens (bound, then released).

@@ -666,3 +666,74 @@ fn one_block_control_file_waits_for_a_tick() {
         assert!(!ctl.exists(), "{name}: control file left after completion");
     }
 }
+
+/// Resuming from a control file with a mirror that cannot resume (it answers a Range request
+/// with the whole file) listed first: with no other mirror, exit 8 and the partial file and its
+/// control file stay; with a good mirror after it, that mirror is dropped with one error line and
+/// the download goes on from the good one, asking only for what is missing (aria2c does both).
+#[test]
+fn resume_skips_mirrors_that_cannot_resume() {
+    let server = TestServer::plain();
+    let data = content(81, 12 * MIB + 4321);
+    server.route("/m.bin", slow_route(&data));
+    server.route("/nr/m.bin", Route::bytes(data.clone()).no_ranges());
+    let dir = TestDir::new();
+    let args = |uris: &[&str]| -> Vec<String> {
+        let mut a = vec![
+            "--no-conf".to_string(),
+            "-d".into(),
+            dir.arg(),
+            "-x2".into(),
+            "-k1M".into(),
+        ];
+        a.extend(uris.iter().map(|u| server.url(u)));
+        a
+    };
+    let code = run_and_signal(
+        bin(),
+        &args(&["/m.bin"]),
+        "-INT",
+        Duration::from_millis(300),
+    );
+    assert_eq!(code, Some(7));
+    let (file, ctl) = (dir.join("m.bin"), dir.join("m.bin.aria2"));
+    assert!(
+        ctl.exists(),
+        "no control file after Ctrl-C: {:?}",
+        dir.entries()
+    );
+    let partial = std::fs::read(&ctl).expect("control file");
+
+    let run = ringdl(&dir, &args(&["/nr/m.bin"]));
+    assert_eq!(run.code(), 8, "{run}");
+    assert!(
+        run.lines_with("errorCode=8")
+            .iter()
+            .any(|l| l.contains("/nr/m.bin")),
+        "no error line naming the mirror\n{run}"
+    );
+    assert_eq!(
+        std::fs::read(&ctl).ok(),
+        Some(partial),
+        "the control file changed"
+    );
+
+    let before = server.requests_to("/m.bin").len();
+    let run = ringdl(&dir, &args(&["/nr/m.bin", "/m.bin"]));
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&file), sha256_hex(&data));
+    assert!(!ctl.exists(), "control file left after completion");
+    let aborted = run.lines_with("Download aborted");
+    assert!(
+        aborted.len() == 1
+            && aborted[0].contains("/nr/m.bin")
+            && aborted[0].contains("errorCode=8"),
+        "expected one abort line for the mirror that cannot resume\n{run}"
+    );
+    let later = &server.requests_to("/m.bin")[before..];
+    assert!(
+        !later.is_empty() && later.iter().all(|r| r.range().is_some_and(|(a, _)| a > 0)),
+        "the good mirror was asked for bytes already on disk: {:?}",
+        later.iter().map(|r| r.range()).collect::<Vec<_>>()
+    );
+}

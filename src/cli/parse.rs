@@ -112,7 +112,7 @@ pub struct DownloadOptions {
     pub piece_length: u32,
     pub allow_piece_length_change: bool,
     pub remove_control_file: bool,
-    /// When the server cannot resume: restart from zero (true) or fail with exit 8 (false).
+    /// When the server cannot resume: fail with exit 8 (true) or restart from zero (false).
     pub always_resume: bool,
     pub max_resume_failure_tries: u32,
     /// `--checksum=TYPE=DIGEST` the finished file must have.

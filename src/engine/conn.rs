@@ -46,6 +46,9 @@ pub struct Failure {
     pub retry: bool,
     /// Seconds to wait before that retry, when the server said (Retry-After).
     pub wait: Option<u64>,
+    /// The server could not resume and the download starts over on another mirror: said after
+    /// the line that drops this one.
+    pub from_scratch: bool,
 }
 
 impl Failure {
@@ -55,6 +58,7 @@ impl Failure {
             message: message.into(),
             retry: false,
             wait: None,
+            from_scratch: false,
         }
     }
     pub fn retry(code: ExitCode, message: impl Into<String>) -> Failure {
@@ -63,6 +67,7 @@ impl Failure {
             message: message.into(),
             retry: true,
             wait: None,
+            from_scratch: false,
         }
     }
 
@@ -320,8 +325,9 @@ pub struct Download {
     /// A range request has been answered correctly (until then the first, whole-file response may
     /// take over ranges other connections have not started).
     pub ranges_confirmed: bool,
-    /// Final URL of the first request (after redirects), used by extra connections.
-    pub split_url: Option<Url>,
+    /// Final URL of the first request (after redirects) and the mirror it came from: extra
+    /// connections to that mirror use it.
+    pub split_url: Option<(usize, Url)>,
     pub conns: usize,
     /// Connections asked for but not yet started (no slot free yet).
     pub wanted: usize,
@@ -368,6 +374,8 @@ pub struct Download {
     /// The file was preallocated to its full length.
     pub preallocated: bool,
     pub failures: u32,
+    /// Mirrors that answered a resuming request with the whole file (`--max-resume-failure-tries`).
+    pub resume_failures: u32,
     pub error: Option<Failure>,
     /// Stopped by Ctrl-C/SIGTERM before it finished: reported as in progress.
     pub halted: bool,
@@ -432,6 +440,7 @@ impl Download {
             checking_existing: false,
             preallocated: false,
             failures: 0,
+            resume_failures: 0,
             error: None,
             soft_error: None,
             halted: false,

@@ -26,6 +26,7 @@ use url::Url;
 
 mod pace;
 mod resume;
+use resume::CannotResume;
 mod verify;
 
 /// Receives application data on a TLS connection that has no exchange (idle, or between requests):
@@ -541,7 +542,7 @@ impl Engine<'_> {
         }
         let mirror = usable[d.conns % usable.len()];
         let url = match (&d.split_url, d.plan.is_some()) {
-            (Some(u), true) if mirror == usable[0] => u.clone(),
+            (Some((m, u)), true) if *m == mirror => u.clone(),
             _ => d.uris[mirror].clone(),
         };
         self.open(Want {
@@ -1447,11 +1448,29 @@ impl Engine<'_> {
                     && d.opts.always_resume
                 {
                     // If-Range was sent with the partial file's version: a whole answer means the
-                    // file changed since, and its bytes must not be mixed with the old ones.
-                    let f = Failure::fatal(
-                        ExitCode::UNKNOWN,
-                        "The file on the server changed since this partial download began (If-Range did not match); remove the partial file or use --allow-overwrite=true --remove-control-file".to_string(),
-                    );
+                    // file changed since, and its bytes must not be mixed with the old ones; or,
+                    // when the answer still carries that version, that the server ignores ranges.
+                    // Another mirror may still serve the old file.
+                    let same =
+                        resp.etag.as_ref().or(resp.last_modified.as_ref()) == d.validator.as_ref();
+                    let (code, msg) = if same {
+                        (
+                            ExitCode::CANNOT_RESUME,
+                            format!(
+                                "Invalid range header. Request: {first}-{}/{}, Response: 0-{}/{}",
+                                last.unwrap_or(0),
+                                total.unwrap_or(0),
+                                total.unwrap_or(1).saturating_sub(1),
+                                total.unwrap_or(0)
+                            ),
+                        )
+                    } else {
+                        (ExitCode::UNKNOWN, "The file on the server changed since this partial download began (If-Range did not match); remove the partial file or use --allow-overwrite=true --remove-control-file".to_string())
+                    };
+                    let f = match self.cannot_resume(slot) {
+                        CannotResume::NextMirror => Failure::retry(code, msg),
+                        _ => Failure::fatal(code, msg),
+                    };
                     self.fail_conn(slot, f);
                     return;
                 }
@@ -1469,13 +1488,24 @@ impl Engine<'_> {
                     )),
                 };
                 let d = &self.dls[dl];
-                if check.is_err()
-                    && d.resumed
-                    && !d.ranges_confirmed
-                    && status == 200
-                    && !d.opts.always_resume
+                let resuming = d.resumed && !d.ranges_confirmed && status == 200;
+                let decision = match &check {
+                    Err(_) if resuming => self.cannot_resume(slot),
+                    _ => CannotResume::Fail,
+                };
+                if let (Err(f), CannotResume::NextMirror | CannotResume::ScratchElsewhere) =
+                    (&check, decision)
                 {
+                    // This mirror cannot resume; another one goes on (or starts over).
+                    let mut f = Failure::retry(f.code, f.message.clone());
+                    f.from_scratch = decision == CannotResume::ScratchElsewhere;
+                    self.fail_conn(slot, f);
+                    return;
+                }
+                if let (Err(f), CannotResume::ScratchHere) = (&check, decision) {
                     // Resuming is impossible here and --always-resume=false: start over.
+                    let why = f.message.clone();
+                    self.say_cannot_resume(slot, &why);
                     if let Err(f) = self.restart_from_scratch(slot, &resp, framing) {
                         self.fail_conn(slot, f);
                         return;
@@ -1546,7 +1576,7 @@ impl Engine<'_> {
             return Ok(());
         };
         let conn_id = c.id;
-        let dl = ex.dl;
+        let (dl, mirror) = (ex.dl, ex.mirror);
         let url = ex.url.clone();
         let total = match (framing, resp.status, resp.content_range) {
             (Framing::Length(n), 200, _) => Some(n),
@@ -1657,7 +1687,7 @@ impl Engine<'_> {
         plan.assign(0, conn_id);
         d.length_known = total.is_some();
         d.ranges_ok = total.is_some() && !resp.accept_ranges_none;
-        d.split_url = Some(url);
+        d.split_url = Some((mirror, url));
         if d.ranges_ok {
             let pieces = plan.presplit(d.connections_wanted());
             d.wanted += pieces.saturating_sub(1);
@@ -2037,6 +2067,11 @@ impl Engine<'_> {
                 "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} {}",
                 f.code.0, f.message
             ));
+            if f.from_scratch {
+                self.console.notice(&format!(
+                    "CUID#{conn_id} - Failed to resume download. Download from scratch."
+                ));
+            }
         } else {
             self.console.log(
                 LogLevel::Info,

@@ -21,6 +21,19 @@ fn open_existing(path: &std::path::Path) -> Result<store::OutFile, Failure> {
     })
 }
 
+/// What [`Engine::cannot_resume`] decided for a mirror that cannot resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CannotResume {
+    /// Drop this mirror and go on resuming with another.
+    NextMirror,
+    /// Drop this mirror and start over on another (the download is already reset).
+    ScratchElsewhere,
+    /// Start over with this mirror's response.
+    ScratchHere,
+    /// The download fails with exit 8.
+    Fail,
+}
+
 impl Engine<'_> {
     /// Before the first request of download `dl`: finds its control file (or, with `-c`, its
     /// partial file) under the name the URL or `-o` gives.
@@ -30,11 +43,12 @@ impl Engine<'_> {
             .uris
             .iter()
             .zip(&d.bad_uris)
-            .find(|(_, bad)| !**bad)
-            .map(|(u, _)| u.clone());
+            .enumerate()
+            .find(|(_, (_, bad))| !**bad)
+            .map(|(m, (u, _))| (m, u.clone()));
         let name = match (&d.opts.out, &first) {
             (Some(o), _) => o.clone(),
-            (None, Some(u)) => http::filename_from_url(u),
+            (None, Some((_, u))) => http::filename_from_url(u),
             (None, None) => return Ok(()),
         };
         let path = d.opts.dir.join(&name);
@@ -116,7 +130,7 @@ impl Engine<'_> {
         path: PathBuf,
         ctl: PathBuf,
         cf: ControlFile,
-        first: Option<Url>,
+        first: Option<(usize, Url)>,
     ) -> Result<(), Failure> {
         let d = &mut self.dls[dl];
         if cf.piece_length != d.opts.piece_length
@@ -165,7 +179,7 @@ impl Engine<'_> {
         let Some((c, ex)) = self.exchange_at(slot) else {
             return Ok(());
         };
-        let (dl, conn_id, url) = (ex.dl, c.id, ex.url.clone());
+        let (dl, mirror, conn_id, url) = (ex.dl, ex.mirror, c.id, ex.url.clone());
         let total = resp
             .content_range
             .and_then(|cr| cr.complete_length)
@@ -175,21 +189,38 @@ impl Engine<'_> {
             && total.is_some_and(|t| t >= from);
         if !resumable {
             let t = total.unwrap_or(0);
-            // What is on disk stays claimed, so a later run (or aria2c) can go on from it.
-            let d = &mut self.dls[dl];
-            if t >= from && d.opts.always_resume {
-                d.written = RangeSet::single(0..from);
-                d.plan = Some(Plan::from_done(t, d.opts.min_split_size, &d.written));
-                d.length_known = true;
-            }
             let why = format!(
                 "Invalid range header. Request: {from}-{}/{t}, Response: 0-{}/{t}",
                 t.saturating_sub(1),
                 t.saturating_sub(1)
             );
-            if self.dls[dl].opts.always_resume || resp.status != 200 {
-                return Err(Failure::fatal(ExitCode::CANNOT_RESUME, why));
+            let decision = if resp.status == 200 {
+                self.cannot_resume(slot)
+            } else {
+                CannotResume::Fail
+            };
+            match decision {
+                CannotResume::NextMirror => {
+                    return Err(Failure::retry(ExitCode::CANNOT_RESUME, why));
+                }
+                CannotResume::ScratchElsewhere => {
+                    let mut f = Failure::retry(ExitCode::CANNOT_RESUME, why);
+                    f.from_scratch = true;
+                    return Err(f);
+                }
+                CannotResume::Fail => {
+                    // What is on disk stays claimed, so a later run (or aria2c) can go on from it.
+                    let d = &mut self.dls[dl];
+                    if t >= from {
+                        d.written = RangeSet::single(0..from);
+                        d.plan = Some(Plan::from_done(t, d.opts.min_split_size, &d.written));
+                        d.length_known = true;
+                    }
+                    return Err(Failure::fatal(ExitCode::CANNOT_RESUME, why));
+                }
+                CannotResume::ScratchHere => {}
             }
+            self.say_cannot_resume(slot, &why);
             self.console.notice(&format!(
                 "CUID#{conn_id} - Failed to resume download. Download from scratch."
             ));
@@ -227,7 +258,7 @@ impl Engine<'_> {
         d.direct = out.direct;
         d.file = Some(out.file);
         d.path = Some(path);
-        d.split_url = Some(url);
+        d.split_url = Some((mirror, url));
         if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
             ex.seg = seg.unwrap_or(0);
         }
@@ -243,10 +274,25 @@ impl Engine<'_> {
         resp: &http::ResponseHead,
         framing: Framing,
     ) -> Result<(), Failure> {
-        let Some((c, ex)) = self.exchange_at(slot) else {
+        let Some((c, _)) = self.exchange_at(slot) else {
             return Ok(());
         };
-        let (dl, conn_id) = (ex.dl, c.id);
+        let conn_id = c.id;
+        self.console.notice(&format!(
+            "CUID#{conn_id} - Failed to resume download. Download from scratch."
+        ));
+        self.reset_to_scratch(slot);
+        self.accept_first_response(slot, resp, framing)
+    }
+
+    /// Forgets what the partial file of the download `slot` works for holds, so that its next
+    /// first response (on this connection or another) starts the file over; the download's other
+    /// connections close.
+    fn reset_to_scratch(&mut self, slot: usize) {
+        let Some((_, ex)) = self.exchange_at(slot) else {
+            return;
+        };
+        let dl = ex.dl;
         for other in 0..self.conns.len() {
             let theirs =
                 other != slot && self.conns[other].as_ref().is_some_and(|c| c.works_for(dl));
@@ -254,22 +300,62 @@ impl Engine<'_> {
                 self.close_exchange_conn(other);
             }
         }
-        self.console.notice(&format!(
-            "CUID#{conn_id} - Failed to resume download. Download from scratch."
-        ));
         self.remove_control(dl);
         let d = &mut self.dls[dl];
         d.plan = None;
         d.file = None;
         d.written = RangeSet::new();
         d.resumed = false;
+        d.continue_from = None;
         d.wanted = 0;
         d.opts.allow_overwrite = true;
         if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
             ex.range = None;
             ex.seg = 0;
         }
-        self.accept_first_response(slot, resp, framing)
+    }
+
+    /// aria2's answer to a mirror that sent the whole file to a resuming request (the caller has
+    /// `why`, the error text). `--always-resume=true` drops the mirror while others are left, then
+    /// fails (exit 8). `--always-resume=false` drops mirrors until `--max-resume-failure-tries`
+    /// of them could not resume (0: all of them), then starts over: on another mirror if one is
+    /// left, else on this response.
+    pub(super) fn cannot_resume(&mut self, slot: usize) -> CannotResume {
+        let Some((_, ex)) = self.exchange_at(slot) else {
+            return CannotResume::Fail;
+        };
+        let (dl, mirror) = (ex.dl, ex.mirror);
+        let d = &mut self.dls[dl];
+        d.resume_failures += 1;
+        let others = (0..d.uris.len()).any(|m| m != mirror && !d.bad_uris[m]);
+        let limit = d.opts.max_resume_failure_tries;
+        match (d.opts.always_resume, others) {
+            (true, true) => CannotResume::NextMirror,
+            (true, false) => CannotResume::Fail,
+            (false, false) => CannotResume::ScratchHere,
+            (false, true) if limit > 0 && d.resume_failures >= limit => {
+                self.reset_to_scratch(slot);
+                CannotResume::ScratchElsewhere
+            }
+            (false, true) => CannotResume::NextMirror,
+        }
+    }
+
+    /// Says that this mirror cannot resume, as aria2 does before it starts over.
+    pub(super) fn say_cannot_resume(&mut self, slot: usize, why: &str) {
+        let Some((c, ex)) = self.exchange_at(slot) else {
+            return;
+        };
+        let conn_id = c.id;
+        let uri = self.dls[ex.dl]
+            .uris
+            .get(ex.mirror)
+            .map(Url::to_string)
+            .unwrap_or_default();
+        self.console.error(&format!(
+            "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} {why}",
+            ExitCode::CANNOT_RESUME.0
+        ));
     }
 
     /// A download that ends without a body: `--dry-run` (the file that would be written, and its
