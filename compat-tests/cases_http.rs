@@ -5,7 +5,14 @@ use super::harness::{Case, Cmp, Diff, M, R};
 use crate::support::server::{Fault, When};
 
 const F: &[R] = &[R::File("/f.bin", 100_000)];
-const BIG_NO_RANGES: &[R] = &[R::FileWith("/big.bin", 4 << 20, &[M::NoRanges])];
+/// Throttled (about 160 ms for the body) so that the segment connections are answered while the
+/// first one is still receiving: unthrottled, aria2c sometimes finishes before they are and
+/// prints none of their errors.
+const BIG_NO_RANGES: &[R] = &[R::FileWith(
+    "/big.bin",
+    4 << 20,
+    &[M::NoRanges, M::Throttle(256 * 1024, 10)],
+)];
 
 cases! {
     // ---- statuses → exit codes ----
