@@ -737,3 +737,148 @@ fn resume_skips_mirrors_that_cannot_resume() {
         later.iter().map(|r| r.range()).collect::<Vec<_>>()
     );
 }
+
+/// Partial download of `data` from `server`'s `path` (stopped with Ctrl-C part-way), in `dir`.
+fn interrupted(server: &TestServer, dir: &TestDir, path: &str, data: &[u8]) {
+    let args = [
+        "--no-conf".to_string(),
+        "-d".into(),
+        dir.arg(),
+        "-x2".into(),
+        "-k1M".into(),
+        server.url(path),
+    ];
+    let code = run_and_signal(bin(), &args, "-INT", Duration::from_millis(300));
+    assert_eq!(code, Some(7));
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let len = std::fs::metadata(dir.join(name))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    assert!(
+        len > 0 && len <= data.len() as u64,
+        "partial file of {len} bytes"
+    );
+    assert!(
+        dir.join(&format!("{name}.aria2")).exists(),
+        "no control file"
+    );
+}
+
+/// `--always-resume=false --max-resume-failure-tries=1`: the first mirror cannot resume, so the
+/// download starts over on the next, which is missing (404). The partial file and its control
+/// file must still describe each other, so a later run finishes it byte-exact.
+#[test]
+fn starting_over_on_a_mirror_that_fails_keeps_the_partial_file_resumable() {
+    let server = TestServer::plain();
+    let data = content(82, 12 * MIB + 77);
+    server.route("/s.bin", slow_route(&data));
+    server.route("/nr/s.bin", Route::bytes(data.clone()).no_ranges());
+    let dir = TestDir::new();
+    interrupted(&server, &dir, "/s.bin", &data);
+    let ctl = dir.join("s.bin.aria2");
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf".to_string(),
+            "-d".into(),
+            dir.arg(),
+            "--always-resume=false".into(),
+            "--max-resume-failure-tries=1".into(),
+            server.url("/nr/s.bin"),
+            server.url("/missing/s.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 3, "{run}");
+    assert!(ctl.exists(), "the control file went: {:?}", dir.entries());
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf".to_string(),
+            "-d".into(),
+            dir.arg(),
+            server.url("/s.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("s.bin")), sha256_hex(&data));
+    assert!(!ctl.exists());
+}
+
+/// A resumed download split over a good mirror and one that ignores ranges: the bad mirror is
+/// dropped with an error line and the good one finishes the file (there is no whole-body stream
+/// to fall back on). aria2c 1.36 finishes it too.
+#[test]
+fn resumed_split_download_drops_a_mirror_that_ignores_ranges() {
+    let server = TestServer::plain();
+    let data = content(83, 12 * MIB + 99);
+    server.route("/r.bin", slow_route(&data));
+    server.route("/nr/r.bin", Route::bytes(data.clone()).no_ranges());
+    let dir = TestDir::new();
+    interrupted(&server, &dir, "/r.bin", &data);
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf".to_string(),
+            "-d".into(),
+            dir.arg(),
+            "-x2".into(),
+            "-k1M".into(),
+            server.url("/r.bin"),
+            server.url("/nr/r.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("r.bin")), sha256_hex(&data));
+    assert!(!dir.join("r.bin.aria2").exists());
+}
+
+/// Two mirrors on different origins with their own ETags: `If-Range` carries the first
+/// response's validator to its own origin only, so the other mirror serves its ranges instead
+/// of answering each with the whole file.
+#[test]
+fn if_range_only_to_its_origin() {
+    let (a, b) = (TestServer::plain(), TestServer::plain());
+    let data = content(84, 8 * MIB + 5);
+    let route = |etag: &str| {
+        Route::bytes(data.clone())
+            .throttle(64 * 1024, Duration::from_millis(5))
+            .header("ETag", etag)
+    };
+    a.route("/o.bin", route("\"from-a\""));
+    b.route("/o.bin", route("\"from-b\""));
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf".to_string(),
+            "-d".into(),
+            dir.arg(),
+            "-x4".into(),
+            "-s4".into(),
+            "-k1M".into(),
+            a.url("/o.bin"),
+            b.url("/o.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("o.bin")), sha256_hex(&data));
+    assert!(run.lines_with("Download aborted").is_empty(), "{run}");
+    let ranged = |s: &TestServer| -> Vec<Option<String>> {
+        s.requests_to("/o.bin")
+            .iter()
+            .filter(|r| r.range().is_some_and(|(first, _)| first > 0))
+            .map(|r| r.header("If-Range").map(str::to_owned))
+            .collect()
+    };
+    let (from_a, from_b) = (ranged(&a), ranged(&b));
+    assert!(!from_b.is_empty(), "the second mirror served no range");
+    assert!(
+        from_b.iter().all(Option::is_none),
+        "If-Range sent to the other origin: {from_b:?}"
+    );
+    // The first request goes to the first mirror, whose answer gives the validator.
+    assert!(
+        from_a.iter().all(|v| v.as_deref() == Some("\"from-a\"")),
+        "{from_a:?}"
+    );
+}

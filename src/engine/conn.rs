@@ -78,6 +78,44 @@ impl Failure {
     }
 }
 
+/// The version of a file (its `ETag`, else its `Last-Modified`) and the origin
+/// (`scheme://host:port`) that gave it. `If-Range` goes only to that origin: another mirror's
+/// validators are its own, and it would answer every resuming request with the whole file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Validator {
+    pub origin: String,
+    pub value: String,
+}
+
+impl Validator {
+    /// The validator of `resp`, an answer from `url`.
+    pub fn of(resp: &ResponseHead, url: &Url) -> Option<Validator> {
+        let value = resp.etag.clone().or_else(|| resp.last_modified.clone())?;
+        Some(Validator {
+            origin: url.origin().ascii_serialization(),
+            value,
+        })
+    }
+
+    /// The `If-Range` value for a request to `url`: none for another origin.
+    pub fn for_url(&self, url: &Url) -> Option<&str> {
+        (url.origin().ascii_serialization() == self.origin).then_some(self.value.as_str())
+    }
+
+    /// As kept in the partial file's extended attribute: origin, newline, value.
+    pub fn encode(&self) -> String {
+        format!("{}\n{}", self.origin, self.value)
+    }
+
+    pub fn decode(kept: &str) -> Option<Validator> {
+        let (origin, value) = kept.split_once('\n')?;
+        Some(Validator {
+            origin: origin.to_string(),
+            value: value.to_string(),
+        })
+    }
+}
+
 /// (https, host, port): connections to the same key can be reused.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ServerKey {
@@ -364,9 +402,9 @@ pub struct Download {
     pub if_modified_since: Option<String>,
     /// The server's Last-Modified, for `-R`.
     pub last_modified: Option<String>,
-    /// Which version of the remote file this download holds (ETag, else Last-Modified): sent as
-    /// If-Range, so a changed file is answered whole instead of being mixed in.
-    pub validator: Option<String>,
+    /// Which version of the remote file this download holds: sent as If-Range, so a changed file
+    /// is answered whole instead of being mixed in.
+    pub validator: Option<Validator>,
     /// Ended without receiving a body (dry run, 304).
     pub no_data: bool,
     /// `-V`: the existing file is being checked; nothing is fetched unless it fails.

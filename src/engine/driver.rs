@@ -3,7 +3,7 @@
 //! every download has ended and every operation in flight has completed.
 use super::conn::{
     http_failure, BodySink, Conn, ConnState, DlState, Download, Exchange, Failure, Fill, Flush,
-    Job, Outcome, Phase, ServerKey, Want,
+    Job, Outcome, Phase, ServerKey, Validator, Want,
 };
 use super::pool::{Layout, Pool};
 use super::resolver::Resolver;
@@ -995,7 +995,8 @@ impl Engine<'_> {
         if let (Some(since), None) = (&d.if_modified_since, ex.range) {
             headers.push(format!("If-Modified-Since: {since}"));
         }
-        if let (Some(v), Some(_)) = (&d.validator, ex.range) {
+        let if_range = d.validator.as_ref().and_then(|v| v.for_url(&ex.url));
+        if let (Some(v), Some(_)) = (if_range, ex.range) {
             headers.push(format!("If-Range: {v}"));
         }
         http::write_request(
@@ -1441,18 +1442,21 @@ impl Engine<'_> {
                     self.fail_conn(slot, f);
                     return;
                 }
+                let asked = self.conns[slot]
+                    .as_ref()
+                    .and_then(|c| c.ex.as_ref())
+                    .and_then(|ex| d.validator.as_ref().and_then(|v| v.for_url(&ex.url)));
                 if d.resumed
                     && !d.ranges_confirmed
                     && status == 200
-                    && d.validator.is_some()
+                    && asked.is_some()
                     && d.opts.always_resume
                 {
                     // If-Range was sent with the partial file's version: a whole answer means the
                     // file changed since, and its bytes must not be mixed with the old ones; or,
                     // when the answer still carries that version, that the server ignores ranges.
                     // Another mirror may still serve the old file.
-                    let same =
-                        resp.etag.as_ref().or(resp.last_modified.as_ref()) == d.validator.as_ref();
+                    let same = resp.etag.as_deref().or(resp.last_modified.as_deref()) == asked;
                     let (code, msg) = if same {
                         (
                             ExitCode::CANNOT_RESUME,
@@ -1511,6 +1515,15 @@ impl Engine<'_> {
                         return;
                     }
                 } else if let Err(f) = check {
+                    let d = &self.dls[dl];
+                    let others = (0..d.uris.len()).any(|m| m != mirror && !d.bad_uris[m]);
+                    if others {
+                        // This mirror cannot serve ranges: drop it (aria2c does) and let the
+                        // others go on splitting. A resumed download has no whole-body stream to
+                        // fall back on, so turning ranges off would end it with exit 8.
+                        self.fail_conn(slot, Failure::retry(f.code, f.message));
+                        return;
+                    }
                     // The server cannot serve this range: stop splitting, let the sequential
                     // connection finish the file, as aria2 does.
                     self.dls[dl].ranges_ok = false;
@@ -1596,7 +1609,7 @@ impl Engine<'_> {
         };
         let d = &mut self.dls[dl];
         d.last_modified = resp.last_modified.clone();
-        d.validator = resp.etag.clone().or_else(|| resp.last_modified.clone());
+        d.validator = Validator::of(resp, &url);
         if d.opts.dry_run {
             let name = d
                 .opts
@@ -1652,6 +1665,12 @@ impl Engine<'_> {
                     path.display()
                 ));
             }
+            // A download starting over keeps its old control file until this one replaces it
+            // (below); one under another name belongs to a file this run leaves alone.
+            let d = &mut self.dls[dl];
+            if d.control.as_ref() != Some(&store::control::control_path(&path)) {
+                d.control = None;
+            }
             let out = store::open_output(&path, true).map_err(|e| {
                 Failure::fatal(
                     ExitCode::FILE_CREATE,
@@ -1672,7 +1691,7 @@ impl Engine<'_> {
             d.direct = out.direct;
             let fd = out.file.as_raw_fd();
             if let Some(v) = &d.validator {
-                sys::set_validator(fd, v);
+                sys::set_validator(fd, &v.encode());
             }
             d.file = Some(out.file);
             d.path = Some(path);
@@ -1693,7 +1712,7 @@ impl Engine<'_> {
             d.wanted += pieces.saturating_sub(1);
         }
         d.plan = Some(plan);
-        if created && !allocating && one_block {
+        if created && !allocating && one_block && d.control.is_none() {
             // The whole body fits one write block, so its only write is its last and the file
             // stays empty until then: there is nothing to resume yet. Its control file waits for
             // the next tick (within a second; `autosave`), so a small file that finishes before

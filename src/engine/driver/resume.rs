@@ -110,7 +110,8 @@ impl Engine<'_> {
                             d.continue_from = Some(from);
                             d.validator = std::fs::File::open(&path)
                                 .ok()
-                                .and_then(|f| sys::validator(f.as_raw_fd()));
+                                .and_then(|f| sys::validator(f.as_raw_fd()))
+                                .and_then(|kept| Validator::decode(&kept));
                             d.path = Some(path);
                         } else if m.is_file() {
                             // Shorter than one block, so nothing of it is kept: like aria2c,
@@ -149,7 +150,8 @@ impl Engine<'_> {
         }
         let out = open_existing(&path)?;
         let done = RangeSet::from_ranges(&cf.done_ranges());
-        d.validator = sys::validator(out.file.as_raw_fd());
+        d.validator =
+            sys::validator(out.file.as_raw_fd()).and_then(|kept| Validator::decode(&kept));
         d.plan = Some(Plan::from_done(
             cf.total_length,
             d.opts.min_split_size,
@@ -287,7 +289,8 @@ impl Engine<'_> {
 
     /// Forgets what the partial file of the download `slot` works for holds, so that its next
     /// first response (on this connection or another) starts the file over; the download's other
-    /// connections close.
+    /// connections close. The control file stays until that response replaces it (see
+    /// `accept_first_response`): if no mirror answers, the partial file is still resumable.
     fn reset_to_scratch(&mut self, slot: usize) {
         let Some((_, ex)) = self.exchange_at(slot) else {
             return;
@@ -300,7 +303,6 @@ impl Engine<'_> {
                 self.close_exchange_conn(other);
             }
         }
-        self.remove_control(dl);
         let d = &mut self.dls[dl];
         d.plan = None;
         d.file = None;
@@ -308,6 +310,16 @@ impl Engine<'_> {
         d.resumed = false;
         d.continue_from = None;
         d.wanted = 0;
+        d.split_url = None;
+        d.high_water = 0;
+        d.preallocated = false;
+        d.piece_length = d.opts.piece_length;
+        d.last_save = None;
+        d.hash_pos = 0;
+        d.hasher = d
+            .expected
+            .as_ref()
+            .map(|e| crate::store::checksum::Hasher::new(e.kind));
         d.opts.allow_overwrite = true;
         if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
             ex.range = None;
@@ -413,7 +425,9 @@ impl Engine<'_> {
                 None => true,
                 Some(t) => every > 0 && t.elapsed().as_secs() >= every,
             };
-            if due && d.state == DlState::Active && d.error.is_none() && d.file.is_some() {
+            // (-V reading an existing file back claims it all only once it checks out.)
+            let running = d.state == DlState::Active && d.error.is_none() && !d.checking_existing;
+            if due && running && d.file.is_some() {
                 self.save_control(dl);
             }
         }

@@ -96,6 +96,8 @@ impl Engine<'_> {
             self.console.notice(&format!(
                 "Checksum error detected. file={path}; downloading it again"
             ));
+            // A control file saved meanwhile would claim the bad bytes.
+            self.remove_control(dl);
             let d = &mut self.dls[dl];
             d.checking_existing = false;
             d.no_data = false;
