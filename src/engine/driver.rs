@@ -2087,9 +2087,7 @@ impl Engine<'_> {
                 f.code.0, f.message
             ));
             if f.from_scratch {
-                self.console.notice(&format!(
-                    "CUID#{conn_id} - Failed to resume download. Download from scratch."
-                ));
+                self.say_from_scratch(conn_id);
             }
         } else {
             self.console.log(

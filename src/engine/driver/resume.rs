@@ -3,7 +3,7 @@
 //! saved every `--auto-save-interval` seconds and whenever a download stops, and only bytes whose
 //! writes have completed are ever recorded.
 use super::*;
-use crate::plan::RangeSet;
+use crate::plan::{Owner, RangeSet};
 use crate::store::control::{self, ControlFile, BLOCK};
 use std::path::PathBuf;
 
@@ -223,16 +223,7 @@ impl Engine<'_> {
                 CannotResume::ScratchHere => {}
             }
             self.say_cannot_resume(slot, &why);
-            self.console.notice(&format!(
-                "CUID#{conn_id} - Failed to resume download. Download from scratch."
-            ));
-            let d = &mut self.dls[dl];
-            d.continue_from = None;
-            d.opts.allow_overwrite = true;
-            if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
-                ex.range = None;
-            }
-            return self.accept_first_response(slot, resp, resp.framing(false));
+            return self.restart_from_scratch(slot, resp, resp.framing(false));
         }
         let total = total.unwrap_or(from);
         let d = &mut self.dls[dl];
@@ -280,9 +271,7 @@ impl Engine<'_> {
             return Ok(());
         };
         let conn_id = c.id;
-        self.console.notice(&format!(
-            "CUID#{conn_id} - Failed to resume download. Download from scratch."
-        ));
+        self.say_from_scratch(conn_id);
         self.reset_to_scratch(slot);
         self.accept_first_response(slot, resp, framing)
     }
@@ -351,6 +340,13 @@ impl Engine<'_> {
             }
             (false, true) => CannotResume::NextMirror,
         }
+    }
+
+    /// aria2's notice for a download that starts over after a mirror could not resume.
+    pub(super) fn say_from_scratch(&mut self, conn_id: Owner) {
+        self.console.notice(&format!(
+            "CUID#{conn_id} - Failed to resume download. Download from scratch."
+        ));
     }
 
     /// Says that this mirror cannot resume, as aria2 does before it starts over.
