@@ -488,6 +488,11 @@ impl Download {
         }
     }
 
+    /// Whether a mirror other than `mirror` is still usable.
+    pub fn other_mirrors(&self, mirror: usize) -> bool {
+        (0..self.uris.len()).any(|m| m != mirror && !self.bad_uris[m])
+    }
+
     /// How many connections this download should have: `-s` in all, at most `-x` per usable mirror.
     pub fn connections_wanted(&self) -> usize {
         let servers = self.bad_uris.iter().filter(|b| !**b).count().max(1);

@@ -1516,7 +1516,7 @@ impl Engine<'_> {
                     }
                 } else if let Err(f) = check {
                     let d = &self.dls[dl];
-                    let others = (0..d.uris.len()).any(|m| m != mirror && !d.bad_uris[m]);
+                    let others = d.other_mirrors(mirror);
                     if others {
                         // This mirror cannot serve ranges: drop it (aria2c does) and let the
                         // others go on splitting. A resumed download has no whole-body stream to
@@ -2065,7 +2065,7 @@ impl Engine<'_> {
         // Messages name the URI as given (aria2 does not name the last redirect hop).
         let uri = d.uris.get(mirror).map(Url::to_string).unwrap_or_default();
         d.failures += 1;
-        let others = (0..d.uris.len()).any(|m| m != mirror && !d.bad_uris[m]);
+        let others = d.other_mirrors(mirror);
         let last_try = !f.retry
             || (self.s.max_tries > 0 && d.failures >= self.s.max_tries)
             || d.bad_uris.iter().all(|b| *b);

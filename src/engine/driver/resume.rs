@@ -328,7 +328,7 @@ impl Engine<'_> {
         let (dl, mirror) = (ex.dl, ex.mirror);
         let d = &mut self.dls[dl];
         d.resume_failures += 1;
-        let others = (0..d.uris.len()).any(|m| m != mirror && !d.bad_uris[m]);
+        let others = d.other_mirrors(mirror);
         let limit = d.opts.max_resume_failure_tries;
         match (d.opts.always_resume, others) {
             (true, true) => CannotResume::NextMirror,
