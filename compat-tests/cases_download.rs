@@ -12,6 +12,17 @@ const F_AND_NO_RANGE_MIRROR: &[R] = &[
     R::CopyWith("/nr/f.bin", "/f.bin", 4 << 20, &[M::NoRanges]),
     R::CopyWith("/nr2/f.bin", "/f.bin", 4 << 20, &[M::NoRanges]),
 ];
+/// The same two, throttled (about 160 ms a body), so that every connection is answered before
+/// the download ends: unthrottled, aria2c sometimes finishes first and reports nothing.
+const SLOW_F_AND_NO_RANGE_MIRROR: &[R] = &[
+    R::FileWith("/f.bin", 4 << 20, &[M::Throttle(256 * 1024, 10)]),
+    R::CopyWith(
+        "/nr/f.bin",
+        "/f.bin",
+        4 << 20,
+        &[M::NoRanges, M::Throttle(256 * 1024, 10)],
+    ),
+];
 const SIX: &[R] = &[
     R::File("/z/1.bin", 10_000),
     R::File("/z/2.bin", 20_001),
@@ -190,6 +201,14 @@ cases! {
         args: &["-c", "-x1", "{url}/nr/f.bin", "{url}/nr2/f.bin"],
         routes: F_AND_NO_RANGE_MIRROR,
         pre: &[Pre::Bytes("f.bin", 1 << 20)],
+        ..Case::DEFAULT
+    };
+    split_over_a_mirror_that_ignores_ranges = Case {
+        // The mirror that ignores ranges is dropped after its first segment request; which
+        // segment that was depends on timing.
+        args: &["-x4", "-k1M", "{url}/f.bin", "{url}/nr/f.bin"],
+        routes: SLOW_F_AND_NO_RANGE_MIRROR,
+        vary: &["Invalid range header"],
         ..Case::DEFAULT
     };
     continue_always_resume_false_starts_over = Case {
