@@ -882,3 +882,33 @@ fn if_range_only_to_its_origin() {
         "{from_a:?}"
     );
 }
+
+/// `-V` on a bad file big enough that its read-back spans an auto-save tick (about 2.5 s for
+/// 128 MiB in a debug build; the tick comes every second): the tick must not save a control file
+/// claiming the bad bytes, or the refetch would trust it and end with exit 32.
+#[test]
+fn check_integrity_refetch_survives_an_auto_save_tick() {
+    let server = TestServer::plain();
+    let data = content(85, 128 * MIB);
+    server.route("/v.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let mut bad = data.clone();
+    bad[100 * MIB] ^= 0xff;
+    std::fs::write(dir.join("v.bin"), &bad).unwrap();
+    let sum = format!("--checksum=sha-256={}", digest_hex("sha-256", &data));
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-V",
+            &sum,
+            "-d",
+            &dir.arg(),
+            &server.url("/v.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(run.stdout.contains("Checksum error detected"), "{run}");
+    assert_eq!(sha256_file(&dir.join("v.bin")), sha256_hex(&data));
+    assert!(!dir.join("v.bin.aria2").exists(), "control file left");
+}
