@@ -488,6 +488,28 @@ impl Download {
         }
     }
 
+    /// Forgets what the file holds so that the next first response starts it over (overwriting
+    /// it): the plan, the bytes on disk and everything derived from them.
+    pub fn start_over(&mut self) {
+        self.plan = None;
+        self.file = None;
+        self.written = crate::plan::RangeSet::new();
+        self.resumed = false;
+        self.continue_from = None;
+        self.wanted = 0;
+        self.split_url = None;
+        self.high_water = 0;
+        self.preallocated = false;
+        self.piece_length = self.opts.piece_length;
+        self.last_save = None;
+        self.hash_pos = 0;
+        self.hasher = self
+            .expected
+            .as_ref()
+            .map(|e| crate::store::checksum::Hasher::new(e.kind));
+        self.opts.allow_overwrite = true;
+    }
+
     /// Whether a mirror other than `mirror` is still usable.
     pub fn other_mirrors(&self, mirror: usize) -> bool {
         (0..self.uris.len()).any(|m| m != mirror && !self.bad_uris[m])

@@ -11,7 +11,7 @@ use super::ring::{Ring, IGNORE};
 use super::sys;
 use crate::cli::{LogLevel, Settings};
 use crate::http::{self, Framing, RequestSpec};
-use crate::plan::Plan;
+use crate::plan::{Owner, Plan};
 use crate::store;
 use crate::tls::{PlainSink, TlsConfig, TlsSession, MIN_INCOMING};
 use crate::ui::exit::ExitCode;
@@ -221,6 +221,14 @@ pub struct Summary {
 /// How many finished downloads are remembered for the results table (aria2's
 /// `--max-download-result` default); older ones only count towards the exit code.
 pub const MAX_RESULTS: usize = 1000;
+
+/// aria2's message for a range request answered with something else (here: the whole file).
+fn invalid_range_header(first: u64, last: u64, total: u64) -> String {
+    format!(
+        "Invalid range header. Request: {first}-{last}/{total}, Response: 0-{}/{total}",
+        total.saturating_sub(1)
+    )
+}
 
 /// Runs every job to its end. `jobs` is pulled only as downloads can start, so a list of a million
 /// entries is never in memory at once; `expected` (when known) sizes the buffer pool.
@@ -1350,10 +1358,12 @@ impl Engine<'_> {
         if !(200..300).contains(&status) && others_working && self.s.retry_wait == 0 {
             // A range request refused while other connections carry the file: this connection
             // gives up (as aria2's do) and its range goes back to them.
-            self.console.error(&format!(
-                "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} The response status is not successful. status={status}",
-                ExitCode::for_http_status(status).0
-            ));
+            self.say_aborted(
+                conn_id,
+                &uri,
+                ExitCode::for_http_status(status),
+                &format!("The response status is not successful. status={status}"),
+            );
             self.dls[dl].ranges_ok = false;
             self.dls[dl].soft_error = Some(Failure::retry(
                 ExitCode::for_http_status(status),
@@ -1460,13 +1470,7 @@ impl Engine<'_> {
                     let (code, msg) = if same {
                         (
                             ExitCode::CANNOT_RESUME,
-                            format!(
-                                "Invalid range header. Request: {first}-{}/{}, Response: 0-{}/{}",
-                                last.unwrap_or(0),
-                                total.unwrap_or(0),
-                                total.unwrap_or(1).saturating_sub(1),
-                                total.unwrap_or(0)
-                            ),
+                            invalid_range_header(first, last.unwrap_or(0), total.unwrap_or(0)),
                         )
                     } else {
                         (ExitCode::UNKNOWN, "The file on the server changed since this partial download began (If-Range did not match); remove the partial file or use --allow-overwrite=true --remove-control-file".to_string())
@@ -1482,13 +1486,7 @@ impl Engine<'_> {
                     (206, Some(cr)) => cr.check(first, last, total).map_err(http_failure),
                     _ => Err(Failure::retry(
                         ExitCode::CANNOT_RESUME,
-                        format!(
-                            "Invalid range header. Request: {first}-{}/{}, Response: 0-{}/{}",
-                            last.unwrap_or(0),
-                            total.unwrap_or(0),
-                            total.unwrap_or(1).saturating_sub(1),
-                            total.unwrap_or(0)
-                        ),
+                        invalid_range_header(first, last.unwrap_or(0), total.unwrap_or(0)),
                     )),
                 };
                 let d = &self.dls[dl];
@@ -1532,10 +1530,7 @@ impl Engine<'_> {
                         .and_then(|c| c.ex.as_ref())
                         .map(|e| e.url.to_string())
                         .unwrap_or_default();
-                    self.console.error(&format!(
-                        "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} {}",
-                        f.code.0, f.message
-                    ));
+                    self.say_aborted(conn_id, &uri, f.code, &f.message);
                     self.dls[dl].soft_error = Some(f);
                     self.abandon_exchange(slot);
                     return;
@@ -2082,10 +2077,7 @@ impl Engine<'_> {
         if f.retry && others {
             // Another mirror may do better: say why this one failed and go on without it.
             d.bad_uris[mirror] = true;
-            self.console.error(&format!(
-                "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} {}",
-                f.code.0, f.message
-            ));
+            self.say_aborted(conn_id, &uri, f.code, &f.message);
             if f.from_scratch {
                 self.say_from_scratch(conn_id);
             }
@@ -2123,20 +2115,24 @@ impl Engine<'_> {
         self.maybe_finish(dl);
     }
 
+    /// aria2's one-line error for a connection that gives up on `uri`.
+    fn say_aborted(&mut self, conn: Owner, uri: &str, code: ExitCode, msg: &str) {
+        self.console.error(&format!(
+            "CUID#{conn} - Download aborted. URI={uri}: errorCode={} {msg}",
+            code.0
+        ));
+    }
+
     /// Ends download `dl` with `f`, saying so in one error line (naming the connection and URI that
     /// failed when there is one).
     fn fail_download(&mut self, dl: usize, f: Failure, at: Option<(u64, String)>) {
-        let line = match at {
-            Some((conn, uri)) => format!(
-                "CUID#{conn} - Download aborted. URI={uri}: errorCode={} {}",
-                f.code.0, f.message
-            ),
-            None => format!(
+        match at {
+            Some((conn, uri)) => self.say_aborted(conn, &uri, f.code, &f.message),
+            None => self.console.error(&format!(
                 "Download aborted. URI={}: errorCode={} {}",
                 self.dls[dl].first_uri, f.code.0, f.message
-            ),
-        };
-        self.console.error(&line);
+            )),
+        }
         self.dls[dl].error = Some(f);
         self.dls[dl].wanted = 0;
         self.stop_conns(dl);

@@ -3,7 +3,7 @@
 //! saved every `--auto-save-interval` seconds and whenever a download stops, and only bytes whose
 //! writes have completed are ever recorded.
 use super::*;
-use crate::plan::{Owner, RangeSet};
+use crate::plan::RangeSet;
 use crate::store::control::{self, ControlFile, BLOCK};
 use std::path::PathBuf;
 
@@ -191,11 +191,7 @@ impl Engine<'_> {
             && total.is_some_and(|t| t >= from);
         if !resumable {
             let t = total.unwrap_or(0);
-            let why = format!(
-                "Invalid range header. Request: {from}-{}/{t}, Response: 0-{}/{t}",
-                t.saturating_sub(1),
-                t.saturating_sub(1)
-            );
+            let why = invalid_range_header(from, t.saturating_sub(1), t);
             let decision = if resp.status == 200 {
                 self.cannot_resume(slot)
             } else {
@@ -292,24 +288,7 @@ impl Engine<'_> {
                 self.close_exchange_conn(other);
             }
         }
-        let d = &mut self.dls[dl];
-        d.plan = None;
-        d.file = None;
-        d.written = RangeSet::new();
-        d.resumed = false;
-        d.continue_from = None;
-        d.wanted = 0;
-        d.split_url = None;
-        d.high_water = 0;
-        d.preallocated = false;
-        d.piece_length = d.opts.piece_length;
-        d.last_save = None;
-        d.hash_pos = 0;
-        d.hasher = d
-            .expected
-            .as_ref()
-            .map(|e| crate::store::checksum::Hasher::new(e.kind));
-        d.opts.allow_overwrite = true;
+        self.dls[dl].start_over();
         if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
             ex.range = None;
             ex.seg = 0;
@@ -360,10 +339,7 @@ impl Engine<'_> {
             .get(ex.mirror)
             .map(Url::to_string)
             .unwrap_or_default();
-        self.console.error(&format!(
-            "CUID#{conn_id} - Download aborted. URI={uri}: errorCode={} {why}",
-            ExitCode::CANNOT_RESUME.0
-        ));
+        self.say_aborted(conn_id, &uri, ExitCode::CANNOT_RESUME, why);
     }
 
     /// A download that ends without a body: `--dry-run` (the file that would be written, and its

@@ -99,15 +99,10 @@ impl Engine<'_> {
             // A control file saved meanwhile would claim the bad bytes.
             self.remove_control(dl);
             let d = &mut self.dls[dl];
+            d.start_over();
             d.checking_existing = false;
             d.no_data = false;
-            d.plan = None;
-            d.file = None;
-            d.written = crate::plan::RangeSet::new();
             d.length_known = false;
-            d.hash_pos = 0;
-            d.hasher = Some(crate::store::checksum::Hasher::new(expected.kind));
-            d.opts.allow_overwrite = true;
             d.opts.check_integrity = false;
             self.start_download(dl);
         } else {
