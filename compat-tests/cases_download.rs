@@ -43,6 +43,12 @@ const ANY: Case = Case {
     cmp: Cmp::EventsAnyOrder,
     ..Case::DEFAULT
 };
+/// A 1 MiB partial f.bin (no control file) and the mirrors of F_AND_NO_RANGE_MIRROR.
+const PARTIAL_WITH_NO_RANGE_MIRRORS: Case = Case {
+    routes: F_AND_NO_RANGE_MIRROR,
+    pre: &[Pre::Bytes("f.bin", 1 << 20)],
+    ..Case::DEFAULT
+};
 
 cases! {
     // ---- where and under which name ----
@@ -193,15 +199,11 @@ cases! {
     // ---- -c against mirrors that cannot resume (they answer a Range request with the whole file) ----
     continue_skips_a_mirror_that_cannot_resume = Case {
         args: &["-c", "-x1", "{url}/nr/f.bin", "{url}/f.bin"],
-        routes: F_AND_NO_RANGE_MIRROR,
-        pre: &[Pre::Bytes("f.bin", 1 << 20)],
-        ..Case::DEFAULT
+        ..PARTIAL_WITH_NO_RANGE_MIRRORS
     };
     continue_fails_when_no_mirror_can_resume = Case {
         args: &["-c", "-x1", "{url}/nr/f.bin", "{url}/nr2/f.bin"],
-        routes: F_AND_NO_RANGE_MIRROR,
-        pre: &[Pre::Bytes("f.bin", 1 << 20)],
-        ..Case::DEFAULT
+        ..PARTIAL_WITH_NO_RANGE_MIRRORS
     };
     split_over_a_mirror_that_ignores_ranges = Case {
         // The mirror that ignores ranges is dropped after its first segment request; which
@@ -213,21 +215,15 @@ cases! {
     };
     continue_always_resume_false_starts_over = Case {
         args: &["-c", "-x1", "--always-resume=false", "{url}/nr/f.bin"],
-        routes: F_AND_NO_RANGE_MIRROR,
-        pre: &[Pre::Bytes("f.bin", 1 << 20)],
-        ..Case::DEFAULT
+        ..PARTIAL_WITH_NO_RANGE_MIRRORS
     };
     continue_always_resume_false_skips_below_the_limit = Case {
         args: &["-c", "-x1", "--always-resume=false", "{url}/nr/f.bin", "{url}/f.bin"],
-        routes: F_AND_NO_RANGE_MIRROR,
-        pre: &[Pre::Bytes("f.bin", 1 << 20)],
-        ..Case::DEFAULT
+        ..PARTIAL_WITH_NO_RANGE_MIRRORS
     };
     continue_resume_failure_limit_reached_starts_over = Case {
         args: &["-c", "-x1", "--always-resume=false", "--max-resume-failure-tries=1", "{url}/nr/f.bin", "{url}/f.bin"],
-        routes: F_AND_NO_RANGE_MIRROR,
-        pre: &[Pre::Bytes("f.bin", 1 << 20)],
-        ..Case::DEFAULT
+        ..PARTIAL_WITH_NO_RANGE_MIRRORS
     };
     auto_rename_disabled = Case {
         args: &["--auto-file-renaming=false", "{url}/f.bin"],

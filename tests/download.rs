@@ -815,6 +815,21 @@ fn with_hosts(dir: &TestDir, name: &str, addrs: &[&str], args: &[String]) -> Opt
     Some(run)
 }
 
+/// Fetches `http://multi.test:PORT/multi.bin` into `dir` with `opts` and the INFO log on stdout,
+/// where `multi.test` resolves to `addrs` (see [`with_hosts`]).
+fn fetch_multi(dir: &TestDir, port: u16, addrs: &[&str], opts: &[&str]) -> Option<Run> {
+    let mut args = vec![
+        "-d".to_string(),
+        dir.arg(),
+        "--log-level=info".into(),
+        "-l".into(),
+        "-".into(),
+    ];
+    args.extend(opts.iter().map(|o| o.to_string()));
+    args.push(format!("http://multi.test:{port}/multi.bin"));
+    with_hosts(dir, "multi.test", addrs, &args)
+}
+
 /// A name whose first address refuses the connection ([::1], where the server does not listen):
 /// the connect moves on to the next address and the download completes over it; the INFO log
 /// shows both attempts in order.
@@ -825,15 +840,7 @@ fn connect_tries_each_resolved_address() {
     server.route("/multi.bin", Route::bytes(data.clone()));
     let dir = TestDir::new();
     let port = server.port();
-    let args: Vec<String> = vec![
-        "-d".into(),
-        dir.arg(),
-        "--log-level=info".into(),
-        "-l".into(),
-        "-".into(),
-        format!("http://multi.test:{port}/multi.bin"),
-    ];
-    let Some(run) = with_hosts(&dir, "multi.test", &["::1", "127.0.0.1"], &args) else {
+    let Some(run) = fetch_multi(&dir, port, &["::1", "127.0.0.1"], &[]) else {
         return;
     };
     assert_downloaded(&run, &dir, "multi.bin", &data);
@@ -855,16 +862,7 @@ fn connect_fails_when_every_resolved_address_refuses() {
     let server = TestServer::builder().ipv4_only().start();
     let port = server.port();
     let dir = TestDir::new();
-    let args: Vec<String> = vec![
-        "-d".into(),
-        dir.arg(),
-        "--max-tries=1".into(),
-        "--log-level=info".into(),
-        "-l".into(),
-        "-".into(),
-        format!("http://multi.test:{port}/multi.bin"),
-    ];
-    let Some(run) = with_hosts(&dir, "multi.test", &["::1", "127.0.0.2"], &args) else {
+    let Some(run) = fetch_multi(&dir, port, &["::1", "127.0.0.2"], &["--max-tries=1"]) else {
         return;
     };
     assert_eq!(run.code(), 1, "{run}");

@@ -678,30 +678,12 @@ fn resume_skips_mirrors_that_cannot_resume() {
     server.route("/m.bin", slow_route(&data));
     server.route("/nr/m.bin", Route::bytes(data.clone()).no_ranges());
     let dir = TestDir::new();
-    let args = |uris: &[&str]| -> Vec<String> {
-        let mut a = vec![
-            "--no-conf".to_string(),
-            "-d".into(),
-            dir.arg(),
-            "-x2".into(),
-            "-k1M".into(),
-        ];
-        a.extend(uris.iter().map(|u| server.url(u)));
-        a
+    let args = |paths: &[&str]| {
+        let urls: Vec<String> = paths.iter().map(|p| server.url(p)).collect();
+        in_dir(&dir, &["-x2", "-k1M"], &urls)
     };
-    let code = run_and_signal(
-        bin(),
-        &args(&["/m.bin"]),
-        "-INT",
-        Duration::from_millis(300),
-    );
-    assert_eq!(code, Some(7));
+    interrupted(&server, &dir, "/m.bin", &data);
     let (file, ctl) = (dir.join("m.bin"), dir.join("m.bin.aria2"));
-    assert!(
-        ctl.exists(),
-        "no control file after Ctrl-C: {:?}",
-        dir.entries()
-    );
     let partial = std::fs::read(&ctl).expect("control file");
 
     let run = ringdl(&dir, &args(&["/nr/m.bin"]));
@@ -738,16 +720,18 @@ fn resume_skips_mirrors_that_cannot_resume() {
     );
 }
 
-/// Partial download of `data` from `server`'s `path` (stopped with Ctrl-C part-way), in `dir`.
+/// `--no-conf -d DIR`, then `opts`, then `urls`.
+fn in_dir(dir: &TestDir, opts: &[&str], urls: &[String]) -> Vec<String> {
+    let mut args = vec!["--no-conf".to_string(), "-d".into(), dir.arg()];
+    args.extend(opts.iter().map(|o| o.to_string()));
+    args.extend(urls.iter().cloned());
+    args
+}
+
+/// Partial download of `data` from `server`'s `path` (`-x2`, stopped with Ctrl-C part-way), in
+/// `dir`, with its control file.
 fn interrupted(server: &TestServer, dir: &TestDir, path: &str, data: &[u8]) {
-    let args = [
-        "--no-conf".to_string(),
-        "-d".into(),
-        dir.arg(),
-        "-x2".into(),
-        "-k1M".into(),
-        server.url(path),
-    ];
+    let args = in_dir(dir, &["-x2", "-k1M"], &[server.url(path)]);
     let code = run_and_signal(bin(), &args, "-INT", Duration::from_millis(300));
     assert_eq!(code, Some(7));
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -776,29 +760,12 @@ fn starting_over_on_a_mirror_that_fails_keeps_the_partial_file_resumable() {
     let dir = TestDir::new();
     interrupted(&server, &dir, "/s.bin", &data);
     let ctl = dir.join("s.bin.aria2");
-    let run = ringdl(
-        &dir,
-        &[
-            "--no-conf".to_string(),
-            "-d".into(),
-            dir.arg(),
-            "--always-resume=false".into(),
-            "--max-resume-failure-tries=1".into(),
-            server.url("/nr/s.bin"),
-            server.url("/missing/s.bin"),
-        ],
-    );
+    let opts = ["--always-resume=false", "--max-resume-failure-tries=1"];
+    let urls = [server.url("/nr/s.bin"), server.url("/missing/s.bin")];
+    let run = ringdl(&dir, &in_dir(&dir, &opts, &urls));
     assert_eq!(run.code(), 3, "{run}");
     assert!(ctl.exists(), "the control file went: {:?}", dir.entries());
-    let run = ringdl(
-        &dir,
-        &[
-            "--no-conf".to_string(),
-            "-d".into(),
-            dir.arg(),
-            server.url("/s.bin"),
-        ],
-    );
+    let run = ringdl(&dir, &in_dir(&dir, &[], &[server.url("/s.bin")]));
     assert_eq!(run.code(), 0, "{run}");
     assert_eq!(sha256_file(&dir.join("s.bin")), sha256_hex(&data));
     assert!(!ctl.exists());
@@ -815,18 +782,8 @@ fn resumed_split_download_drops_a_mirror_that_ignores_ranges() {
     server.route("/nr/r.bin", Route::bytes(data.clone()).no_ranges());
     let dir = TestDir::new();
     interrupted(&server, &dir, "/r.bin", &data);
-    let run = ringdl(
-        &dir,
-        &[
-            "--no-conf".to_string(),
-            "-d".into(),
-            dir.arg(),
-            "-x2".into(),
-            "-k1M".into(),
-            server.url("/r.bin"),
-            server.url("/nr/r.bin"),
-        ],
-    );
+    let urls = [server.url("/r.bin"), server.url("/nr/r.bin")];
+    let run = ringdl(&dir, &in_dir(&dir, &["-x2", "-k1M"], &urls));
     assert_eq!(run.code(), 0, "{run}");
     assert_eq!(sha256_file(&dir.join("r.bin")), sha256_hex(&data));
     assert!(!dir.join("r.bin.aria2").exists());
@@ -847,19 +804,8 @@ fn if_range_only_to_its_origin() {
     a.route("/o.bin", route("\"from-a\""));
     b.route("/o.bin", route("\"from-b\""));
     let dir = TestDir::new();
-    let run = ringdl(
-        &dir,
-        &[
-            "--no-conf".to_string(),
-            "-d".into(),
-            dir.arg(),
-            "-x4".into(),
-            "-s4".into(),
-            "-k1M".into(),
-            a.url("/o.bin"),
-            b.url("/o.bin"),
-        ],
-    );
+    let urls = [a.url("/o.bin"), b.url("/o.bin")];
+    let run = ringdl(&dir, &in_dir(&dir, &["-x4", "-s4", "-k1M"], &urls));
     assert_eq!(run.code(), 0, "{run}");
     assert_eq!(sha256_file(&dir.join("o.bin")), sha256_hex(&data));
     assert!(run.lines_with("Download aborted").is_empty(), "{run}");
