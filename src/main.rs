@@ -95,6 +95,10 @@ fn real_main() -> i32 {
             return 1;
         }
     };
+    if summary.emergency {
+        // A second Ctrl-C: the writes in flight ended and control files were saved; no report.
+        return i32::from(ExitCode::UNFINISHED.0);
+    }
     let rows: Vec<ResultRow> = summary
         .results
         .iter()

@@ -2,7 +2,7 @@
 //! head bytes are collected and parsed, body bytes are unframed and copied into the connection's
 //! current write block at their file offset. Nothing here submits I/O; full blocks are queued for the
 //! driver to write.
-use super::pool::WriteBlocks;
+use super::reactor::{Block, Class, OpId, Pool};
 use crate::cli::DownloadOptions;
 use crate::http::{self, ChunkEvent, ChunkedDecoder, Framing, HttpError, ResponseHead};
 use crate::plan::{Owner, Plan};
@@ -12,6 +12,7 @@ use crate::ui::exit::ExitCode;
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::time::Instant;
 use url::Url;
 
@@ -134,12 +135,20 @@ impl ServerKey {
     }
 }
 
-/// The write block a connection is filling: `filled` bytes destined for file offset `off`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The write block a connection is filling: `filled` bytes destined for file offset `off`. It owns
+/// its block: dropped on any path, the block goes back to the pool.
 pub struct Fill {
-    pub block: u32,
+    pub block: Block,
     pub off: u64,
     pub filled: usize,
+}
+
+/// A receive in flight; for a receive straight into the connection's write block, where that
+/// block's bytes belong (its `Fill` is in the operation meanwhile).
+#[derive(Debug, Clone, Copy)]
+pub struct RecvInFlight {
+    /// (file offset, bytes already in the block) of the fill the operation holds.
+    pub fill: Option<(u64, usize)>,
 }
 
 /// Where an exchange is.
@@ -251,15 +260,16 @@ pub enum ConnState {
     },
     Open,
     Idle,
-    /// Being torn down: waiting for its operations to complete.
-    Closing,
 }
 
-/// One TCP (and maybe TLS) connection, living in a pool slot whose read block it uses.
+/// One TCP (and maybe TLS) connection. Its socket is shared with the operations in flight on it, so
+/// it closes when the last of them completes; its read block is here or in the receive in flight.
 pub struct Conn {
     pub id: Owner,
     pub server: ServerKey,
-    pub fd: Option<OwnedFd>,
+    pub fd: Option<Rc<OwnedFd>>,
+    /// The receive buffer; `None` while a receive into it is in flight.
+    pub rbuf: Option<Block>,
     pub state: ConnState,
     pub tls: Option<TlsSession>,
     /// Unprocessed bytes of the read block.
@@ -270,10 +280,10 @@ pub struct Conn {
     /// TLS: request plaintext waiting for the handshake.
     pub plain_out: Vec<u8>,
     pub sending: bool,
-    /// Receive in flight and its length (a split must not cut into bytes being received).
-    pub recv: Option<usize>,
-    /// user_data of this connection's operations in flight.
-    pub inflight: Vec<u64>,
+    /// The receive in flight.
+    pub recv: Option<RecvInFlight>,
+    /// This connection's operations in flight, abandoned when it closes.
+    pub inflight: Vec<OpId>,
     /// What the connection is for once it is connected.
     pub want: Option<Want>,
     pub ex: Option<Exchange>,
@@ -302,11 +312,12 @@ pub struct Want {
 }
 
 impl Conn {
-    pub fn new(id: Owner, server: ServerKey) -> Conn {
+    pub fn new(id: Owner, server: ServerKey, rbuf: Block) -> Conn {
         Conn {
             id,
             server,
             fd: None,
+            rbuf: Some(rbuf),
             state: ConnState::Resolving,
             tls: None,
             rb_start: 0,
@@ -353,7 +364,14 @@ pub struct Download {
     pub opts: DownloadOptions,
     pub state: DlState,
     pub path: Option<PathBuf>,
-    pub file: Option<File>,
+    /// The open output file, shared with the file operations in flight on it.
+    pub file: Option<Rc<File>>,
+    /// Generation of `file` (0: none open). Every opened file gets a new one; completions carry
+    /// the generation they were issued on.
+    pub generation: u64,
+    /// File operations in flight on an earlier file of this download, which the new file's writes
+    /// must wait for (they could otherwise land after them).
+    pub old_writes: usize,
     pub direct: bool,
     /// Known once the first response arrives. An unknown length is a plan of `u64::MAX` bytes cut
     /// to size when the body ends.
@@ -366,7 +384,6 @@ pub struct Download {
     /// Final URL of the first request (after redirects) and the mirror it came from: extra
     /// connections to that mirror use it.
     pub split_url: Option<(usize, Url)>,
-    pub conns: usize,
     /// Connections asked for but not yet started (no slot free yet).
     pub wanted: usize,
     pub writes: usize,
@@ -446,13 +463,14 @@ impl Download {
             state: DlState::Waiting,
             path: None,
             file: None,
+            generation: 0,
+            old_writes: 0,
             direct: false,
             plan: None,
             length_known: false,
             ranges_ok: false,
             ranges_confirmed: false,
             split_url: None,
-            conns: 0,
             wanted: 0,
             writes: 0,
             high_water: 0,
@@ -492,7 +510,7 @@ impl Download {
     /// it): the plan, the bytes on disk and everything derived from them.
     pub fn start_over(&mut self) {
         self.plan = None;
-        self.file = None;
+        self.drop_file();
         self.written = crate::plan::RangeSet::new();
         self.resumed = false;
         self.continue_from = None;
@@ -508,6 +526,22 @@ impl Download {
             .as_ref()
             .map(|e| crate::store::checksum::Hasher::new(e.kind));
         self.opts.allow_overwrite = true;
+    }
+
+    /// Takes `file` as the download's output file, under a new generation.
+    pub fn open_file(&mut self, file: File) {
+        static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        self.drop_file();
+        self.generation = GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.file = Some(Rc::new(file));
+    }
+
+    /// Lets go of the open file. Its operations in flight complete on it and count down
+    /// `old_writes`; nothing they report is taken for the next file's.
+    pub fn drop_file(&mut self) {
+        self.file = None;
+        self.generation = 0;
+        self.old_writes += std::mem::take(&mut self.writes);
     }
 
     /// Whether a mirror other than `mirror` is still usable.
@@ -599,7 +633,6 @@ impl Bucket {
 }
 
 /// A full (or final) write block, ready for the driver to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Flush {
     pub dl: usize,
     pub fill: Fill,
@@ -611,11 +644,11 @@ pub struct BodySink<'a> {
     pub owner: Owner,
     pub ex: &'a mut Exchange,
     pub fill: &'a mut Option<Fill>,
-    pub blocks: &'a mut WriteBlocks,
+    pub blocks: &'a Pool,
     pub plan: Option<&'a mut Plan>,
     /// No range request of this download has been answered yet.
     pub ranges_unconfirmed: bool,
-    pub flushes: &'a mut Vec<Flush>,
+    pub flushes: &'a mut std::collections::VecDeque<Flush>,
 }
 
 impl BodySink<'_> {
@@ -727,7 +760,7 @@ impl BodySink<'_> {
         let Some(plan) = self.plan.as_deref_mut() else {
             return data.len();
         };
-        let write_size = self.blocks.size();
+        let write_size = self.blocks.size(Class::Write);
         let mut used = 0;
         while used < data.len() {
             let seg = plan.segment(self.ex.seg).clone();
@@ -756,14 +789,15 @@ impl BodySink<'_> {
                     }
                 }
             }
-            let fill = match *self.fill {
+            let mut fill = match self.fill.take() {
                 Some(f) if f.off + f.filled as u64 == seg.pos => f,
-                Some(_) => {
+                Some(f) => {
                     // A continuation jumped segments: the old block ended at the old segment's end
-                    // and was queued then, so this cannot hold; drop the stale view defensively.
+                    // and was queued then, so this cannot hold; keep the block and stop here.
+                    *self.fill = Some(f);
                     return used;
                 }
-                None => match self.blocks.alloc() {
+                None => match self.blocks.alloc(Class::Write) {
                     Some(block) => Fill {
                         block,
                         off: seg.pos,
@@ -774,22 +808,18 @@ impl BodySink<'_> {
             };
             let room = store::room(fill.off, fill.filled, write_size, seg.end);
             let n = room.min(data.len() - used);
-            self.blocks.slice(fill.block)[fill.filled..fill.filled + n]
+            fill.block.as_mut_slice()[fill.filled..fill.filled + n]
                 .copy_from_slice(&data[used..used + n]);
             used += n;
             plan.advance(self.ex.seg, n as u64);
-            let fill = Fill {
-                filled: fill.filled + n,
-                ..fill
-            };
+            fill.filled += n;
             let end = fill.off + fill.filled as u64;
             if fill.filled == write_size || end == seg.end {
-                self.flushes.push(Flush {
+                self.flushes.push_back(Flush {
                     dl: self.ex.dl,
                     fill,
                     at_file_end: end == plan.total(),
                 });
-                *self.fill = None;
             } else {
                 *self.fill = Some(fill);
             }
@@ -809,9 +839,9 @@ impl BodySink<'_> {
                 0
             };
         }
-        let w = self.blocks.size();
-        let in_fill = self.fill.map_or(0, |f| w - f.filled);
-        in_fill + self.blocks.free_count() * w
+        let w = self.blocks.size(Class::Write);
+        let in_fill = self.fill.as_ref().map_or(0, |f| w - f.filled);
+        in_fill + self.blocks.free_count(Class::Write) * w
     }
 }
 

@@ -3,11 +3,10 @@
 //! every download has ended and every operation in flight has completed.
 use super::conn::{
     http_failure, BodySink, Conn, ConnState, DlState, Download, Exchange, Failure, Fill, Flush,
-    Job, Outcome, Phase, ServerKey, Validator, Want,
+    Job, Outcome, Phase, RecvInFlight, ServerKey, Validator, Want,
 };
-use super::pool::{Layout, Pool};
+use super::reactor::{Block, Class, Completion, Fd, Layout, OpId, Pool, Reactor, SetupError};
 use super::resolver::Resolver;
-use super::ring::{Ring, IGNORE};
 use super::sys;
 use crate::cli::{LogLevel, Settings};
 use crate::http::{self, Framing, RequestSpec};
@@ -16,11 +15,12 @@ use crate::store;
 use crate::tls::{PlainSink, TlsConfig, TlsSession, MIN_INCOMING};
 use crate::ui::exit::ExitCode;
 use crate::ui::{Console, Progress};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 use url::Url;
 
@@ -83,45 +83,54 @@ impl fmt::Display for StartError {
     }
 }
 
-enum Op {
+/// What an operation in flight is for; the reactor hands it back with the completion. Connection
+/// operations name the connection by slot and id, so one that outlived its connection is known;
+/// file operations carry the generation of the file they were issued on, so a completion from a
+/// file that was replaced never lands in the new file's state.
+#[derive(Debug, Clone, Copy)]
+enum Tag {
     Connect {
         slot: usize,
-        _addr: Box<sys::RawAddr>,
+        id: Owner,
     },
     Recv {
         slot: usize,
+        id: Owner,
         direct: bool,
     },
     Send {
         slot: usize,
-        buf: Vec<u8>,
+        id: Owner,
         sent: usize,
     },
     Write {
         dl: usize,
-        block: u32,
+        generation: u64,
         off: u64,
         len: usize,
         done: usize,
         /// Bytes of real data at the front of `len` (the rest is padding).
         data: usize,
+        /// The file was in O_DIRECT mode when this write was issued.
+        direct: bool,
     },
     Writeback {
         dl: usize,
+        generation: u64,
     },
-    /// A one-off timer (rate limits, retry waits); the kernel reads its timespec.
+    /// A one-off timer (rate limits, retry waits).
     Timer {
-        _ts: Box<io_uring::types::Timespec>,
         at: Instant,
     },
     /// Allocating a new file's space ahead of its writes.
     Fallocate {
         dl: usize,
+        generation: u64,
     },
     /// Reading the finished file back to check its digest.
     VerifyRead {
         dl: usize,
-        block: u32,
+        generation: u64,
         off: u64,
     },
     Tick,
@@ -129,42 +138,21 @@ enum Op {
     Signal,
 }
 
-/// The in-flight table: every operation the kernel holds, by user_data.
-struct Ops {
-    slots: Vec<Option<Op>>,
-    free: Vec<usize>,
-    live: usize,
-}
-
-impl Ops {
-    fn insert(&mut self, op: Op) -> u64 {
-        self.live += 1;
-        match self.free.pop() {
-            Some(i) => {
-                self.slots[i] = Some(op);
-                i as u64
-            }
-            None => {
-                self.slots.push(Some(op));
-                (self.slots.len() - 1) as u64
-            }
-        }
-    }
-    fn remove(&mut self, ud: u64) -> Option<Op> {
-        let op = self.slots.get_mut(ud as usize)?.take()?;
-        self.free.push(ud as usize);
-        self.live -= 1;
-        Some(op)
-    }
+/// Where a write stood when it completed.
+#[derive(Debug, Clone, Copy)]
+struct WriteDone {
+    off: u64,
+    len: usize,
+    done: usize,
+    data: usize,
+    direct: bool,
 }
 
 struct Engine<'a> {
+    /// Dropped first: it drains every operation while everything else is still there.
+    reactor: Reactor<Tag>,
     s: &'a Settings,
     console: &'a mut Console,
-    // Field order is drop order: the ring goes before the pool its buffers live in.
-    ring: Ring,
-    pool: Pool,
-    ops: Ops,
     conns: Vec<Option<Conn>>,
     /// Downloads started so far; a finished one's place is reused by the next job.
     dls: Vec<Download>,
@@ -178,19 +166,25 @@ struct Engine<'a> {
     /// When the timers in flight fire.
     timers: Vec<Instant>,
     resolver: Resolver,
-    wake_buf: Box<u64>,
-    wake_ud: Option<u64>,
-    signals: Option<std::os::fd::OwnedFd>,
-    sig_buf: Box<[u8; sys::SIGINFO_SIZE]>,
-    sig_ud: Option<u64>,
+    wake: Fd,
+    wake_op: Option<OpId>,
+    signals: Option<Fd>,
+    sig_op: Option<OpId>,
     /// The first Ctrl-C/SIGTERM arrived: finish in-flight writes, start nothing new.
     stopping: bool,
-    tick_ud: Option<u64>,
+    /// The second one: drop what is not on disk yet and leave as soon as the writes in flight end.
+    emergency: bool,
+    tick: Duration,
+    tick_op: Option<OpId>,
     dns: HashMap<(String, u16), Vec<SocketAddr>>,
     next_id: u64,
-    flushes: Vec<Flush>,
+    /// Full blocks waiting to be written, in the order they filled.
+    flushes: VecDeque<Flush>,
     last_summary: Instant,
 }
+
+/// Most names kept in the DNS cache; past that it starts afresh.
+const DNS_CACHE: usize = 256;
 
 fn random_gid() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -216,6 +210,8 @@ pub struct Summary {
     /// Downloads stopped before they finished (Ctrl-C).
     pub unfinished: usize,
     pub total: usize,
+    /// A second Ctrl-C ended the run.
+    pub emergency: bool,
 }
 
 /// How many finished downloads are remembered for the results table (aria2's
@@ -258,39 +254,35 @@ pub fn run(
         limit,
     })?;
     let tick = console.tick_interval();
-    let ring = Ring::new(
+    let pool =
+        Pool::new(layout).map_err(|e| StartError::Other(format!("cannot map I/O buffers: {e}")))?;
+    let reactor = Reactor::new(
         512,
         Duration::from_secs(settings.timeout_secs),
         Duration::from_secs(settings.connect_timeout_secs),
-        tick,
+        pool,
     )
-    .map_err(|e| StartError::NoIoUring(e.to_string()))?;
-    let pool =
-        Pool::new(layout).map_err(|e| StartError::Other(format!("cannot map I/O buffers: {e}")))?;
-    ring.register(pool.iovec()).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ENOMEM) || e.raw_os_error() == Some(libc::EPERM) {
+    .map_err(|e| match e {
+        SetupError::Unavailable(why) => StartError::NoIoUring(why),
+        SetupError::Register(e) if matches!(e.raw_os_error(), Some(libc::ENOMEM | libc::EPERM)) => {
             StartError::Memlock {
                 needed: layout.bytes(),
                 limit,
             }
-        } else {
+        }
+        SetupError::Register(e) => {
             StartError::NoIoUring(format!("registering buffers failed: {e}"))
         }
     })?;
     // Before any thread starts, so every thread has the signals blocked and only the ring sees them.
-    let signals = sys::signal_fd().ok();
+    let signals = sys::signal_fd().ok().map(|f| Rc::new(f) as Fd);
     let resolver =
         Resolver::start().map_err(|e| StartError::Other(format!("cannot start resolver: {e}")))?;
+    let wake: Fd = Rc::new(resolver.wake_fd());
     let mut engine = Engine {
+        reactor,
         s: settings,
         console,
-        ring,
-        pool,
-        ops: Ops {
-            slots: Vec::new(),
-            free: Vec::new(),
-            live: 0,
-        },
         conns: (0..layout.reads).map(|_| None).collect(),
         dls: Vec::new(),
         jobs,
@@ -301,21 +293,23 @@ pub fn run(
             .then(|| super::conn::Bucket::new(settings.max_overall_download_limit)),
         timers: Vec::new(),
         resolver,
-        wake_buf: Box::new(0),
-        wake_ud: None,
+        wake,
+        wake_op: None,
         signals,
-        sig_buf: Box::new([0; sys::SIGINFO_SIZE]),
-        sig_ud: None,
+        sig_op: None,
         stopping: false,
-        tick_ud: None,
+        emergency: false,
+        tick,
+        tick_op: None,
         dns: HashMap::new(),
         next_id: 1,
-        flushes: Vec::new(),
+        flushes: VecDeque::new(),
         last_summary: Instant::now(),
     };
     let result = engine.run_loop();
     engine.drain();
     result.map_err(|e| StartError::Other(format!("io_uring failed: {e}")))?;
+    engine.check_pool();
     Ok(std::mem::take(&mut engine.summary))
 }
 
@@ -323,86 +317,50 @@ impl Engine<'_> {
     fn run_loop(&mut self) -> std::io::Result<()> {
         self.arm_wake();
         self.arm_signal();
-        let mut cqes = Vec::with_capacity(256);
+        let mut done = Vec::with_capacity(256);
         loop {
             self.schedule();
             if self.jobs_done && self.dls.iter().all(|d| d.state == DlState::Finished) {
                 return Ok(());
             }
-            if self.tick_ud.is_none() {
-                let ud = self.ops.insert(Op::Tick);
-                self.ring.tick(ud);
-                self.tick_ud = Some(ud);
+            if self.tick_op.is_none() {
+                self.tick_op = Some(self.reactor.timer(Tag::Tick, self.tick));
             }
-            self.ring.submit_and_wait()?;
-            cqes.clear();
-            self.ring.harvest(&mut cqes);
-            for &(ud, res) in &cqes {
-                if ud == IGNORE {
-                    continue;
-                }
-                if let Some(op) = self.ops.remove(ud) {
-                    self.complete(ud, op, res);
-                }
+            self.reactor.wait(&mut done)?;
+            for c in done.drain(..) {
+                self.complete(c);
             }
             self.submit_flushes();
         }
     }
 
-    /// Cancels whatever is still in flight and waits for every completion (invariant 2).
+    /// Closes every connection and waits for every operation in flight (invariant 2); the reactor
+    /// does the waiting, and would do it on its own if the engine were dropped by a panic.
     fn drain(&mut self) {
         for slot in 0..self.conns.len() {
-            if self.conns[slot].is_some() {
-                self.close_conn(slot);
-            }
+            self.close_conn(slot);
         }
-        let pending: Vec<u64> = self
-            .ops
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.is_some())
-            .map(|(i, _)| i as u64)
-            .collect();
-        for ud in pending {
-            // Connections cancelled their own operations above; writes are let finish.
-            if matches!(
-                self.ops.slots[ud as usize],
-                Some(Op::Tick | Op::Wake | Op::Signal | Op::Timer { .. })
-            ) {
-                self.ring.cancel(ud);
+        self.flushes.clear();
+        self.reactor.shutdown();
+    }
+
+    /// After a run every block is back in the pool: anything else is a leak the types did not
+    /// catch, and a test run must not pass with one.
+    fn check_pool(&self) {
+        let (reads, writes) = self.reactor.pool().outstanding();
+        if (reads, writes) != (0, 0) {
+            let msg = format!(
+                "internal error: {reads} read and {writes} write blocks not back in the pool"
+            );
+            if cfg!(debug_assertions) {
+                panic!("{msg}");
             }
+            self.console_log_error(&msg);
         }
-        let mut cqes = Vec::new();
-        while self.ops.live > 0 {
-            if self.ring.submit_and_wait().is_err() {
-                // The ring itself failed: nothing more will complete. Leaking the pool is safer than
-                // freeing memory the kernel may still write to.
-                self.pool.leak();
-                return;
-            }
-            cqes.clear();
-            self.ring.harvest(&mut cqes);
-            for &(ud, res) in &cqes {
-                if ud == IGNORE {
-                    continue;
-                }
-                if let Some(op) = self.ops.remove(ud) {
-                    match op {
-                        Op::Write { block, .. } | Op::VerifyRead { block, .. } => {
-                            self.pool.writes.free(block)
-                        }
-                        Op::Connect { slot, .. }
-                        | Op::Recv { slot, .. }
-                        | Op::Send { slot, .. } => {
-                            self.forget_op(slot, ud);
-                        }
-                        _ => {}
-                    }
-                    let _ = res;
-                }
-            }
-        }
+    }
+
+    fn console_log_error(&self, msg: &str) {
+        eprintln!("ringdl: {msg}");
     }
 
     /// Adds the ended download `dl` to the summary; its place can then take the next job.
@@ -543,12 +501,13 @@ impl Engine<'_> {
 
     /// Opens (or reuses) a connection for one more worker on download `i`. False if no slot is free.
     fn open_extra(&mut self, i: usize) -> bool {
+        let working = self.conn_count(i);
         let d = &self.dls[i];
         let usable: Vec<usize> = (0..d.uris.len()).filter(|&m| !d.bad_uris[m]).collect();
         if usable.is_empty() {
             return true;
         }
-        let mirror = usable[d.conns % usable.len()];
+        let mirror = usable[working % usable.len()];
         let url = match (&d.split_url, d.plan.is_some()) {
             (Some((m, u)), true) if *m == mirror => u.clone(),
             _ => d.uris[mirror].clone(),
@@ -563,8 +522,9 @@ impl Engine<'_> {
 
     /// A download with work left but nobody working on it.
     fn check_stalled(&mut self, i: usize) {
+        let working = self.conn_count(i);
         let d = &self.dls[i];
-        if d.conns > 0 || d.wanted > 0 || d.plan.is_none() || d.error.is_some() {
+        if working > 0 || d.wanted > 0 || d.plan.is_none() || d.error.is_some() {
             return;
         }
         let Some(plan) = &d.plan else { return };
@@ -588,12 +548,10 @@ impl Engine<'_> {
     fn open(&mut self, w: Want) -> bool {
         let key = ServerKey::of(&w.url);
         let idle = self.conns.iter().position(|c| {
-            c.as_ref().is_some_and(|c| {
-                c.state == ConnState::Idle && c.server == key && c.inflight.is_empty()
-            })
+            c.as_ref()
+                .is_some_and(|c| c.state == ConnState::Idle && c.server == key)
         });
         if let Some(slot) = idle {
-            self.dls[w.dl].conns += 1;
             if let Some(c) = self.conns[slot].as_mut() {
                 c.state = ConnState::Open;
                 c.want = Some(w);
@@ -606,20 +564,25 @@ impl Engine<'_> {
             Some(s) => s,
             None => {
                 // Make room by closing an idle connection to another server.
-                let Some(victim) = self.conns.iter().position(|c| {
-                    c.as_ref()
-                        .is_some_and(|c| c.state == ConnState::Idle && c.inflight.is_empty())
-                }) else {
+                let Some(victim) = self
+                    .conns
+                    .iter()
+                    .position(|c| c.as_ref().is_some_and(|c| c.state == ConnState::Idle))
+                else {
                     return false;
                 };
-                self.conns[victim] = None;
+                self.close_conn(victim);
                 victim
             }
         };
+        // A closed connection's read block comes back when its last operation completes; until
+        // then no new connection can start.
+        let Some(rbuf) = self.reactor.pool().alloc(Class::Read) else {
+            return false;
+        };
         let id = self.next_id;
         self.next_id += 1;
-        let mut conn = Conn::new(id, key.clone());
-        self.dls[w.dl].conns += 1;
+        let mut conn = Conn::new(id, key.clone(), rbuf);
         let host = w.url.host().map(|h| h.to_owned());
         conn.want = Some(w);
         self.conns[slot] = Some(conn);
@@ -690,14 +653,12 @@ impl Engine<'_> {
         };
         match sys::tcp_socket(&addr) {
             Ok(fd) => {
-                let raw = sys::raw_addr(&addr);
-                let fdn = fd.as_raw_fd();
-                c.fd = Some(fd);
-                let ptr = &raw.storage as *const libc::sockaddr_storage as *const libc::sockaddr;
-                let len = raw.len;
-                let ud = self.ops.insert(Op::Connect { slot, _addr: raw });
-                c.inflight.push(ud);
-                self.ring.connect(fdn, ptr, len, ud);
+                let fd = Rc::new(fd);
+                c.fd = Some(fd.clone());
+                let op = self
+                    .reactor
+                    .connect(Tag::Connect { slot, id }, fd, sys::raw_addr(&addr));
+                c.inflight.push(op);
             }
             Err(e) => {
                 let f = Failure::retry(ExitCode::UNKNOWN, format!("cannot create socket: {e}"));
@@ -708,68 +669,132 @@ impl Engine<'_> {
 
     // ---- completions ------------------------------------------------------------------------
 
-    fn complete(&mut self, ud: u64, op: Op, res: i32) {
-        match op {
-            Op::Connect { slot, .. } => {
-                self.forget_op(slot, ud);
-                self.on_connect(slot, res);
+    fn complete(&mut self, c: Completion<Tag>) {
+        let Completion {
+            id: op,
+            tag,
+            res,
+            owned,
+        } = c;
+        match tag {
+            Tag::Connect { slot, id } => {
+                if self.forget_op(slot, id, op) {
+                    self.on_connect(slot, res);
+                }
             }
-            Op::Recv { slot, direct } => {
-                self.forget_op(slot, ud);
-                self.on_recv(slot, res, direct);
+            Tag::Recv { slot, id, direct } => {
+                if self.forget_op(slot, id, op) {
+                    self.on_recv(slot, res, direct, owned.into_block());
+                }
             }
-            Op::Send { slot, buf, sent } => {
-                self.forget_op(slot, ud);
-                self.on_send(slot, res, buf, sent);
+            Tag::Send { slot, id, sent } => {
+                if self.forget_op(slot, id, op) {
+                    let buf = owned.into_bytes().unwrap_or_default();
+                    self.on_send(slot, res, buf, sent);
+                }
             }
-            Op::Write {
+            Tag::Write {
                 dl,
-                block,
+                generation,
                 off,
                 len,
                 done,
                 data,
-            } => self.on_write(dl, block, off, len, done, data, res),
-            Op::VerifyRead { dl, block, off } => self.on_verify_read(dl, block, off, res),
-            Op::Timer { at, .. } => self.on_timer(at),
-            Op::Fallocate { dl } => self.on_fallocate(dl, res),
-            Op::Writeback { dl } => {
-                self.dls[dl].writes -= 1;
-                self.maybe_finish(dl);
+                direct,
+            } => {
+                let block = owned.into_block();
+                if self.file_op_done(dl, generation) {
+                    if let Some(block) = block {
+                        let w = WriteDone {
+                            off,
+                            len,
+                            done,
+                            data,
+                            direct,
+                        };
+                        self.on_write(dl, block, w, res);
+                    }
+                }
             }
-            Op::Tick => {
-                self.tick_ud = None;
+            Tag::VerifyRead {
+                dl,
+                generation,
+                off,
+            } => {
+                let block = owned.into_block();
+                if self.file_op_done(dl, generation) {
+                    if let Some(block) = block {
+                        self.on_verify_read(dl, block, off, res);
+                    }
+                }
+            }
+            Tag::Timer { at } => self.on_timer(at),
+            Tag::Fallocate { dl, generation } => {
+                if self.file_op_done(dl, generation) {
+                    self.on_fallocate(dl, res);
+                }
+            }
+            Tag::Writeback { dl, generation } => {
+                if self.file_op_done(dl, generation) {
+                    self.on_writeback(dl, res);
+                }
+            }
+            Tag::Tick => {
+                self.tick_op = None;
                 self.on_tick();
             }
-            Op::Wake => {
-                self.wake_ud = None;
+            Tag::Wake => {
+                self.wake_op = None;
                 self.on_wake();
+                if Self::rearm(res) {
+                    self.arm_wake();
+                }
             }
-            Op::Signal => {
-                self.sig_ud = None;
+            Tag::Signal => {
+                self.sig_op = None;
                 if res > 0 {
                     self.on_signal();
                 }
-                self.arm_signal();
+                if Self::rearm(res) {
+                    self.arm_signal();
+                }
             }
         }
     }
 
-    /// Drops `ud` from its connection's in-flight list; frees the slot of a closing connection once
-    /// nothing of it is in flight.
-    fn forget_op(&mut self, slot: usize, ud: u64) {
-        if let Some(c) = self.conns[slot].as_mut() {
-            c.inflight.retain(|&u| u != ud);
-            if c.state == ConnState::Closing && c.inflight.is_empty() {
-                self.conns[slot] = None;
+    /// Whether a descriptor read that ended with `res` should be issued again: not when the
+    /// descriptor failed, which would only fail again at once, for ever.
+    fn rearm(res: i32) -> bool {
+        res >= 0 || res == -libc::EINTR || res == -libc::EAGAIN || res == -libc::ECANCELED
+    }
+
+    /// Drops the completed operation from connection `slot`'s list. False if the connection it was
+    /// for is gone (its slot empty or holding another connection).
+    fn forget_op(&mut self, slot: usize, id: Owner, op: OpId) -> bool {
+        match self.conns.get_mut(slot).and_then(Option::as_mut) {
+            Some(c) if c.id == id => {
+                c.inflight.retain(|o| *o != op);
+                true
             }
+            _ => false,
         }
     }
 
-    fn closing(&self, slot: usize) -> bool {
-        self.conns[slot]
-            .as_ref()
-            .is_none_or(|c| c.state == ConnState::Closing)
+    /// A file operation of download `dl` on the file of `generation` completed. True if that file
+    /// is still the download's; a completion for a replaced file only counts down the old
+    /// generation's operations (the new file's writes wait for them, see `submit_flushes`).
+    fn file_op_done(&mut self, dl: usize, generation: u64) -> bool {
+        let Some(d) = self.dls.get_mut(dl) else {
+            return false;
+        };
+        if d.generation == generation {
+            d.writes -= 1;
+            true
+        } else {
+            d.old_writes = d.old_writes.saturating_sub(1);
+            self.maybe_finish(dl);
+            false
+        }
     }
 
     fn on_wake(&mut self) {
@@ -787,6 +812,9 @@ impl Engine<'_> {
             };
             match result {
                 Ok(addrs) => {
+                    if self.dns.len() >= DNS_CACHE {
+                        self.dns.clear();
+                    }
                     self.dns.insert((host, port), addrs.clone());
                     self.connect_to(slot, addrs);
                 }
@@ -799,29 +827,38 @@ impl Engine<'_> {
                 }
             }
         }
-        self.arm_wake();
     }
 
     fn arm_signal(&mut self) {
-        let Some(fd) = self.signals.as_ref().map(|f| f.as_raw_fd()) else {
+        let Some(fd) = self.signals.clone() else {
             return;
         };
-        if self.sig_ud.is_some() {
+        if self.sig_op.is_some() {
             return;
         }
-        let ud = self.ops.insert(Op::Signal);
-        let ptr = self.sig_buf.as_mut_ptr();
-        self.ring.read(fd, ptr, sys::SIGINFO_SIZE, ud);
-        self.sig_ud = Some(ud);
+        let buf = vec![0; sys::SIGINFO_SIZE];
+        self.sig_op = Some(self.reactor.read(Tag::Signal, fd, buf));
     }
 
     /// First Ctrl-C/SIGTERM: stop every download where it is, after its writes complete. A second
-    /// one leaves at once.
+    /// one drops what is not on disk yet and leaves as soon as the writes in flight end (they are
+    /// never abandoned: a control file then claims only what they wrote).
     fn on_signal(&mut self) {
         if self.stopping {
-            self.console.finish();
-            self.console.notice("Emergency shutdown.");
-            std::process::exit(i32::from(ExitCode::UNFINISHED.0));
+            if !self.emergency {
+                self.emergency = true;
+                self.summary.emergency = true;
+                self.console.finish();
+                self.console.notice("Emergency shutdown.");
+                self.flushes.clear();
+                for slot in 0..self.conns.len() {
+                    self.close_conn(slot);
+                }
+                for dl in 0..self.dls.len() {
+                    self.maybe_finish(dl);
+                }
+            }
+            return;
         }
         self.stopping = true;
         self.jobs_done = true;
@@ -846,32 +883,23 @@ impl Engine<'_> {
     /// Closes every connection working for download `dl`, keeping what they wrote.
     fn stop_conns(&mut self, dl: usize) {
         for slot in 0..self.conns.len() {
-            let mine = self.conns[slot]
-                .as_ref()
-                .is_some_and(|c| c.state != ConnState::Closing && c.works_for(dl));
+            let mine = self.conns[slot].as_ref().is_some_and(|c| c.works_for(dl));
             if mine {
                 self.return_range(slot);
                 self.close_conn(slot);
-                self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
             }
         }
     }
 
     fn arm_wake(&mut self) {
-        if self.wake_ud.is_some() {
+        if self.wake_op.is_some() {
             return;
         }
-        let ud = self.ops.insert(Op::Wake);
-        let ptr: *mut u64 = &mut *self.wake_buf;
-        self.ring
-            .read(self.resolver.wake_fd(), ptr as *mut u8, 8, ud);
-        self.wake_ud = Some(ud);
+        let fd = self.wake.clone();
+        self.wake_op = Some(self.reactor.read(Tag::Wake, fd, vec![0; 8]));
     }
 
     fn on_connect(&mut self, slot: usize, res: i32) {
-        if self.closing(slot) {
-            return;
-        }
         if res < 0 {
             // Refused, unreachable or timed out: try the next address.
             if let Some(c) = self.conns[slot].as_mut() {
@@ -980,7 +1008,6 @@ impl Engine<'_> {
 
     /// The connection has no work for download `dl` any more: keep it for reuse.
     fn release_conn(&mut self, slot: usize, dl: usize) {
-        self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
         let reusable = self.conns[slot].as_ref().is_some_and(|c| {
             c.state == ConnState::Open && !c.eof && !c.tls_peer_closed && c.fd.is_some()
         });
@@ -1036,24 +1063,24 @@ impl Engine<'_> {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
-        if c.sending || c.out.is_empty() || c.state == ConnState::Closing {
+        if c.sending || c.out.is_empty() {
             return;
         }
-        let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
+        let Some(fd) = c.fd.clone() else {
             return;
         };
         let buf = std::mem::take(&mut c.out);
-        let (ptr, len) = (buf.as_ptr(), buf.len());
         c.sending = true;
-        let ud = self.ops.insert(Op::Send { slot, buf, sent: 0 });
-        c.inflight.push(ud);
-        self.ring.send(fd, ptr, len, ud);
+        let tag = Tag::Send {
+            slot,
+            id: c.id,
+            sent: 0,
+        };
+        let op = self.reactor.send(tag, fd, buf, 0);
+        c.inflight.push(op);
     }
 
     fn on_send(&mut self, slot: usize, res: i32, buf: Vec<u8>, sent: usize) {
-        if self.closing(slot) {
-            return;
-        }
         if res == -libc::EINTR
             || res == -libc::EAGAIN
             || (res > 0 && sent + (res as usize) < buf.len())
@@ -1062,15 +1089,16 @@ impl Engine<'_> {
             let Some(c) = self.conns[slot].as_mut() else {
                 return;
             };
-            let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
+            let Some(fd) = c.fd.clone() else {
                 return;
             };
-            // SAFETY of the pointer: `buf` moves into the in-flight table, which keeps it alive.
-            let ptr = buf[sent..].as_ptr();
-            let len = buf.len() - sent;
-            let ud = self.ops.insert(Op::Send { slot, buf, sent });
-            c.inflight.push(ud);
-            self.ring.send(fd, ptr, len, ud);
+            let tag = Tag::Send {
+                slot,
+                id: c.id,
+                sent,
+            };
+            let op = self.reactor.send(tag, fd, buf, sent);
+            c.inflight.push(op);
             return;
         }
         if res < 0 {
@@ -1091,14 +1119,20 @@ impl Engine<'_> {
         self.start_send(slot);
     }
 
-    fn on_recv(&mut self, slot: usize, res: i32, direct: bool) {
-        if let Some(c) = self.conns[slot].as_mut() {
-            c.recv = None;
-        }
-        if self.closing(slot) {
-            // A direct receive's block still belongs to the connection's fill.
-            self.free_fill(slot);
+    /// A receive completed; `block` is the buffer it received into, back from the kernel: the
+    /// connection's read block, or (`direct`) its fill's write block.
+    fn on_recv(&mut self, slot: usize, res: i32, direct: bool, block: Option<Block>) {
+        let Some(c) = self.conns[slot].as_mut() else {
             return;
+        };
+        let inflight = c.recv.take();
+        if let Some(block) = block {
+            match inflight.and_then(|r| r.fill) {
+                Some((off, filled)) if direct => {
+                    c.fill = Some(Fill { block, off, filled });
+                }
+                _ => c.rbuf = Some(block),
+            }
         }
         if res == -libc::EINTR || res == -libc::EAGAIN {
             self.after_io(slot);
@@ -1150,7 +1184,7 @@ impl Engine<'_> {
 
     /// Bytes of a plain body arrived straight in the connection's write block.
     fn received_direct(&mut self, slot: usize, n: usize) {
-        let write_size = self.pool.writes.size();
+        let write_size = self.reactor.pool().size(Class::Write);
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
@@ -1171,21 +1205,20 @@ impl Engine<'_> {
             // Taken over by the whole-file response: these bytes are somebody else's now.
             ex.unusable = true;
             ex.overruled = true;
-            let block = fill.block;
             c.fill = None;
-            self.pool.writes.free(block);
             return;
         }
         plan.advance(ex.seg, n as u64);
         let seg_end = plan.segment(ex.seg).end;
         let end = fill.off + fill.filled as u64;
         if fill.filled == write_size || end == seg_end {
-            self.flushes.push(Flush {
-                dl: ex.dl,
-                fill: *fill,
-                at_file_end: end == plan.total(),
-            });
-            c.fill = None;
+            if let Some(fill) = c.fill.take() {
+                self.flushes.push_back(Flush {
+                    dl: ex.dl,
+                    fill,
+                    at_file_end: end == plan.total(),
+                });
+            }
         }
     }
 
@@ -1195,9 +1228,6 @@ impl Engine<'_> {
             let Some(c) = self.conns[slot].as_mut() else {
                 return;
             };
-            if c.state == ConnState::Closing {
-                return;
-            }
             let ranges_unconfirmed =
                 c.ex.as_ref()
                     .is_some_and(|ex| !self.dls[ex.dl].ranges_confirmed);
@@ -1205,7 +1235,11 @@ impl Engine<'_> {
                 Some(ex) => self.dls[ex.dl].plan.as_mut(),
                 None => None,
             };
-            let rb = &mut self.pool.reads.slice(slot)[c.rb_start..c.rb_end];
+            // Without its read block the connection has a receive in flight; its completion pumps.
+            let Some(rbuf) = c.rbuf.as_mut() else { return };
+            let read_size = rbuf.len();
+            let rb = &mut rbuf.as_mut_slice()[c.rb_start..c.rb_end];
+            let pool = self.reactor.pool();
             if let Some(tls) = c.tls.as_mut() {
                 let mut idle = IdleSink { got_data: false };
                 let mut body;
@@ -1215,7 +1249,7 @@ impl Engine<'_> {
                             owner: c.id,
                             ex,
                             fill: &mut c.fill,
-                            blocks: &mut self.pool.writes,
+                            blocks: pool,
                             plan,
                             ranges_unconfirmed,
                             flushes: &mut self.flushes,
@@ -1253,7 +1287,7 @@ impl Engine<'_> {
                         owner: c.id,
                         ex,
                         fill: &mut c.fill,
-                        blocks: &mut self.pool.writes,
+                        blocks: pool,
                         plan,
                         ranges_unconfirmed,
                         flushes: &mut self.flushes,
@@ -1267,9 +1301,11 @@ impl Engine<'_> {
             if c.rb_start == c.rb_end {
                 c.rb_start = 0;
                 c.rb_end = 0;
-            } else if self.pool.reads.size() - c.rb_end < 20 * 1024 && c.rb_start > 0 {
+            } else if read_size - c.rb_end < 20 * 1024 && c.rb_start > 0 {
                 let (a, b) = (c.rb_start, c.rb_end);
-                self.pool.reads.slice(slot).copy_within(a..b, 0);
+                if let Some(rbuf) = c.rbuf.as_mut() {
+                    rbuf.as_mut_slice().copy_within(a..b, 0);
+                }
                 c.rb_start = 0;
                 c.rb_end = b - a;
             }
@@ -1541,8 +1577,9 @@ impl Engine<'_> {
                     if self.dls[dl].resumed {
                         // A resumed download starts on one connection; now that ranges work, the
                         // others join.
+                        let working = self.conn_count(dl);
                         let d = &self.dls[dl];
-                        let more = d.connections_wanted().saturating_sub(d.conns);
+                        let more = d.connections_wanted().saturating_sub(working);
                         self.dls[dl].wanted += more;
                     }
                 }
@@ -1564,7 +1601,7 @@ impl Engine<'_> {
                 owner: c.id,
                 ex,
                 fill: &mut c.fill,
-                blocks: &mut self.pool.writes,
+                blocks: self.reactor.pool(),
                 plan,
                 ranges_unconfirmed,
                 flushes: &mut self.flushes,
@@ -1688,14 +1725,14 @@ impl Engine<'_> {
             if let Some(v) = &d.validator {
                 sys::set_validator(fd, &v.encode());
             }
-            d.file = Some(out.file);
+            d.open_file(out.file);
             d.path = Some(path);
             if let Some(n) = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit) {
                 allocating = true;
-                self.allocate(dl, fd, n);
+                self.allocate(dl, n);
             }
         }
-        let one_block = total.is_some_and(|n| n <= self.pool.writes.size() as u64);
+        let one_block = total.is_some_and(|n| n <= self.reactor.pool().size(Class::Write) as u64);
         let d = &mut self.dls[dl];
         let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);
         plan.assign(0, conn_id);
@@ -1768,9 +1805,6 @@ impl Engine<'_> {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
-        if c.state == ConnState::Closing {
-            return;
-        }
         let Some(ex) = c.ex.as_mut() else { return };
         if let Some(f) = ex.error.take() {
             self.fail_conn(slot, f);
@@ -1795,7 +1829,7 @@ impl Engine<'_> {
                 plan.set_total(pos);
                 d.length_known = true;
                 if let Some(f) = c.fill.take() {
-                    self.flushes.push(Flush {
+                    self.flushes.push_back(Flush {
                         dl,
                         fill: f,
                         at_file_end: true,
@@ -1818,7 +1852,6 @@ impl Engine<'_> {
                 let (url, mirror) = done.map(|e| (e.url, e.mirror)).unzip();
                 self.next_work(slot, dl, url, mirror.unwrap_or(0));
             } else {
-                self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
                 self.close_conn(slot);
                 if self.needs_another_connection(dl) {
                     self.dls[dl].wanted += 1;
@@ -1841,13 +1874,21 @@ impl Engine<'_> {
                 return;
             }
             c.ex = None;
-            self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
             self.close_conn(slot);
             if self.needs_another_connection(dl) {
                 self.dls[dl].wanted += 1;
             }
             self.maybe_finish(dl);
         }
+    }
+
+    /// Connections working for download `dl` (in an exchange for it, or connecting to start one).
+    fn conn_count(&self, dl: usize) -> usize {
+        self.conns
+            .iter()
+            .flatten()
+            .filter(|c| c.works_for(dl))
+            .count()
     }
 
     /// Whether a new connection would find work on download `dl`: a range nobody owns, or one big
@@ -1862,7 +1903,8 @@ impl Engine<'_> {
 
     /// How far past its position a connection may already be receiving (see `Plan::take`).
     fn split_reserve(&self) -> u64 {
-        (self.pool.reads.size() + self.pool.writes.size()) as u64 + 64 * 1024
+        let pool = self.reactor.pool();
+        (pool.size(Class::Read) + pool.size(Class::Write)) as u64 + 64 * 1024
     }
 
     /// A connection finished its range: take more of the same download on the same connection.
@@ -1913,7 +1955,7 @@ impl Engine<'_> {
                     owner: c.id,
                     ex,
                     fill: &mut c.fill,
-                    blocks: &mut self.pool.writes,
+                    blocks: self.reactor.pool(),
                     plan,
                     ranges_unconfirmed,
                     flushes: &mut self.flushes,
@@ -1954,7 +1996,6 @@ impl Engine<'_> {
             self.unpark(dl);
         }
         if let Some(dl) = dl {
-            self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
             self.close_conn(slot);
             self.maybe_finish(dl);
         } else {
@@ -1962,15 +2003,8 @@ impl Engine<'_> {
         }
     }
 
-    /// Closes a connection whose exchange is over (e.g. after a redirect), uncounting it.
+    /// Closes a connection whose exchange is over (e.g. after a redirect).
     fn close_exchange_conn(&mut self, slot: usize) {
-        let dl = self.conns[slot]
-            .as_ref()
-            .and_then(|c| c.ex.as_ref())
-            .map(|e| e.dl);
-        if let Some(dl) = dl {
-            self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
-        }
         self.close_conn(slot);
     }
 
@@ -1984,31 +2018,25 @@ impl Engine<'_> {
         let dl = ex.dl;
         let seg_i = ex.seg;
         let owner = c.id;
-        let fill = if c.recv.is_none() {
-            c.fill.take()
-        } else {
-            None
-        };
+        // A receive straight into the fill's block holds that block: none of its bytes can be
+        // written, so the range goes back from where the block starts.
+        let in_flight = c.recv.and_then(|r| r.fill).map(|(off, _)| off);
+        let fill = c.fill.take();
         let d = &mut self.dls[dl];
         let Some(plan) = d.plan.as_mut() else {
-            if let Some(f) = fill {
-                self.pool.writes.free(f.block);
-            }
             return;
         };
         let seg = plan.segment(seg_i).clone();
         if seg.owner != Some(owner) {
-            if let Some(f) = fill {
-                self.pool.writes.free(f.block);
-            }
             return;
         }
         // While the download goes on, only the aligned part of a block is written and the rest is
         // fetched again (a padded write could land after the refetched bytes). When it ends here,
         // every received byte is written, padded, and the file is cut to what arrived.
         let ending = d.error.is_some() || d.halted;
-        let keep = match fill {
-            Some(f) => {
+        let keep = match (fill, in_flight) {
+            (_, Some(off)) => off,
+            (Some(f), None) => {
                 let at_end = f.off + f.filled as u64 == plan.total() && d.length_known;
                 let whole = at_end || ending;
                 let kept = if whole {
@@ -2016,22 +2044,21 @@ impl Engine<'_> {
                 } else {
                     store::write_len(f.filled, false)
                 };
+                let keep = if at_end {
+                    f.off + f.filled as u64
+                } else {
+                    f.off + store::write_len(f.filled, false) as u64
+                };
                 if kept > 0 {
-                    self.flushes.push(Flush {
+                    self.flushes.push_back(Flush {
                         dl,
                         fill: Fill { filled: kept, ..f },
                         at_file_end: whole,
                     });
-                } else {
-                    self.pool.writes.free(f.block);
                 }
-                if at_end {
-                    f.off + f.filled as u64
-                } else {
-                    f.off + store::write_len(f.filled, false) as u64
-                }
+                keep
             }
-            None => seg.pos,
+            (None, None) => seg.pos,
         };
         plan.release(seg_i, keep);
     }
@@ -2053,7 +2080,6 @@ impl Engine<'_> {
         if d.error.is_some() || d.state != DlState::Active {
             self.return_range(slot);
             self.close_conn(slot);
-            self.dls[dl].conns = self.dls[dl].conns.saturating_sub(1);
             self.maybe_finish(dl);
             return;
         }
@@ -2073,7 +2099,6 @@ impl Engine<'_> {
         self.close_conn(slot);
         self.unpark(dl);
         let d = &mut self.dls[dl];
-        d.conns = d.conns.saturating_sub(1);
         if f.retry && others {
             // Another mirror may do better: say why this one failed and go on without it.
             d.bad_uris[mirror] = true;
@@ -2095,13 +2120,15 @@ impl Engine<'_> {
         if d.plan.is_some() && !d.length_known {
             // A body of unknown length cannot be resumed: like aria2, start it over.
             d.plan = None;
-            d.file = None;
+            d.drop_file();
             d.written = crate::plan::RangeSet::new();
             d.high_water = 0;
             d.opts.allow_overwrite = true;
         }
         let again = d.plan.is_none() || d.ranges_ok;
-        if !again && d.conns == 0 {
+        let working = self.conns.iter().flatten().any(|c| c.works_for(dl));
+        let d = &mut self.dls[dl];
+        if !again && !working {
             // Nothing can carry on: the server refused ranges earlier (that is the reason to
             // report) and the connection that did not need them is gone.
             let reason = d.soft_error.take().unwrap_or(f);
@@ -2139,55 +2166,26 @@ impl Engine<'_> {
         self.maybe_finish(dl);
     }
 
-    /// Tears a connection down: cancels its operations; the slot is freed when the last completes.
+    /// Tears a connection down at once: its operations in flight are abandoned (the reactor keeps
+    /// what they own until their completions), its blocks go back to the pool as they are dropped.
     fn close_conn(&mut self, slot: usize) {
-        let Some(c) = self.conns[slot].as_mut() else {
+        let Some(c) = self.conns.get_mut(slot).and_then(Option::take) else {
             return;
         };
-        if c.state == ConnState::Closing {
-            return;
-        }
-        c.state = ConnState::Closing;
-        c.ex = None;
-        c.want = None;
-        if c.recv.is_none() {
-            if let Some(f) = c.fill.take() {
-                self.pool.writes.free(f.block);
-            }
-        }
-        if c.inflight.is_empty() {
-            self.conns[slot] = None;
-            return;
-        }
-        for &ud in &c.inflight {
-            self.ring.cancel(ud);
-        }
-    }
-
-    fn free_fill(&mut self, slot: usize) {
-        if let Some(c) = self.conns[slot].as_mut() {
-            if let Some(f) = c.fill.take() {
-                self.pool.writes.free(f.block);
-            }
-            if c.state == ConnState::Closing && c.inflight.is_empty() {
-                self.conns[slot] = None;
-            }
+        for op in c.inflight {
+            self.reactor.abandon(op);
         }
     }
 
     /// Keeps one receive in flight on a connection that expects bytes.
     fn arm_recv(&mut self, slot: usize) {
-        let write_size = self.pool.writes.size();
-        let read_size = self.pool.reads.size();
+        let write_size = self.reactor.pool().size(Class::Write);
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
         if c.recv.is_some() || c.state != ConnState::Open || c.eof {
             return;
         }
-        let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
-            return;
-        };
         let Some(ex) = c.ex.as_mut() else {
             // TLS handshakes of a connection with no exchange yet still need reading.
             return;
@@ -2211,7 +2209,11 @@ impl Engine<'_> {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
+        let Some(fd) = c.fd.clone() else {
+            return;
+        };
         let Some(ex) = c.ex.as_mut() else { return };
+        let id = c.id;
         if c.tls.is_none() && ex.direct_body() {
             let d = &mut self.dls[ex.dl];
             let Some(plan) = d.plan.as_mut() else { return };
@@ -2219,18 +2221,14 @@ impl Engine<'_> {
             if seg.pos >= seg.end {
                 return;
             }
-            let fill = match c.fill {
+            let fill = match c.fill.take() {
                 Some(f) => f,
-                None => match self.pool.writes.alloc() {
-                    Some(block) => {
-                        let f = Fill {
-                            block,
-                            off: seg.pos,
-                            filled: 0,
-                        };
-                        c.fill = Some(f);
-                        f
-                    }
+                None => match self.reactor.pool().alloc(Class::Write) {
+                    Some(block) => Fill {
+                        block,
+                        off: seg.pos,
+                        filled: 0,
+                    },
                     None => {
                         c.starved = true;
                         return;
@@ -2242,19 +2240,29 @@ impl Engine<'_> {
                 len = len.min(usize::try_from(ex.remaining).unwrap_or(usize::MAX));
             }
             if len == 0 {
+                c.fill = Some(fill);
                 return;
             }
-            // SAFETY of the pointer: the block belongs to this connection's fill, which nothing
-            // touches while `recv` is set; it stays registered for the pool's life.
-            let ptr = self.pool.writes.ptr(fill.block).wrapping_add(fill.filled);
-            let ud = self.ops.insert(Op::Recv { slot, direct: true });
-            c.recv = Some(len);
-            c.inflight.push(ud);
-            self.ring.recv_fixed(fd, ptr, len, ud);
+            let Fill { block, off, filled } = fill;
+            let tag = Tag::Recv {
+                slot,
+                id,
+                direct: true,
+            };
+            let op = self.reactor.recv(tag, fd, block, filled, len);
+            c.recv = Some(RecvInFlight {
+                fill: Some((off, filled)),
+            });
+            c.inflight.push(op);
             return;
         }
+        let Some(mut rbuf) = c.rbuf.take() else {
+            return;
+        };
+        let read_size = rbuf.len();
         if c.rb_end == read_size {
             if c.rb_start == 0 {
+                c.rbuf = Some(rbuf);
                 self.fail_conn(
                     slot,
                     Failure::retry(
@@ -2265,59 +2273,79 @@ impl Engine<'_> {
                 return;
             }
             let (a, b) = (c.rb_start, c.rb_end);
-            self.pool.reads.slice(slot).copy_within(a..b, 0);
+            rbuf.as_mut_slice().copy_within(a..b, 0);
             c.rb_start = 0;
             c.rb_end = b - a;
         }
-        let ptr = self.pool.reads.ptr(slot).wrapping_add(c.rb_end);
-        let len = read_size - c.rb_end;
-        let ud = self.ops.insert(Op::Recv {
+        let tag = Tag::Recv {
             slot,
+            id,
             direct: false,
-        });
-        c.recv = Some(len);
-        c.inflight.push(ud);
-        self.ring.recv_fixed(fd, ptr, len, ud);
+        };
+        let (at, len) = (c.rb_end, read_size - c.rb_end);
+        let op = self.reactor.recv(tag, fd, rbuf, at, len);
+        c.recv = Some(RecvInFlight { fill: None });
+        c.inflight.push(op);
     }
 
     // ---- the file ---------------------------------------------------------------------------
 
+    /// Issues the writes of the blocks that filled, in the order they filled. A download whose
+    /// earlier file still has writes in flight keeps its blocks until those end.
     fn submit_flushes(&mut self) {
         let mut idle = Vec::new();
-        while let Some(fl) = self.flushes.pop() {
+        let mut held = VecDeque::new();
+        while let Some(fl) = self.flushes.pop_front() {
             let d = &mut self.dls[fl.dl];
+            if d.old_writes > 0 {
+                held.push_back(fl);
+                continue;
+            }
             let len = store::write_len(fl.fill.filled, fl.at_file_end);
-            let fd = d.file.as_ref().map(|f| f.as_raw_fd());
-            let Some(fd) = fd.filter(|_| len > 0) else {
+            let file = d.file.clone().filter(|_| len > 0);
+            let Some(file) = file else {
                 // Nothing to write: the download may be waiting only for this.
-                self.pool.writes.free(fl.fill.block);
                 idle.push(fl.dl);
                 continue;
             };
-            if len > fl.fill.filled {
-                self.pool.writes.slice(fl.fill.block)[fl.fill.filled..len].fill(0);
-            }
-            if d.hasher.is_some() && d.hash_pos == fl.fill.off {
-                // In file order: hash the block now, while it is in memory.
-                let data = &self.pool.writes.slice(fl.fill.block)[..fl.fill.filled];
-                if let Some(h) = d.hasher.as_mut() {
-                    h.update(data);
+            let Flush { fill, .. } = fl;
+            let Fill {
+                mut block,
+                off,
+                filled,
+            } = fill;
+            if d.direct && (off % store::DIO_ALIGN as u64 != 0 || len % store::DIO_ALIGN != 0) {
+                // Every boundary is aligned by construction (plan/); this would be a bug, which
+                // must not turn into a refused write or a silent fallback.
+                debug_assert!(false, "unaligned O_DIRECT write at {off}+{len}");
+                if sys::clear_direct(file.as_raw_fd()).is_ok() {
+                    d.direct = false;
                 }
-                d.hash_pos += fl.fill.filled as u64;
+            }
+            if len > filled {
+                block.as_mut_slice()[filled..len].fill(0);
+            }
+            if d.hasher.is_some() && d.hash_pos == off {
+                // In file order: hash the block now, while it is in memory.
+                if let Some(h) = d.hasher.as_mut() {
+                    h.update(&block.as_slice()[..filled]);
+                }
+                d.hash_pos += filled as u64;
             }
             d.writes += 1;
-            d.high_water = d.high_water.max(fl.fill.off + fl.fill.filled as u64);
-            let ptr = self.pool.writes.ptr(fl.fill.block);
-            let ud = self.ops.insert(Op::Write {
+            d.high_water = d.high_water.max(off + filled as u64);
+            let tag = Tag::Write {
                 dl: fl.dl,
-                block: fl.fill.block,
-                off: fl.fill.off,
+                generation: d.generation,
+                off,
                 len,
                 done: 0,
-                data: fl.fill.filled.min(len),
-            });
-            self.ring.write_fixed(fd, ptr, len, fl.fill.off, ud);
+                data: filled.min(len),
+                direct: d.direct,
+            };
+            self.reactor.write(tag, file, block, 0, len, off);
         }
+        self.flushes = held;
         for dl in idle {
             self.maybe_finish(dl);
         }
@@ -2325,98 +2353,107 @@ impl Engine<'_> {
         self.wake_starved();
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn on_write(
-        &mut self,
-        dl: usize,
-        block: u32,
-        off: u64,
-        len: usize,
-        done: usize,
-        data: usize,
-        res: i32,
-    ) {
+    /// A write of download `dl`'s current file completed (`file_op_done` counted it).
+    fn on_write(&mut self, dl: usize, block: Block, w: WriteDone, res: i32) {
         let d = &mut self.dls[dl];
-        let fd = d.file.as_ref().map(|f| f.as_raw_fd());
-        let retry_at = |done: usize| (done, len);
+        let Some(file) = d.file.clone() else {
+            return;
+        };
         let again = match res {
-            r if r == -libc::EINTR || r == -libc::EAGAIN => Some(retry_at(done)),
-            r if r == -libc::EINVAL && d.direct && done == 0 => {
+            r if r == -libc::EINTR || r == -libc::EAGAIN => Some(w.done),
+            r if r == -libc::EINVAL && w.direct && w.done == 0 => {
                 // The filesystem refused O_DIRECT after all: go buffered, bounded by writeback.
-                if let Some(fd) = fd {
-                    if sys::clear_direct(fd).is_ok() {
-                        d.direct = false;
-                        let path = d
-                            .path
-                            .as_ref()
-                            .map(|p| p.display().to_string())
-                            .unwrap_or_default();
-                        self.console.notice(&format!(
-                            "{path}: O_DIRECT is not supported here; writing through the page cache and dropping it behind"
-                        ));
-                    }
+                // Any write issued in direct mode may see this, in any order; the first switches
+                // the file, every one of them is issued again.
+                if d.direct && sys::clear_direct(file.as_raw_fd()).is_ok() {
+                    d.direct = false;
+                    let path = d
+                        .path
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default();
+                    self.console.notice(&format!(
+                        "{path}: O_DIRECT is not supported here; writing through the page cache and dropping it behind"
+                    ));
                 }
-                let d = &self.dls[dl];
-                if d.direct {
-                    None
-                } else {
-                    Some(retry_at(0))
-                }
+                (!self.dls[dl].direct).then_some(0)
             }
-            r if r > 0 && done + (r as usize) < len => Some(retry_at(done + r as usize)),
+            r if r > 0 && w.done + (r as usize) < w.len => Some(w.done + r as usize),
             _ => None,
         };
-        if let (Some((done, len)), Some(fd)) = (again, fd) {
-            let ptr = self.pool.writes.ptr(block).wrapping_add(done);
-            let ud = self.ops.insert(Op::Write {
+        let d = &mut self.dls[dl];
+        if let Some(done) = again {
+            d.writes += 1;
+            let tag = Tag::Write {
                 dl,
-                block,
-                off,
-                len,
+                generation: d.generation,
+                off: w.off,
+                len: w.len,
                 done,
-                data,
-            });
-            self.ring
-                .write_fixed(fd, ptr, len - done, off + done as u64, ud);
+                data: w.data,
+                direct: d.direct,
+            };
+            self.reactor
+                .write(tag, file, block, done, w.len - done, w.off + done as u64);
             return;
         }
-        self.pool.writes.free(block);
-        let d = &mut self.dls[dl];
-        d.writes -= 1;
-        if res < 0 || (res == 0 && len > done) {
+        drop(block);
+        if res < 0 || (res == 0 && w.len > w.done) {
             let errno = if res < 0 { -res } else { libc::EIO };
-            let path = d
-                .path
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
-            let f = Failure::fatal(
-                ExitCode::for_write_error(errno),
-                format!(
-                    "Failed to write into the file {path}, cause: {}",
-                    errno_text(-errno)
-                ),
-            );
-            if d.error.is_none() {
-                self.fail_download(dl, f, None);
-            }
+            self.write_failed(dl, errno);
         } else {
             // On disk now: a control file may claim these bytes.
-            d.written.insert(off..off + data as u64);
+            d.written.insert(w.off..w.off + w.data as u64);
             if !d.direct {
-                if let Some(fd) = fd {
-                    d.writes += 1;
-                    let ud = self.ops.insert(Op::Writeback { dl });
-                    self.ring.writeback_and_drop(fd, off, len, ud);
-                }
+                d.writes += 1;
+                let tag = Tag::Writeback {
+                    dl,
+                    generation: d.generation,
+                };
+                self.reactor.writeback(tag, file, w.off, w.len);
             }
         }
         self.wake_starved();
         self.maybe_finish(dl);
     }
 
+    /// Writing to download `dl`'s file failed with `errno`: the download ends with aria2's code.
+    fn write_failed(&mut self, dl: usize, errno: i32) {
+        let d = &self.dls[dl];
+        if d.error.is_some() {
+            return;
+        }
+        let path = d
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let f = Failure::fatal(
+            ExitCode::for_write_error(errno),
+            format!(
+                "Failed to write into the file {path}, cause: {}",
+                errno_text(-errno)
+            ),
+        );
+        self.fail_download(dl, f, None);
+    }
+
+    /// The buffered fallback's writeback (and page-cache drop) of a range completed.
+    fn on_writeback(&mut self, dl: usize, res: i32) {
+        if res < 0 {
+            // ECANCELED: the linked sync_file_range failed, so the data may not reach the disk.
+            let errno = if res == -libc::ECANCELED {
+                libc::EIO
+            } else {
+                -res
+            };
+            self.write_failed(dl, errno);
+        }
+        self.maybe_finish(dl);
+    }
+
     fn wake_starved(&mut self) {
-        if self.pool.writes.free_count() == 0 {
+        if self.reactor.pool().free_count(Class::Write) == 0 {
             return;
         }
         for slot in 0..self.conns.len() {
@@ -2431,7 +2468,7 @@ impl Engine<'_> {
                 c.tls_blocked = false;
             }
             self.resume(slot);
-            if self.pool.writes.free_count() == 0 {
+            if self.reactor.pool().free_count(Class::Write) == 0 {
                 break;
             }
         }
@@ -2442,31 +2479,31 @@ impl Engine<'_> {
         if self.flushes.iter().any(|f| f.dl == dl) {
             return;
         }
+        let working = self.conn_count(dl) > 0;
         let d = &mut self.dls[dl];
-        if d.state != DlState::Active || d.writes > 0 {
+        if d.state != DlState::Active || d.writes > 0 || d.old_writes > 0 {
             return;
         }
         if d.error.is_some() || d.halted {
-            if d.conns == 0
-                && !self
-                    .conns
-                    .iter()
-                    .flatten()
-                    .any(|c| c.ex.as_ref().is_some_and(|e| e.dl == dl))
-            {
+            if !working {
                 d.state = DlState::Finished;
                 d.ended = Some(Instant::now());
+                let total = d.total();
                 if let Some(file) = d.file.take() {
                     // Cut the padding of the last block (and nothing that arrived, in this run or
-                    // an earlier one) away.
-                    let keep = d
+                    // an earlier one) away; a preallocated file keeps its real length.
+                    let arrived = d
                         .written
                         .ranges()
                         .last()
                         .map_or(0, |r| r.end)
                         .max(d.high_water);
+                    let keep = match total {
+                        Some(t) if d.preallocated => t,
+                        _ => arrived,
+                    };
                     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                    if !d.preallocated && len > keep {
+                    if len > keep {
                         let _ = file.set_len(keep);
                     }
                 }
@@ -2536,14 +2573,11 @@ impl Engine<'_> {
         // Connections still streaming into this finished download, or still connecting for it, are
         // of no further use (and must not carry its index to whatever job takes its place).
         for slot in 0..self.conns.len() {
-            let streaming = self.conns[slot]
-                .as_ref()
-                .is_some_and(|c| c.state != ConnState::Closing && c.works_for(dl));
+            let streaming = self.conns[slot].as_ref().is_some_and(|c| c.works_for(dl));
             if streaming {
                 self.close_conn(slot);
             }
         }
-        self.dls[dl].conns = 0;
     }
 
     // ---- progress ---------------------------------------------------------------------------
@@ -2561,6 +2595,7 @@ impl Engine<'_> {
         let mut active = Vec::new();
         let mut paths = Vec::new();
         let mut speeds = Vec::new();
+        let counts: Vec<usize> = (0..self.dls.len()).map(|i| self.conn_count(i)).collect();
         for (i, d) in self
             .dls
             .iter_mut()
@@ -2573,7 +2608,7 @@ impl Engine<'_> {
                 gid: d.gid,
                 done: d.received(),
                 total: d.total(),
-                connections: d.conns,
+                connections: counts[i],
                 speed,
             });
             paths.push(

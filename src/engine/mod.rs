@@ -7,9 +7,8 @@
 //! short transfers and EINTR/EAGAIN are resubmitted; the ring is probed for real at start.
 mod conn;
 mod driver;
-mod pool;
+mod reactor;
 mod resolver;
-mod ring;
 pub mod sys;
 
 pub use conn::{Job, Outcome};

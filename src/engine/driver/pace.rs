@@ -1,7 +1,6 @@
 //! Time in the ring: rate limits (token buckets that pause reads until a timer says the tokens are
 //! back — no busy waiting, no sleeping thread), `--retry-wait`, and `--lowest-speed-limit`.
 use super::*;
-use io_uring::types::Timespec;
 
 /// aria2 judges a download too slow only after it has run this long.
 const SLOW_GRACE: Duration = Duration::from_secs(10);
@@ -48,10 +47,7 @@ impl Engine<'_> {
             return;
         }
         let d = at.saturating_duration_since(Instant::now());
-        let ts = Box::new(Timespec::new().sec(d.as_secs()).nsec(d.subsec_nanos()));
-        let ptr: *const Timespec = &*ts;
-        let ud = self.ops.insert(Op::Timer { _ts: ts, at });
-        self.ring.timer(ptr, ud);
+        self.reactor.timer(Tag::Timer { at }, d);
         self.timers.push(at);
     }
 

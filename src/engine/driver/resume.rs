@@ -90,7 +90,7 @@ impl Engine<'_> {
                 d.written = RangeSet::single(0..len);
                 d.length_known = true;
                 d.direct = out.direct;
-                d.file = Some(out.file);
+                d.open_file(out.file);
                 d.path = Some(path);
                 d.checking_existing = true;
                 d.no_data = true;
@@ -162,7 +162,7 @@ impl Engine<'_> {
         d.ranges_ok = true;
         d.resumed = true;
         d.direct = out.direct;
-        d.file = Some(out.file);
+        d.open_file(out.file);
         d.path = Some(path);
         d.control = Some(ctl);
         d.piece_length = cf.piece_length;
@@ -245,7 +245,7 @@ impl Engine<'_> {
         d.ranges_confirmed = true;
         d.continue_from = None;
         d.direct = out.direct;
-        d.file = Some(out.file);
+        d.open_file(out.file);
         d.path = Some(path);
         d.split_url = Some((mirror, url));
         if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
@@ -418,13 +418,17 @@ impl Engine<'_> {
     /// through the ring (never by writing zeros through the page cache), `trunc` only sets the
     /// length, `none` does nothing. Reserving first keeps `O_DIRECT` writes from extending the file
     /// one by one, and finds a full disk before any byte is fetched.
-    pub(super) fn allocate(&mut self, dl: usize, fd: std::os::fd::RawFd, len: u64) {
+    pub(super) fn allocate(&mut self, dl: usize, len: u64) {
         let d = &mut self.dls[dl];
         match d.opts.file_allocation.as_str() {
             "prealloc" | "falloc" => {
+                let Some(file) = d.file.clone() else { return };
                 d.writes += 1;
-                let ud = self.ops.insert(Op::Fallocate { dl });
-                self.ring.fallocate(fd, len, ud);
+                let tag = Tag::Fallocate {
+                    dl,
+                    generation: d.generation,
+                };
+                self.reactor.fallocate(tag, file, len);
             }
             "trunc" => {
                 if let Some(f) = d.file.as_ref() {
@@ -437,7 +441,6 @@ impl Engine<'_> {
 
     pub(super) fn on_fallocate(&mut self, dl: usize, res: i32) {
         let d = &mut self.dls[dl];
-        d.writes -= 1;
         if res >= 0 {
             d.preallocated = true;
         } else if res == -libc::ENOSPC || res == -libc::EDQUOT {

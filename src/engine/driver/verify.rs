@@ -18,29 +18,29 @@ impl Engine<'_> {
             self.verify_done(dl);
             return;
         }
-        let Some(fd) = d.file.as_ref().map(|f| f.as_raw_fd()) else {
+        let Some(file) = d.file.clone() else {
             self.verify_done(dl);
             return;
         };
-        let Some(block) = self.pool.writes.alloc() else {
+        let Some(block) = self.reactor.pool().alloc(Class::Write) else {
             // Every block is busy elsewhere; the next completion or tick tries again.
             d.verifying = false;
             return;
         };
-        let d = &mut self.dls[dl];
         d.writes += 1;
         let off = d.hash_pos;
-        let len = self.pool.writes.size();
-        let ptr = self.pool.writes.ptr(block);
-        let ud = self.ops.insert(Op::VerifyRead { dl, block, off });
-        self.ring.read_file_fixed(fd, ptr, len, off, ud);
+        let tag = Tag::VerifyRead {
+            dl,
+            generation: d.generation,
+            off,
+        };
+        self.reactor.read_file(tag, file, block, off);
     }
 
-    pub(super) fn on_verify_read(&mut self, dl: usize, block: u32, off: u64, res: i32) {
+    /// A read-back of download `dl`'s current file completed (`file_op_done` counted it).
+    pub(super) fn on_verify_read(&mut self, dl: usize, block: Block, off: u64, res: i32) {
         let total = self.dls[dl].plan.as_ref().map_or(0, Plan::total);
         if res <= 0 {
-            self.pool.writes.free(block);
-            self.dls[dl].writes -= 1;
             let path = self.dls[dl]
                 .path
                 .as_ref()
@@ -63,14 +63,12 @@ impl Engine<'_> {
             return;
         }
         let n = (res as u64).min(total.saturating_sub(off)) as usize;
-        let data = &self.pool.writes.slice(block)[..n];
         let d = &mut self.dls[dl];
         if let Some(h) = d.hasher.as_mut() {
-            h.update(data);
+            h.update(&block.as_slice()[..n]);
         }
         d.hash_pos = off + n as u64;
-        d.writes -= 1;
-        self.pool.writes.free(block);
+        drop(block);
         self.verify_next(dl);
     }
 

@@ -1,0 +1,270 @@
+//! The buffer pool: one page-aligned mapping, registered with the kernel once, cut into read blocks
+//! (one per connection) and write blocks (shared). A block is handed out as a [`Block`], an owning
+//! value: it is not `Copy` or `Clone`, it moves into an operation while the kernel uses it and comes
+//! back with the completion, and dropping it — on any path — puts it back on its free list. A leak
+//! or a double free cannot be written; the pool never grows, so memory is O(connections).
+use std::cell::RefCell;
+use std::io;
+use std::ptr::NonNull;
+use std::rc::Rc;
+
+/// How the pool is cut up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub read_size: usize,
+    pub reads: usize,
+    pub write_size: usize,
+    pub writes: usize,
+}
+
+impl Layout {
+    /// Total bytes.
+    pub fn bytes(&self) -> usize {
+        self.read_size * self.reads + self.write_size * self.writes
+    }
+
+    /// The largest layout for `slots` connections that fits in `budget` bytes: write blocks of 256,
+    /// 128 or 64 KiB, about three per connection; fewer connections if even that does not fit.
+    pub fn fit(slots: usize, read_size: usize, budget: usize) -> Option<Layout> {
+        let mut slots = slots.max(1);
+        loop {
+            for write_size in [256 * 1024, 128 * 1024, 64 * 1024] {
+                let writes = (slots * 3).max(4);
+                let l = Layout {
+                    read_size,
+                    reads: slots,
+                    write_size,
+                    writes,
+                };
+                if l.bytes() <= budget {
+                    return Some(l);
+                }
+            }
+            if slots == 1 {
+                return None;
+            }
+            slots -= 1;
+        }
+    }
+}
+
+/// The two kinds of block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// A connection's receive buffer (ciphertext, or a response head).
+    Read = 0,
+    /// A 4 KiB-aligned block of file data on its way to disk.
+    Write = 1,
+}
+
+/// The mapping and the free lists; shared by the pool and every block handed out, so the memory
+/// stays mapped while any block of it exists.
+struct Shared {
+    base: NonNull<u8>,
+    layout: Layout,
+    free: [RefCell<Vec<u32>>; 2],
+}
+
+impl Shared {
+    fn geometry(&self, class: Class) -> (usize, usize, usize) {
+        let l = &self.layout;
+        match class {
+            Class::Read => (0, l.read_size, l.reads),
+            Class::Write => (l.read_size * l.reads, l.write_size, l.writes),
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made in `Pool::new` with this size. `Shared` drops only when the
+        // pool and every block are gone; a block the kernel may still use is owned by the reactor's
+        // table until its completion (or is kept forever when the ring breaks), so nothing of the
+        // mapping is referenced any more.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.layout.bytes());
+        }
+    }
+}
+
+/// One block of the pool, owned. Dropping it returns it to the pool.
+pub struct Block {
+    ptr: NonNull<u8>,
+    len: usize,
+    index: u32,
+    class: Class,
+    shared: Rc<Shared>,
+}
+
+impl Block {
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the block is a disjoint part of a live mapping (`shared` keeps it mapped); this
+        // value is its only owner, and while the kernel uses it the reactor owns this value, so no
+        // other reference to these bytes exists.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`; `&mut self` makes this the only live reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The address the kernel is given (only the reactor hands it over, owning the block meanwhile).
+    pub(super) fn addr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        let mut free = self.shared.free[self.class as usize].borrow_mut();
+        debug_assert!(!free.contains(&self.index), "block returned twice");
+        free.push(self.index);
+    }
+}
+
+/// Page-aligned memory holding every block.
+pub struct Pool {
+    shared: Rc<Shared>,
+}
+
+impl Pool {
+    /// Maps the pool (not yet registered).
+    pub fn new(layout: Layout) -> io::Result<Pool> {
+        // SAFETY: an anonymous private mapping of the requested size; the result is checked.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                layout.bytes(),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base =
+            NonNull::new(base.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave null"))?;
+        Ok(Pool {
+            shared: Rc::new(Shared {
+                base,
+                layout,
+                free: [
+                    RefCell::new((0..layout.reads as u32).rev().collect()),
+                    RefCell::new((0..layout.writes as u32).rev().collect()),
+                ],
+            }),
+        })
+    }
+
+    /// Block size of `class`.
+    pub fn size(&self, class: Class) -> usize {
+        self.shared.geometry(class).1
+    }
+
+    /// Takes a free block of `class`.
+    pub fn alloc(&self, class: Class) -> Option<Block> {
+        let index = self.shared.free[class as usize].borrow_mut().pop()?;
+        let (start, size, _) = self.shared.geometry(class);
+        // SAFETY: `index` < the class's count (free lists hold only such indices), so the block lies
+        // inside the mapping.
+        let ptr = unsafe { self.shared.base.as_ptr().add(start + index as usize * size) };
+        Some(Block {
+            ptr: NonNull::new(ptr)?,
+            len: size,
+            index,
+            class,
+            shared: Rc::clone(&self.shared),
+        })
+    }
+
+    /// Free blocks of `class`.
+    pub fn free_count(&self, class: Class) -> usize {
+        self.shared.free[class as usize].borrow().len()
+    }
+
+    /// Blocks of `class` in all.
+    pub fn capacity(&self, class: Class) -> usize {
+        self.shared.geometry(class).2
+    }
+
+    /// Blocks not back in the pool, as (read, write).
+    pub fn outstanding(&self) -> (usize, usize) {
+        (
+            self.capacity(Class::Read) - self.free_count(Class::Read),
+            self.capacity(Class::Write) - self.free_count(Class::Write),
+        )
+    }
+
+    /// The iovec to register with the ring (buffer index 0).
+    pub fn iovec(&self) -> libc::iovec {
+        libc::iovec {
+            iov_base: self.shared.base.as_ptr().cast(),
+            iov_len: self.shared.layout.bytes(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_fits_budget() {
+        let l = Layout::fit(8, 72 * 1024, 8 << 20).unwrap();
+        assert_eq!(l.write_size, 256 * 1024);
+        assert!(l.bytes() <= 8 << 20);
+        let l = Layout::fit(16, 72 * 1024, 8 << 20).unwrap();
+        assert_eq!(l.reads, 16);
+        assert!(l.write_size < 256 * 1024);
+        let l = Layout::fit(200, 72 * 1024, 8 << 20).unwrap();
+        assert!(l.reads < 200 && l.bytes() <= 8 << 20);
+        assert!(Layout::fit(1, 72 * 1024, 100 * 1024).is_none());
+    }
+
+    #[test]
+    fn blocks_are_aligned_disjoint_and_come_back_when_dropped() {
+        let p = Pool::new(Layout::fit(2, 72 * 1024, 2 << 20).unwrap()).unwrap();
+        let writes = p.capacity(Class::Write);
+        let mut a = p.alloc(Class::Write).unwrap();
+        let mut b = p.alloc(Class::Write).unwrap();
+        let mut r = p.alloc(Class::Read).unwrap();
+        assert_eq!(a.addr() as usize % 4096, 0);
+        assert_eq!(r.addr() as usize % 4096, 0);
+        a.as_mut_slice().fill(1);
+        b.as_mut_slice().fill(2);
+        r.as_mut_slice().fill(3);
+        assert!(a.as_slice().iter().all(|&x| x == 1));
+        assert!(b.as_slice().iter().all(|&x| x == 2));
+        assert_eq!(p.free_count(Class::Write), writes - 2);
+        assert_eq!(p.outstanding(), (1, 2));
+        drop(a);
+        drop(b);
+        drop(r);
+        assert_eq!(p.outstanding(), (0, 0));
+    }
+
+    #[test]
+    fn the_mapping_outlives_the_pool_while_a_block_exists() {
+        let p = Pool::new(Layout::fit(1, 72 * 1024, 2 << 20).unwrap()).unwrap();
+        let mut b = p.alloc(Class::Write).unwrap();
+        drop(p);
+        b.as_mut_slice().fill(7);
+        assert_eq!(b.as_slice()[0], 7);
+    }
+
+    #[test]
+    fn an_empty_class_gives_nothing() {
+        let p = Pool::new(Layout::fit(1, 72 * 1024, 2 << 20).unwrap()).unwrap();
+        let held: Vec<Block> = std::iter::from_fn(|| p.alloc(Class::Read)).collect();
+        assert_eq!(held.len(), p.capacity(Class::Read));
+        assert!(p.alloc(Class::Read).is_none());
+    }
+}
