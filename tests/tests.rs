@@ -9,6 +9,7 @@ mod compat;
 mod download;
 mod engine;
 mod faults;
+mod findings;
 mod generated;
 mod nginx;
 mod resume;

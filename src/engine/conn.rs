@@ -2,7 +2,7 @@
 //! head bytes are collected and parsed, body bytes are unframed and copied into the connection's
 //! current write block at their file offset. Nothing here submits I/O; full blocks are queued for the
 //! driver to write.
-use super::reactor::{Block, Class, OpId, Pool};
+use super::reactor::{Block, Class, Fd, OpId, Pool};
 use crate::cli::DownloadOptions;
 use crate::http::{self, ChunkEvent, ChunkedDecoder, Framing, HttpError, ResponseHead};
 use crate::plan::{Owner, Plan};
@@ -10,7 +10,6 @@ use crate::store;
 use crate::tls::{PlainSink, TlsSession};
 use crate::ui::exit::ExitCode;
 use std::fs::File;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
@@ -267,7 +266,7 @@ pub enum ConnState {
 pub struct Conn {
     pub id: Owner,
     pub server: ServerKey,
-    pub fd: Option<Rc<OwnedFd>>,
+    pub fd: Option<Fd>,
     /// The receive buffer; `None` while a receive into it is in flight.
     pub rbuf: Option<Block>,
     pub state: ConnState,
@@ -443,7 +442,13 @@ pub struct Download {
 }
 
 impl Download {
-    pub fn new(gid: u64, uris: Vec<Url>, first_uri: String, opts: DownloadOptions) -> Download {
+    pub fn new(
+        gid: u64,
+        uris: Vec<Url>,
+        first_uri: String,
+        opts: DownloadOptions,
+        now: Instant,
+    ) -> Download {
         let n = uris.len();
         let piece_length = opts.piece_length;
         let opts_limit = opts.max_download_limit;
@@ -485,7 +490,7 @@ impl Download {
             hash_pos: 0,
             verifying: false,
             verified: false,
-            bucket: (opts_limit > 0).then(|| Bucket::new(opts_limit)),
+            bucket: (opts_limit > 0).then(|| Bucket::new(opts_limit, now)),
             deferred: 0,
             retry_at: None,
             not_found: 0,
@@ -598,11 +603,11 @@ pub struct Bucket {
 }
 
 impl Bucket {
-    pub fn new(rate: u64) -> Bucket {
+    pub fn new(rate: u64, now: Instant) -> Bucket {
         Bucket {
             rate,
             tokens: 0.0,
-            last: Instant::now(),
+            last: now,
         }
     }
 

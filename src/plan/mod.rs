@@ -57,31 +57,44 @@ impl Plan {
     }
 
     /// A plan for a `total`-byte file of which `done` is already on disk: the done ranges are
-    /// finished segments, every gap an unowned segment waiting for a connection.
+    /// finished segments, every gap an unowned segment waiting for a connection. A control file
+    /// (aria2c's, with any piece length) may put gap edges anywhere; each gap is widened to
+    /// [`ALIGN`] boundaries (or the file's end), so the few bytes around an edge are fetched again
+    /// and every segment keeps the plan's rule: it starts and ends on `ALIGN` (or the file's end),
+    /// where `O_DIRECT` can write.
     pub fn from_done(total: u64, min_split: u64, done: &RangeSet) -> Plan {
-        let mut segments: Vec<Segment> = done
-            .ranges()
-            .iter()
-            .filter(|r| r.start < total)
-            .map(|r| Segment {
-                start: r.start,
-                pos: r.end.min(total),
-                end: r.end.min(total),
-                owner: None,
-            })
-            .collect();
-        segments.extend(done.gaps(total).into_iter().map(|g| Segment {
-            start: g.start,
-            pos: g.start,
-            end: g.end,
-            owner: None,
-        }));
-        segments.sort_by_key(|s| s.start);
-        if segments.is_empty() {
+        let mut gaps: Vec<std::ops::Range<u64>> = Vec::new();
+        for g in done.gaps(total) {
+            let g = g.start / ALIGN * ALIGN..align_up(g.end).min(total);
+            match gaps.last_mut() {
+                Some(last) if last.end >= g.start => last.end = last.end.max(g.end),
+                _ => gaps.push(g),
+            }
+        }
+        let mut segments = Vec::new();
+        let mut at = 0;
+        for g in &gaps {
+            if g.start > at {
+                segments.push(Segment {
+                    start: at,
+                    pos: g.start,
+                    end: g.start,
+                    owner: None,
+                });
+            }
             segments.push(Segment {
-                start: 0,
-                pos: 0,
-                end: 0,
+                start: g.start,
+                pos: g.start,
+                end: g.end,
+                owner: None,
+            });
+            at = g.end;
+        }
+        if at < total || segments.is_empty() {
+            segments.push(Segment {
+                start: at,
+                pos: total,
+                end: total,
                 owner: None,
             });
         }
@@ -124,6 +137,23 @@ impl Plan {
         let s = &mut self.segments[i];
         s.owner = None;
         s.pos = keep_until.clamp(s.start, s.pos);
+    }
+
+    /// Takes every segment from `owner`, which is gone; what it received stays received.
+    pub fn disown(&mut self, owner: Owner) {
+        for s in &mut self.segments {
+            if s.owner == Some(owner) {
+                s.owner = None;
+            }
+        }
+    }
+
+    /// Owners of segments that still have bytes to come.
+    pub fn active_owners(&self) -> impl Iterator<Item = Owner> + '_ {
+        self.segments
+            .iter()
+            .filter(|s| s.pos < s.end)
+            .filter_map(|s| s.owner)
     }
 
     /// Bytes received over all segments.
@@ -256,6 +286,29 @@ mod tests {
     use super::*;
 
     const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn resumed_gaps_are_widened_to_direct_io_edges() {
+        // aria2c's --piece-length=1048577: done pieces end at odd offsets.
+        let total = 10 * 1_048_577 + 123;
+        let done = RangeSet::from_ranges(&[0..1_048_577, 3 * 1_048_577..5 * 1_048_577]);
+        let p = Plan::from_done(total, MIB, &done);
+        check_cover(&p);
+        for s in p.segments() {
+            for edge in [s.start, s.end] {
+                assert!(edge % ALIGN == 0 || edge == total, "{s:?}");
+            }
+            if s.pos == s.end && s.end > s.start {
+                // What the plan takes as done is done on disk.
+                assert!(done
+                    .ranges()
+                    .iter()
+                    .any(|r| r.start <= s.start && s.end <= r.end));
+            }
+        }
+        // [0, 1 MiB) of the first piece, and [193, 320) × 16 KiB of the second run of pieces.
+        assert_eq!(p.received(), 1_048_576 + (320 - 193) * ALIGN);
+    }
 
     fn check_cover(p: &Plan) {
         let mut segs: Vec<&Segment> = p.segments().iter().collect();

@@ -106,6 +106,9 @@ pub enum Fault {
     TruncateAfter(u64),
     /// Send this many body bytes (about: unsent ones are lost), then reset (SO_LINGER 0, close).
     ResetAfter(u64),
+    /// Send this many body bytes, then close with a FIN but no TLS close_notify: the truncation
+    /// anyone on the path can cause. On plain HTTP the same as [`Fault::TruncateAfter`].
+    TruncateWithoutCloseNotify(u64),
     /// Answer a range request with a 206 for a different range (consistent bytes and header).
     WrongContentRange,
     /// A response head over 64 KiB (padding headers), then the normal body.
@@ -717,6 +720,8 @@ impl Write for Conn {
 enum After {
     KeepAlive,
     Close,
+    /// Close without a TLS close_notify.
+    CloseWithoutNotify,
     Reset,
 }
 
@@ -768,9 +773,11 @@ fn finish(mut conn: Conn, after: After, stop: &AtomicBool) {
             set_linger_zero(conn.tcp());
             drop(conn);
         }
-        After::Close | After::KeepAlive => {
+        After::Close | After::KeepAlive | After::CloseWithoutNotify => {
             if let Conn::Tls(tls) = &mut conn {
-                tls.conn.send_close_notify();
+                if after != After::CloseWithoutNotify {
+                    tls.conn.send_close_notify();
+                }
                 let _ = tls.flush();
             }
             let _ = conn.tcp().shutdown(Shutdown::Write);
@@ -1175,9 +1182,10 @@ fn body_response(
         _ => Cow::Borrowed(real),
     };
     let limit = match fault {
-        Some(Fault::TruncateAfter(n)) | Some(Fault::ResetAfter(n)) | Some(Fault::StallAfter(n)) => {
-            n.min(wire.len() as u64)
-        }
+        Some(Fault::TruncateAfter(n))
+        | Some(Fault::ResetAfter(n))
+        | Some(Fault::StallAfter(n))
+        | Some(Fault::TruncateWithoutCloseNotify(n)) => n.min(wire.len() as u64),
         _ => wire.len() as u64,
     };
     send_body(conn, &wire[..limit as usize], route.throttle, &shared.stop)?;
@@ -1187,6 +1195,7 @@ fn body_response(
     }
     Ok(match fault {
         Some(Fault::ResetAfter(_)) => After::Reset,
+        Some(Fault::TruncateWithoutCloseNotify(_)) => After::CloseWithoutNotify,
         Some(Fault::TruncateAfter(_)) | Some(Fault::BadChunkSize) => After::Close,
         _ if clipped || framing == Framing::CloseDelimited => After::Close,
         _ => After::KeepAlive,
@@ -1984,6 +1993,20 @@ mod tests {
         assert_eq!(
             (r.cut, r.body.len()),
             (Some(io::ErrorKind::UnexpectedEof), 100)
+        );
+        // A close-delimited body cut by a FIN without close_notify: rustls says so.
+        server.route(
+            "/nn",
+            Route::bytes(data.clone())
+                .close_delimited()
+                .fault(Fault::TruncateWithoutCloseNotify(1000), When::Always),
+        );
+        let mut s = tls_connect(&server, &config, "127.0.0.1");
+        send(&mut s, "GET", "/nn", &[]);
+        let r = read_response(&mut s, &mut Vec::new(), false);
+        assert_eq!(
+            (r.cut, r.body.len()),
+            (Some(io::ErrorKind::UnexpectedEof), 1000)
         );
     }
 

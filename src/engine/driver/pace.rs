@@ -12,10 +12,10 @@ fn later(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     }
 }
 
-impl Engine<'_> {
+impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Whether connection `slot` of download `dl` may read now; if not, it waits for a timer.
     pub(super) fn may_read(&mut self, slot: usize, dl: usize) -> bool {
-        let now = Instant::now();
+        let now = self.reactor.now();
         let mut wake = self.dls[dl].bucket.as_mut().and_then(|b| b.wait_until(now));
         wake = later(wake, self.overall.as_mut().and_then(|b| b.wait_until(now)));
         match wake {
@@ -32,7 +32,7 @@ impl Engine<'_> {
 
     /// `n` bytes arrived for download `dl`.
     pub(super) fn charge(&mut self, dl: usize, n: u64) {
-        let now = Instant::now();
+        let now = self.reactor.now();
         if let Some(b) = self.dls[dl].bucket.as_mut() {
             b.charge(n, now);
         }
@@ -46,7 +46,7 @@ impl Engine<'_> {
         if self.timers.iter().any(|t| *t <= at) {
             return;
         }
-        let d = at.saturating_duration_since(Instant::now());
+        let d = at.saturating_duration_since(self.reactor.now());
         self.reactor.timer(Tag::Timer { at }, d);
         self.timers.push(at);
     }
@@ -54,7 +54,7 @@ impl Engine<'_> {
     /// A timer fired: throttled connections read again if they may, waits that are over end.
     pub(super) fn on_timer(&mut self, at: Instant) {
         self.timers.retain(|t| *t != at);
-        let now = Instant::now();
+        let now = self.reactor.now();
         for slot in 0..self.conns.len() {
             let waiting = self.conns[slot].as_ref().is_some_and(|c| c.throttled);
             if waiting {
@@ -84,7 +84,7 @@ impl Engine<'_> {
             d.wanted += 1;
             return;
         }
-        let at = Instant::now() + Duration::from_secs(wait);
+        let at = self.reactor.now() + Duration::from_secs(wait);
         d.deferred += 1;
         d.retry_at = Some(d.retry_at.map_or(at, |t| t.max(at)));
         self.set_timer(at);

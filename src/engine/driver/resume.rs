@@ -34,7 +34,7 @@ pub(super) enum CannotResume {
     Fail,
 }
 
-impl Engine<'_> {
+impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Before the first request of download `dl`: finds its control file (or, with `-c`, its
     /// partial file) under the name the URL or `-o` gives.
     pub(super) fn prepare_resume(&mut self, dl: usize) -> Result<(), Failure> {
@@ -377,7 +377,7 @@ impl Engine<'_> {
             .get_or_insert_with(|| control::control_path(path))
             .clone();
         let cf = ControlFile::from_done(plan.total(), d.piece_length, d.written.ranges());
-        d.last_save = Some(Instant::now());
+        d.last_save = Some(self.reactor.now());
         if let Err(e) = control::save(&ctl, &cf) {
             self.console.error(&format!(
                 "Failed to save the control file {}, cause: {}",
@@ -413,7 +413,7 @@ impl Engine<'_> {
     }
 }
 
-impl Engine<'_> {
+impl<R: Reactor<Tag>> Engine<'_, R> {
     /// `--file-allocation` for a new file of `len` bytes: `prealloc` and `falloc` reserve the space
     /// through the ring (never by writing zeros through the page cache), `trunc` only sets the
     /// length, `none` does nothing. Reserving first keeps `O_DIRECT` writes from extending the file

@@ -3,7 +3,7 @@
 //! `O_DIRECT`, never through the page cache, and hashed before the download may complete.
 use super::*;
 
-impl Engine<'_> {
+impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Completes the digest of download `dl` (reading the rest of the file back) and then decides.
     pub(super) fn start_verify(&mut self, dl: usize) {
         self.dls[dl].verifying = true;

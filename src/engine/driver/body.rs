@@ -1,0 +1,356 @@
+//! The body: response bytes placed into write blocks at their file offsets, exchanges that end or
+//! go on into the next range, and ranges given back to the plan when a connection leaves.
+use super::*;
+
+impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// Bytes of a plain body arrived straight in the connection's write block.
+    pub(super) fn received_direct(&mut self, slot: usize, n: usize) {
+        let write_size = self.reactor.pool().size(Class::Write);
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let (Some(ex), Some(fill)) = (c.ex.as_mut(), c.fill.as_mut()) else {
+            return;
+        };
+        ex.any_bytes = true;
+        fill.filled += n;
+        if let Framing::Length(_) = ex.framing {
+            ex.remaining = ex.remaining.saturating_sub(n as u64);
+            if ex.remaining == 0 {
+                ex.body_complete = true;
+            }
+        }
+        let d = &mut self.dls[ex.dl];
+        let Some(plan) = d.plan.as_mut() else { return };
+        if plan.segment(ex.seg).owner != Some(c.id) {
+            // Taken over by the whole-file response: these bytes are somebody else's now.
+            ex.unusable = true;
+            ex.overruled = true;
+            c.fill = None;
+            return;
+        }
+        plan.advance(ex.seg, n as u64);
+        let seg_end = plan.segment(ex.seg).end;
+        let end = fill.off + fill.filled as u64;
+        if fill.filled == write_size || end == seg_end {
+            if let Some(fill) = c.fill.take() {
+                self.flushes.push_back(Flush {
+                    dl: ex.dl,
+                    fill,
+                    at_file_end: end == plan.total(),
+                });
+            }
+        }
+    }
+
+    /// Runs the protocol layers over the unprocessed bytes of the connection's read block.
+    pub(super) fn pump(&mut self, slot: usize) {
+        for _ in 0..4 {
+            let Some(c) = self.conns[slot].as_mut() else {
+                return;
+            };
+            let ranges_unconfirmed =
+                c.ex.as_ref()
+                    .is_some_and(|ex| !self.dls[ex.dl].ranges_confirmed);
+            let plan = match c.ex.as_ref() {
+                Some(ex) => self.dls[ex.dl].plan.as_mut(),
+                None => None,
+            };
+            // Without its read block the connection has a receive in flight; its completion pumps.
+            let Some(rbuf) = c.rbuf.as_mut() else { return };
+            let read_size = rbuf.len();
+            let rb = &mut rbuf.as_mut_slice()[c.rb_start..c.rb_end];
+            let pool = self.reactor.pool();
+            if let Some(tls) = c.tls.as_mut() {
+                let mut idle = IdleSink { got_data: false };
+                let mut body;
+                let sink: &mut dyn PlainSink = match c.ex.as_mut() {
+                    Some(ex) => {
+                        body = BodySink {
+                            owner: c.id,
+                            ex,
+                            fill: &mut c.fill,
+                            blocks: pool,
+                            plan,
+                            ranges_unconfirmed,
+                            flushes: &mut self.flushes,
+                        };
+                        &mut body
+                    }
+                    None => &mut idle,
+                };
+                match tls.process(rb, &mut c.out, &mut c.plain_out, sink) {
+                    Ok(step) => {
+                        c.rb_start += step.consumed;
+                        c.tls_blocked = step.sink_full;
+                        if step.peer_closed {
+                            c.tls_peer_closed = true;
+                        }
+                        if idle.got_data {
+                            // Data on an idle connection: it cannot be trusted for another request.
+                            c.eof = true;
+                        }
+                    }
+                    Err(e) => {
+                        let f = match e {
+                            crate::tls::TlsError::Certificate(_) => {
+                                Failure::fatal(ExitCode::UNKNOWN, e.to_string())
+                            }
+                            _ => Failure::retry(ExitCode::UNKNOWN, e.to_string()),
+                        };
+                        self.fail_conn(slot, f);
+                        return;
+                    }
+                }
+            } else if let Some(ex) = c.ex.as_mut() {
+                if ex.spill.is_empty() {
+                    let mut sink = BodySink {
+                        owner: c.id,
+                        ex,
+                        fill: &mut c.fill,
+                        blocks: pool,
+                        plan,
+                        ranges_unconfirmed,
+                        flushes: &mut self.flushes,
+                    };
+                    sink.feed(rb);
+                    c.rb_start = c.rb_end;
+                }
+            } else {
+                c.rb_start = c.rb_end;
+            }
+            if c.rb_start == c.rb_end {
+                c.rb_start = 0;
+                c.rb_end = 0;
+            } else if read_size - c.rb_end < 20 * 1024 && c.rb_start > 0 {
+                let (a, b) = (c.rb_start, c.rb_end);
+                if let Some(rbuf) = c.rbuf.as_mut() {
+                    rbuf.as_mut_slice().copy_within(a..b, 0);
+                }
+                c.rb_start = 0;
+                c.rb_end = b - a;
+            }
+            let decide = c.ex.as_ref().is_some_and(|ex| ex.phase == Phase::Decide);
+            if !decide {
+                return;
+            }
+            self.on_head(slot);
+        }
+    }
+
+    pub(super) fn check_exchange(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(ex) = c.ex.as_mut() else { return };
+        if let Some(f) = ex.error.take() {
+            self.fail_conn(slot, f);
+            return;
+        }
+        if ex.overruled {
+            let dl = ex.dl;
+            self.close_exchange_conn(slot);
+            self.maybe_finish(dl);
+            return;
+        }
+        if ex.phase != Phase::Body || !ex.spill.is_empty() {
+            return;
+        }
+        let dl = ex.dl;
+        let d = &mut self.dls[dl];
+        let may_park = !d.ranges_confirmed && ex.range.is_none();
+        let Some(plan) = d.plan.as_mut() else { return };
+        if ex.body_complete {
+            if !d.length_known {
+                let pos = plan.segment(0).pos;
+                plan.set_total(pos);
+                d.length_known = true;
+                if let Some(f) = c.fill.take() {
+                    self.flushes.push_back(Flush {
+                        dl,
+                        fill: f,
+                        at_file_end: true,
+                    });
+                }
+            }
+            let seg = plan.segment(ex.seg);
+            if seg.pos < seg.end && seg.owner == Some(c.id) && !plan.is_complete() {
+                let f = Failure::retry(
+                    ExitCode::UNKNOWN,
+                    "the response body ended before its range was complete",
+                );
+                self.fail_conn(slot, f);
+                return;
+            }
+            let reusable = !ex.unusable && !c.eof && !c.tls_peer_closed;
+            let done = c.ex.take();
+            if reusable {
+                c.want = None;
+                let (url, mirror) = done.map(|e| (e.url, e.mirror)).unzip();
+                self.next_work(slot, dl, url, mirror.unwrap_or(0));
+            } else {
+                self.close_conn(slot);
+                if self.needs_another_connection(dl) {
+                    self.dls[dl].wanted += 1;
+                }
+                self.maybe_finish(dl);
+            }
+            return;
+        }
+        let seg = plan.segment(ex.seg).clone();
+        if seg.pos >= seg.end {
+            // This range is done but the response goes on (a whole-file response, or a range another
+            // connection took over): go on into the next range if it is free; wait while its owner's
+            // range request is unanswered; else stop here.
+            if let Some(next) = plan.continue_into(ex.seg, c.id) {
+                ex.seg = next;
+                return;
+            }
+            if may_park && plan.next_unstarted(ex.seg) {
+                ex.parked = true;
+                return;
+            }
+            c.ex = None;
+            self.close_conn(slot);
+            if self.needs_another_connection(dl) {
+                self.dls[dl].wanted += 1;
+            }
+            self.maybe_finish(dl);
+        }
+    }
+
+    /// A parked whole-file stream of download `dl` can go on: the range after it came free.
+    pub(super) fn unpark(&mut self, dl: usize) {
+        for slot in 0..self.conns.len() {
+            let parked = self.conns[slot].as_ref().is_some_and(|c| {
+                c.state == ConnState::Open && c.ex.as_ref().is_some_and(|e| e.dl == dl && e.parked)
+            });
+            if !parked {
+                continue;
+            }
+            if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+                ex.parked = false;
+            }
+            self.resume(slot);
+        }
+    }
+
+    /// Lets a connection that was held back go on: places what it had spilled, runs the protocol
+    /// layers over what its read block holds, and keeps it reading.
+    pub(super) fn resume(&mut self, slot: usize) {
+        if let Some(c) = self.conns[slot].as_mut() {
+            if let Some(ex) = c.ex.as_mut() {
+                let ranges_unconfirmed = !self.dls[ex.dl].ranges_confirmed;
+                let plan = self.dls[ex.dl].plan.as_mut();
+                let mut sink = BodySink {
+                    owner: c.id,
+                    ex,
+                    fill: &mut c.fill,
+                    blocks: self.reactor.pool(),
+                    plan,
+                    ranges_unconfirmed,
+                    flushes: &mut self.flushes,
+                };
+                sink.drain_spill();
+            }
+        }
+        self.pump(slot);
+        self.after_io(slot);
+    }
+
+    /// The connection in `slot` and the exchange it is in, if it has both.
+    pub(super) fn exchange_at(&self, slot: usize) -> Option<(&Conn, &Exchange)> {
+        let c = self.conns[slot].as_ref()?;
+        Some((c, c.ex.as_ref()?))
+    }
+
+    /// Ranges work: parked whole-file streams of download `dl` will not be needed.
+    pub(super) fn end_parked(&mut self, dl: usize) {
+        for slot in 0..self.conns.len() {
+            let parked = self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.ex.as_ref().is_some_and(|e| e.dl == dl && e.parked));
+            if parked {
+                self.close_exchange_conn(slot);
+            }
+        }
+    }
+
+    /// Abandons the connection's exchange without counting a failure (its range goes back).
+    pub(super) fn abandon_exchange(&mut self, slot: usize) {
+        let dl = self.conns[slot]
+            .as_ref()
+            .and_then(|c| c.ex.as_ref())
+            .map(|e| e.dl);
+        self.return_range(slot);
+        if let Some(dl) = dl {
+            self.unpark(dl);
+        }
+        if let Some(dl) = dl {
+            self.close_conn(slot);
+            self.maybe_finish(dl);
+        } else {
+            self.close_conn(slot);
+        }
+    }
+
+    /// Closes a connection whose exchange is over (e.g. after a redirect).
+    pub(super) fn close_exchange_conn(&mut self, slot: usize) {
+        self.close_conn(slot);
+    }
+
+    /// Writes what the connection's block holds that can be written, and gives the rest of its range
+    /// back to the plan.
+    pub(super) fn return_range(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(ex) = c.ex.as_ref() else { return };
+        let dl = ex.dl;
+        let seg_i = ex.seg;
+        let owner = c.id;
+        // A receive straight into the fill's block holds that block: none of its bytes can be
+        // written, so the range goes back from where the block starts.
+        let in_flight = c.recv.and_then(|r| r.fill).map(|(off, _)| off);
+        let fill = c.fill.take();
+        let d = &mut self.dls[dl];
+        let Some(plan) = d.plan.as_mut() else {
+            return;
+        };
+        let seg = plan.segment(seg_i).clone();
+        if seg.owner != Some(owner) {
+            return;
+        }
+        // While the download goes on, only the aligned part of a block is written and the rest is
+        // fetched again (a padded write could land after the refetched bytes). When it ends here,
+        // every received byte is written, padded, and the file is cut to what arrived.
+        let ending = d.error.is_some() || d.halted;
+        let keep = match (fill, in_flight) {
+            (_, Some(off)) => off,
+            (Some(f), None) => {
+                let at_end = f.off + f.filled as u64 == plan.total() && d.length_known;
+                let whole = at_end || ending;
+                let kept = if whole {
+                    f.filled
+                } else {
+                    store::write_len(f.filled, false)
+                };
+                let keep = if at_end {
+                    f.off + f.filled as u64
+                } else {
+                    f.off + store::write_len(f.filled, false) as u64
+                };
+                if kept > 0 {
+                    self.flushes.push_back(Flush {
+                        dl,
+                        fill: Fill { filled: kept, ..f },
+                        at_file_end: whole,
+                    });
+                }
+                keep
+            }
+            (None, None) => seg.pos,
+        };
+        plan.release(seg_i, keep);
+    }
+}

@@ -1,0 +1,718 @@
+//! The connection life cycle: connect (each resolved address in turn), TLS set-up, sending the
+//! request, keeping one receive in flight, keep-alive reuse, and closing. Failures of a connection
+//! are decided here: retry, another mirror, or the end of the download.
+use super::*;
+
+impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// Starts work `w` on an idle kept-alive connection to its server, or on a new connection.
+    pub(super) fn open(&mut self, w: Want) -> bool {
+        let key = ServerKey::of(&w.url);
+        let idle = self.conns.iter().position(|c| {
+            c.as_ref()
+                .is_some_and(|c| c.state == ConnState::Idle && c.server == key)
+        });
+        if let Some(slot) = idle {
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.state = ConnState::Open;
+                c.want = Some(w);
+                c.reused = true;
+            }
+            self.dispatch(slot);
+            return true;
+        }
+        let slot = match self.conns.iter().position(Option::is_none) {
+            Some(s) => s,
+            None => {
+                // Make room by closing an idle connection to another server.
+                let Some(victim) = self
+                    .conns
+                    .iter()
+                    .position(|c| c.as_ref().is_some_and(|c| c.state == ConnState::Idle))
+                else {
+                    return false;
+                };
+                self.close_conn(victim);
+                victim
+            }
+        };
+        // A closed connection's read block comes back when its last operation completes; until
+        // then no new connection can start.
+        let Some(rbuf) = self.reactor.pool().alloc(Class::Read) else {
+            return false;
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut conn = Conn::new(id, key.clone(), rbuf);
+        let host = w.url.host().map(|h| h.to_owned());
+        conn.want = Some(w);
+        self.conns[slot] = Some(conn);
+        match host {
+            Some(url::Host::Ipv4(a)) => {
+                self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)])
+            }
+            Some(url::Host::Ipv6(a)) => {
+                self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)])
+            }
+            _ => {
+                if let Some(addrs) = self.dns.get(&(key.host.clone(), key.port)) {
+                    let addrs = addrs.clone();
+                    self.connect_to(slot, addrs);
+                } else if let Some(r) = self.resolver.as_ref() {
+                    r.lookup(id, &key.host, key.port);
+                } else {
+                    let f = Failure::retry(
+                        ExitCode::RESOLVE,
+                        format!("Name resolution for {} failed: no resolver", key.host),
+                    );
+                    self.fail_conn(slot, f);
+                }
+            }
+        }
+        true
+    }
+
+    pub(super) fn connect_to(&mut self, slot: usize, addrs: Vec<SocketAddr>) {
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.state = ConnState::Connecting { addrs, next: 0 };
+        }
+        self.connect_next(slot);
+    }
+
+    pub(super) fn connect_next(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let ConnState::Connecting { addrs, next } = &mut c.state else {
+            return;
+        };
+        let Some(addr) = addrs.get(*next).copied() else {
+            let f = if c.connect_error == -libc::ECANCELED {
+                Failure::retry(ExitCode::TIMEOUT, "Timeout while connecting to the server")
+            } else {
+                Failure::retry(
+                    ExitCode::UNKNOWN,
+                    format!(
+                        "Failed to establish connection, cause: {}",
+                        errno_text(c.connect_error)
+                    ),
+                )
+            };
+            self.fail_conn(slot, f);
+            return;
+        };
+        *next += 1;
+        let (id, retrying) = (c.id, *next > 1);
+        if retrying {
+            let failed = addrs[*next - 2];
+            let why = errno_text(c.connect_error);
+            self.console.log(
+                LogLevel::Info,
+                &format!(
+                    "CUID#{id} - Could not connect to {failed} ({why}). Trying another address"
+                ),
+            );
+        }
+        self.console
+            .log(LogLevel::Info, &format!("CUID#{id} - Connecting to {addr}"));
+        match self.reactor.socket(&addr) {
+            Ok(fd) => {
+                let op = self
+                    .reactor
+                    .connect(Tag::Connect { slot, id }, fd.clone(), addr);
+                if let Some(c) = self.conns[slot].as_mut() {
+                    c.fd = Some(fd);
+                    c.inflight.push(op);
+                }
+            }
+            Err(e) => {
+                let f = Failure::retry(ExitCode::UNKNOWN, format!("cannot create socket: {e}"));
+                self.fail_conn(slot, f);
+            }
+        }
+    }
+
+    pub(super) fn on_connect(&mut self, slot: usize, res: i32) {
+        if res < 0 {
+            // Refused, unreachable or timed out: try the next address.
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.fd = None;
+                c.connect_error = res;
+            }
+            self.connect_next(slot);
+            return;
+        }
+        let tls = match self.conns[slot].as_mut() {
+            Some(c) => {
+                c.state = ConnState::Open;
+                c.server.https
+            }
+            None => return,
+        };
+        if tls {
+            if self.tls.is_none() {
+                match TlsConfig::new(self.s.ca_certificate.as_deref(), self.s.check_certificate) {
+                    Ok(c) => self.tls = Some(c),
+                    Err(e) => {
+                        self.fail_conn(slot, Failure::fatal(ExitCode::UNKNOWN, e.to_string()));
+                        return;
+                    }
+                }
+            }
+            let Some(cfg) = &self.tls else { return };
+            let session = {
+                let Some(c) = self.conns[slot].as_ref() else {
+                    return;
+                };
+                let host = url::Host::parse(&c.server.host).or_else(|_| {
+                    url::Host::parse(c.server.host.trim_start_matches('[').trim_end_matches(']'))
+                });
+                match host {
+                    Ok(h) => {
+                        let h: url::Host<&str> = match &h {
+                            url::Host::Domain(d) => url::Host::Domain(d.as_str()),
+                            url::Host::Ipv4(a) => url::Host::Ipv4(*a),
+                            url::Host::Ipv6(a) => url::Host::Ipv6(*a),
+                        };
+                        TlsSession::new(cfg, &h).map_err(|e| e.to_string())
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+            };
+            match session {
+                Ok(s) => {
+                    if let Some(c) = self.conns[slot].as_mut() {
+                        c.tls = Some(s);
+                    }
+                }
+                Err(e) => {
+                    self.fail_conn(slot, Failure::fatal(ExitCode::UNKNOWN, e));
+                    return;
+                }
+            }
+        }
+        self.dispatch(slot);
+    }
+
+    /// A connected (or reused) connection starts the exchange it was opened for.
+    pub(super) fn dispatch(&mut self, slot: usize) {
+        let Some(w) = self.conns[slot].as_mut().and_then(|c| c.want.take()) else {
+            return;
+        };
+        let reserve = self.split_reserve();
+        let d = &mut self.dls[w.dl];
+        if d.state != DlState::Active || d.error.is_some() {
+            self.release_conn(slot, w.dl);
+            return;
+        }
+        let Some(c) = self.conns[slot].as_ref() else {
+            return;
+        };
+        let ex = match d.plan.as_mut() {
+            None => Exchange::new(w.dl, w.url, w.mirror, d.continue_from.map(|l| (l, None)), 0),
+            Some(plan) => {
+                if !d.ranges_ok {
+                    self.release_conn(slot, w.dl);
+                    return;
+                }
+                match plan.take(c.id, |_| reserve) {
+                    Some(seg) => {
+                        let s = plan.segment(seg);
+                        let total = plan.total();
+                        let last = if s.end == total {
+                            None
+                        } else {
+                            Some(s.end - 1)
+                        };
+                        let last = last.or(Some(total - 1));
+                        Exchange::new(w.dl, w.url, w.mirror, Some((s.pos, last)), seg)
+                    }
+                    None => {
+                        self.release_conn(slot, w.dl);
+                        return;
+                    }
+                }
+            }
+        };
+        let mut ex = ex;
+        ex.redirects = w.redirects;
+        self.begin_exchange(slot, ex);
+    }
+
+    /// The connection has no work for download `dl` any more: keep it for reuse.
+    pub(super) fn release_conn(&mut self, slot: usize, dl: usize) {
+        let reusable = self.conns[slot].as_ref().is_some_and(|c| {
+            c.state == ConnState::Open && !c.eof && !c.tls_peer_closed && c.fd.is_some()
+        });
+        if reusable {
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.state = ConnState::Idle;
+                c.ex = None;
+                c.want = None;
+            }
+        } else {
+            self.close_conn(slot);
+        }
+        self.maybe_finish(dl);
+    }
+
+    pub(super) fn begin_exchange(&mut self, slot: usize, ex: Exchange) {
+        let mut req = Vec::with_capacity(512);
+        let d = &self.dls[ex.dl];
+        let mut headers = d.opts.headers.clone();
+        if let (Some(since), None) = (&d.if_modified_since, ex.range) {
+            headers.push(format!("If-Modified-Since: {since}"));
+        }
+        let if_range = d.validator.as_ref().and_then(|v| v.for_url(&ex.url));
+        if let (Some(v), Some(_)) = (if_range, ex.range) {
+            headers.push(format!("If-Range: {v}"));
+        }
+        http::write_request(
+            &RequestSpec {
+                method: if d.opts.dry_run { "HEAD" } else { "GET" },
+                url: &ex.url,
+                range: ex.range,
+                user_agent: &d.opts.user_agent,
+                headers: &headers,
+                keep_alive: true,
+            },
+            &mut req,
+        );
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        c.ex = Some(ex);
+        c.eof = false;
+        if c.tls.is_some() {
+            c.plain_out = req;
+        } else {
+            c.out.extend_from_slice(&req);
+        }
+        self.pump(slot);
+        self.after_io(slot);
+    }
+
+    pub(super) fn start_send(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        if c.sending || c.out.is_empty() {
+            return;
+        }
+        let Some(fd) = c.fd.clone() else {
+            return;
+        };
+        let buf = std::mem::take(&mut c.out);
+        c.sending = true;
+        let tag = Tag::Send {
+            slot,
+            id: c.id,
+            sent: 0,
+        };
+        let op = self.reactor.send(tag, fd, buf, 0);
+        c.inflight.push(op);
+    }
+
+    pub(super) fn on_send(&mut self, slot: usize, res: i32, buf: Vec<u8>, sent: usize) {
+        if res == -libc::EINTR
+            || res == -libc::EAGAIN
+            || (res > 0 && sent + (res as usize) < buf.len())
+        {
+            let sent = if res > 0 { sent + res as usize } else { sent };
+            let Some(c) = self.conns[slot].as_mut() else {
+                return;
+            };
+            let Some(fd) = c.fd.clone() else {
+                return;
+            };
+            let tag = Tag::Send {
+                slot,
+                id: c.id,
+                sent,
+            };
+            let op = self.reactor.send(tag, fd, buf, sent);
+            c.inflight.push(op);
+            return;
+        }
+        if res < 0 {
+            let code = if res == -libc::ECANCELED {
+                ExitCode::TIMEOUT
+            } else {
+                ExitCode::UNKNOWN
+            };
+            self.fail_conn(
+                slot,
+                Failure::retry(code, format!("send failed: {}", errno_text(res))),
+            );
+            return;
+        }
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.sending = false;
+        }
+        self.start_send(slot);
+    }
+
+    /// A receive completed; `block` is the buffer it received into, back from the kernel: the
+    /// connection's read block, or (`direct`) its fill's write block.
+    pub(super) fn on_recv(&mut self, slot: usize, res: i32, direct: bool, block: Option<Block>) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let inflight = c.recv.take();
+        if let Some(block) = block {
+            match inflight.and_then(|r| r.fill) {
+                Some((off, filled)) if direct => {
+                    c.fill = Some(Fill { block, off, filled });
+                }
+                _ => c.rbuf = Some(block),
+            }
+        }
+        if res == -libc::EINTR || res == -libc::EAGAIN {
+            self.after_io(slot);
+            return;
+        }
+        if res < 0 {
+            let (code, msg) = if res == -libc::ECANCELED {
+                (
+                    ExitCode::TIMEOUT,
+                    "Timeout while receiving data from the server".to_string(),
+                )
+            } else {
+                (
+                    ExitCode::UNKNOWN,
+                    format!("receive failed: {}", errno_text(res)),
+                )
+            };
+            self.fail_conn(slot, Failure::retry(code, msg));
+            return;
+        }
+        if res == 0 {
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.eof = true;
+            }
+            if !direct {
+                self.pump(slot);
+            }
+            self.on_eof(slot);
+            return;
+        }
+        let n = res as usize;
+        if let Some(dl) = self.conns[slot]
+            .as_ref()
+            .and_then(|c| c.ex.as_ref())
+            .map(|e| e.dl)
+        {
+            self.charge(dl, n as u64);
+        }
+        if direct {
+            self.received_direct(slot, n);
+        } else {
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.rb_end += n;
+            }
+            self.pump(slot);
+        }
+        self.after_io(slot);
+    }
+
+    pub(super) fn on_eof(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(ex) = c.ex.as_mut() else {
+            // An idle or handshaking connection closed.
+            if c.want.is_none() {
+                self.close_conn(slot);
+            }
+            return;
+        };
+        match ex.phase {
+            Phase::Body
+                if ex.framing == Framing::UntilClose
+                    && !ex.body_complete
+                    && c.tls.is_some()
+                    && !c.tls_peer_closed =>
+            {
+                // Only close_notify ends a body framed by the close over TLS: a bare TCP close can
+                // be forged by anyone on the path (a truncation attack).
+                let f = Failure::retry(
+                    ExitCode::UNKNOWN,
+                    "the TLS connection was closed without close_notify; the body may be truncated",
+                );
+                self.fail_conn(slot, f);
+            }
+            Phase::Body if ex.framing == Framing::UntilClose || ex.body_complete => {
+                ex.body_complete = true;
+                ex.unusable = true;
+                self.check_exchange(slot);
+            }
+            Phase::Head if !ex.any_bytes && c.reused => {
+                // The server dropped a kept-alive connection we reused: redo on a fresh one.
+                let w = Want {
+                    dl: ex.dl,
+                    url: ex.url.clone(),
+                    mirror: ex.mirror,
+                    redirects: ex.redirects,
+                };
+                let dl = ex.dl;
+                self.abandon_exchange(slot);
+                if !self.open(w) {
+                    self.dls[dl].wanted += 1;
+                }
+            }
+            _ => {
+                let f = Failure::retry(ExitCode::UNKNOWN, "Got EOF from the server.");
+                self.fail_conn(slot, f);
+            }
+        }
+    }
+
+    /// After any event on a connection: finish or continue its exchange, keep it reading and sending.
+    pub(super) fn after_io(&mut self, slot: usize) {
+        self.check_exchange(slot);
+        self.start_send(slot);
+        self.arm_recv(slot);
+    }
+
+    /// Keeps one receive in flight on a connection that expects bytes.
+    pub(super) fn arm_recv(&mut self, slot: usize) {
+        let write_size = self.reactor.pool().size(Class::Write);
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        if c.recv.is_some() || c.state != ConnState::Open || c.eof {
+            return;
+        }
+        let Some(ex) = c.ex.as_mut() else {
+            // TLS handshakes of a connection with no exchange yet still need reading.
+            return;
+        };
+        if ex.parked {
+            return;
+        }
+        if ex.phase == Phase::Decide || ex.body_complete || !ex.spill.is_empty() || c.tls_blocked {
+            if !ex.spill.is_empty() || c.tls_blocked {
+                c.starved = true;
+            }
+            return;
+        }
+        if c.throttled {
+            return;
+        }
+        let dl = ex.dl;
+        if !self.may_read(slot, dl) {
+            return;
+        }
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(fd) = c.fd.clone() else {
+            return;
+        };
+        let Some(ex) = c.ex.as_mut() else { return };
+        let id = c.id;
+        if c.tls.is_none() && ex.direct_body() {
+            let d = &mut self.dls[ex.dl];
+            let Some(plan) = d.plan.as_mut() else { return };
+            let seg = plan.segment(ex.seg).clone();
+            if seg.pos >= seg.end {
+                return;
+            }
+            let fill = match c.fill.take() {
+                Some(f) => f,
+                None => match self.reactor.pool().alloc(Class::Write) {
+                    Some(block) => Fill {
+                        block,
+                        off: seg.pos,
+                        filled: 0,
+                    },
+                    None => {
+                        c.starved = true;
+                        return;
+                    }
+                },
+            };
+            let mut len = store::room(fill.off, fill.filled, write_size, seg.end);
+            if let Framing::Length(_) = ex.framing {
+                len = len.min(usize::try_from(ex.remaining).unwrap_or(usize::MAX));
+            }
+            if len == 0 {
+                c.fill = Some(fill);
+                return;
+            }
+            let Fill { block, off, filled } = fill;
+            let tag = Tag::Recv {
+                slot,
+                id,
+                direct: true,
+            };
+            let op = self.reactor.recv(tag, fd, block, filled, len);
+            c.recv = Some(RecvInFlight {
+                fill: Some((off, filled)),
+            });
+            c.inflight.push(op);
+            return;
+        }
+        let Some(mut rbuf) = c.rbuf.take() else {
+            return;
+        };
+        let read_size = rbuf.len();
+        if c.rb_end == read_size {
+            if c.rb_start == 0 {
+                c.rbuf = Some(rbuf);
+                self.fail_conn(
+                    slot,
+                    Failure::retry(
+                        ExitCode::UNKNOWN,
+                        "a TLS record does not fit the receive buffer",
+                    ),
+                );
+                return;
+            }
+            let (a, b) = (c.rb_start, c.rb_end);
+            rbuf.as_mut_slice().copy_within(a..b, 0);
+            c.rb_start = 0;
+            c.rb_end = b - a;
+        }
+        let tag = Tag::Recv {
+            slot,
+            id,
+            direct: false,
+        };
+        let (at, len) = (c.rb_end, read_size - c.rb_end);
+        let op = self.reactor.recv(tag, fd, rbuf, at, len);
+        c.recv = Some(RecvInFlight { fill: None });
+        c.inflight.push(op);
+    }
+
+    /// Tears a connection down at once: its operations in flight are abandoned (the reactor keeps
+    /// what they own until their completions), its blocks go back to the pool as they are dropped.
+    pub(super) fn close_conn(&mut self, slot: usize) {
+        // What it received and can write is kept; the range it owned goes back to the plan, so no
+        // range is ever left to a connection that is gone.
+        self.return_range(slot);
+        let Some(c) = self.conns.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        let dl =
+            c.ex.as_ref()
+                .map(|e| e.dl)
+                .or(c.want.as_ref().map(|w| w.dl));
+        if let Some(plan) = dl
+            .and_then(|dl| self.dls.get_mut(dl))
+            .and_then(|d| d.plan.as_mut())
+        {
+            plan.disown(c.id);
+        }
+        for op in c.inflight {
+            self.reactor.abandon(op);
+        }
+    }
+
+    /// A connection finished its range: take more of the same download on the same connection.
+    /// `url` is what the connection just fetched (on its own server, whichever mirror that is).
+    pub(super) fn next_work(&mut self, slot: usize, dl: usize, url: Option<Url>, mirror: usize) {
+        let server = self.conns[slot].as_ref().map(|c| c.server.clone());
+        match url {
+            Some(u) if self.dls[dl].ranges_ok && server == Some(ServerKey::of(&u)) => {
+                if let Some(c) = self.conns[slot].as_mut() {
+                    c.want = Some(Want {
+                        dl,
+                        url: u,
+                        mirror,
+                        redirects: 0,
+                    });
+                    c.reused = true;
+                }
+                self.dispatch(slot);
+            }
+            _ => self.release_conn(slot, dl),
+        }
+    }
+
+    pub(super) fn fail_conn(&mut self, slot: usize, f: Failure) {
+        let (dl, mirror, conn_id) = match self.conns[slot].as_ref() {
+            Some(c) => match (&c.ex, &c.want) {
+                (Some(ex), _) => (Some(ex.dl), ex.mirror, c.id),
+                (None, Some(w)) => (Some(w.dl), w.mirror, c.id),
+                (None, None) => (None, 0, c.id),
+            },
+            None => return,
+        };
+        let Some(dl) = dl else {
+            self.close_conn(slot);
+            return;
+        };
+        let d = &mut self.dls[dl];
+        if d.error.is_some() || d.state != DlState::Active {
+            self.return_range(slot);
+            self.close_conn(slot);
+            self.maybe_finish(dl);
+            return;
+        }
+        // Messages name the URI as given (aria2 does not name the last redirect hop).
+        let uri = d.uris.get(mirror).map(Url::to_string).unwrap_or_default();
+        d.failures += 1;
+        let others = d.other_mirrors(mirror);
+        let last_try = !f.retry
+            || (self.s.max_tries > 0 && d.failures >= self.s.max_tries)
+            || d.bad_uris.iter().all(|b| *b);
+        if last_try && !(f.retry && others) {
+            // The download ends here; its connections, this one too, keep what they received.
+            self.fail_download(dl, f, Some((conn_id, uri)));
+            return;
+        }
+        self.return_range(slot);
+        self.close_conn(slot);
+        self.unpark(dl);
+        let d = &mut self.dls[dl];
+        if f.retry && others {
+            // Another mirror may do better: say why this one failed and go on without it.
+            d.bad_uris[mirror] = true;
+            self.say_aborted(conn_id, &uri, f.code, &f.message);
+            if f.from_scratch {
+                self.say_from_scratch(conn_id);
+            }
+        } else {
+            self.console.log(
+                LogLevel::Info,
+                &format!(
+                    "CUID#{conn_id} - Restarting the download. URI={uri}: {}",
+                    f.message
+                ),
+            );
+        }
+        let d = &mut self.dls[dl];
+        let wait = f.wait.unwrap_or(self.s.retry_wait);
+        if d.plan.is_some() && !d.length_known {
+            // A body of unknown length cannot be resumed: like aria2, start it over.
+            d.plan = None;
+            d.drop_file();
+            d.written = crate::plan::RangeSet::new();
+            d.high_water = 0;
+            d.opts.allow_overwrite = true;
+        }
+        let again = d.plan.is_none() || d.ranges_ok;
+        let working = self.conns.iter().flatten().any(|c| c.works_for(dl));
+        let d = &mut self.dls[dl];
+        if !again && !working {
+            // Nothing can carry on: the server refused ranges earlier (that is the reason to
+            // report) and the connection that did not need them is gone.
+            let reason = d.soft_error.take().unwrap_or(f);
+            self.fail_download(dl, reason, None);
+            return;
+        }
+        d.soft_error = Some(f);
+        if again {
+            self.retry_later(dl, wait);
+        }
+        self.maybe_finish(dl);
+    }
+
+    /// aria2's one-line error for a connection that gives up on `uri`.
+    pub(super) fn say_aborted(&mut self, conn: Owner, uri: &str, code: ExitCode, msg: &str) {
+        self.console.error(&format!(
+            "CUID#{conn} - Download aborted. URI={uri}: errorCode={} {msg}",
+            code.0
+        ));
+    }
+}

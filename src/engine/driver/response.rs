@@ -1,0 +1,445 @@
+//! The response policy: aria2's rules for what a response head means — status codes, redirects,
+//! ranges answered or refused, mirrors that cannot resume — and, for the first response of a
+//! download, naming and opening the file and making the plan.
+use super::*;
+
+impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// What to do with a parsed response head.
+    pub(super) fn on_head(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(ex) = c.ex.as_mut() else { return };
+        let Some(resp) = ex.response.take() else {
+            return;
+        };
+        let dl = ex.dl;
+        let seg_i = ex.seg;
+        let status = resp.status;
+        let conn_id = c.id;
+        if http::is_redirect(status) {
+            let Some(loc) = resp.location.as_deref() else {
+                self.fail_conn(
+                    slot,
+                    Failure::fatal(
+                        ExitCode::HTTP_PROTOCOL,
+                        format!("Got {status} status, but no location header provided."),
+                    ),
+                );
+                return;
+            };
+            let next = match http::resolve_location(&ex.url, loc) {
+                Ok(u) => u,
+                Err(e) => {
+                    self.fail_conn(slot, Failure::fatal(ExitCode::HTTP_PROTOCOL, e.to_string()));
+                    return;
+                }
+            };
+            if ex.redirects + 1 > MAX_REDIRECTS {
+                self.fail_conn(
+                    slot,
+                    Failure::fatal(
+                        ExitCode::TOO_MANY_REDIRECTS,
+                        format!("Too many redirects: count={MAX_REDIRECTS}"),
+                    ),
+                );
+                return;
+            }
+            let w = Want {
+                dl,
+                url: next.clone(),
+                mirror: ex.mirror,
+                redirects: ex.redirects + 1,
+            };
+            self.console
+                .notice(&format!("CUID#{conn_id} - Redirecting to {next}"));
+            // The redirect's body is not wanted; a fresh connection is simpler than skipping it.
+            self.close_exchange_conn(slot);
+            if !self.open(w) {
+                self.dls[dl].wanted += 1;
+            }
+            return;
+        }
+        if status == 304 && self.dls[dl].if_modified_since.is_some() {
+            // --conditional-get: the local file is as new as the server's; it stays as it is.
+            self.finish_without_body(dl, None);
+            self.close_exchange_conn(slot);
+            self.maybe_finish(dl);
+            return;
+        }
+        let range = ex.range;
+        let mirror = ex.mirror;
+        let is_range = range.is_some();
+        let uri = ex.url.to_string();
+        let others_working = is_range
+            && self.conns.iter().flatten().any(|o| {
+                o.id != conn_id
+                    && o.ex
+                        .as_ref()
+                        .is_some_and(|e| e.dl == dl && e.phase == Phase::Body)
+            });
+        if !(200..300).contains(&status) && others_working && self.s.retry_wait == 0 {
+            // A range request refused while other connections carry the file: this connection
+            // gives up (as aria2's do) and its range goes back to them.
+            self.say_aborted(
+                conn_id,
+                &uri,
+                ExitCode::for_http_status(status),
+                &format!("The response status is not successful. status={status}"),
+            );
+            self.dls[dl].ranges_ok = false;
+            self.dls[dl].soft_error = Some(Failure::retry(
+                ExitCode::for_http_status(status),
+                format!("The response status is not successful. status={status}"),
+            ));
+            self.abandon_exchange(slot);
+            return;
+        }
+        if !(200..300).contains(&status) {
+            let code = ExitCode::for_http_status(status);
+            let msg = match status {
+                404 => format!("Resource not found. status={status}"),
+                401 => format!("Authorization failed. status={status}"),
+                _ => format!("The response status is not successful. status={status}"),
+            };
+            let d = &mut self.dls[dl];
+            // aria2 retries 502/503 only with --retry-wait (honouring Retry-After here), and 504
+            // always.
+            if matches!(status, 502 | 503) && self.s.retry_wait > 0 || status == 504 {
+                let wait = resp.retry_after.map_or(self.s.retry_wait, |s| s.min(600));
+                self.fail_conn(slot, Failure::retry(code, msg).after(wait));
+                return;
+            }
+            if status == 404 && d.opts.max_file_not_found > 0 {
+                d.not_found += 1;
+                let limit = d.opts.max_file_not_found;
+                let f = if d.not_found >= limit {
+                    Failure::fatal(
+                        ExitCode(4),
+                        format!("{msg}; {limit} 'not found' answers (--max-file-not-found)"),
+                    )
+                } else {
+                    Failure::retry(code, msg)
+                };
+                self.fail_conn(slot, f);
+                return;
+            }
+            d.bad_uris[mirror] = true;
+            if d.bad_uris.iter().all(|b| *b) {
+                self.fail_conn(slot, Failure::fatal(code, msg));
+            } else {
+                // Another mirror may have it.
+                self.fail_conn(slot, Failure::retry(code, msg));
+            }
+            return;
+        }
+        let framing = resp.framing(self.dls[dl].opts.dry_run);
+        match range {
+            None => {
+                if let Err(f) = self.accept_first_response(slot, &resp, framing) {
+                    self.fail_conn(slot, f);
+                    return;
+                }
+            }
+            Some((first, _)) if self.dls[dl].plan.is_none() => {
+                // -c: the first request asked for the rest of the existing file.
+                if let Err(f) = self.accept_continued(slot, &resp, first) {
+                    self.fail_conn(slot, f);
+                    return;
+                }
+            }
+            Some((first, last)) => {
+                let seg_owner = self.dls[dl]
+                    .plan
+                    .as_ref()
+                    .and_then(|p| p.segment(seg_i).owner);
+                if seg_owner != Some(conn_id) {
+                    // The whole-file response took this range over while we waited.
+                    self.close_exchange_conn(slot);
+                    self.maybe_finish(dl);
+                    return;
+                }
+                let total = self.dls[dl].total();
+                let d = &self.dls[dl];
+                let remote_total = resp.content_range.and_then(|cr| cr.complete_length);
+                if d.resumed && !d.ranges_confirmed && status == 206 && remote_total != total {
+                    // The file on the server is not the one the partial file is part of.
+                    let f = Failure::fatal(
+                        ExitCode::UNKNOWN,
+                        format!(
+                            "total length mismatch. expected: {}, actual: {}",
+                            remote_total.unwrap_or(0),
+                            total.unwrap_or(0)
+                        ),
+                    );
+                    self.fail_conn(slot, f);
+                    return;
+                }
+                let asked = self.conns[slot]
+                    .as_ref()
+                    .and_then(|c| c.ex.as_ref())
+                    .and_then(|ex| d.validator.as_ref().and_then(|v| v.for_url(&ex.url)));
+                if d.resumed
+                    && !d.ranges_confirmed
+                    && status == 200
+                    && asked.is_some()
+                    && d.opts.always_resume
+                {
+                    // If-Range was sent with the partial file's version: a whole answer means the
+                    // file changed since, and its bytes must not be mixed with the old ones; or,
+                    // when the answer still carries that version, that the server ignores ranges.
+                    // Another mirror may still serve the old file.
+                    let same = resp.etag.as_deref().or(resp.last_modified.as_deref()) == asked;
+                    let (code, msg) = if same {
+                        (
+                            ExitCode::CANNOT_RESUME,
+                            invalid_range_header(first, last.unwrap_or(0), total.unwrap_or(0)),
+                        )
+                    } else {
+                        (ExitCode::UNKNOWN, "The file on the server changed since this partial download began (If-Range did not match); remove the partial file or use --allow-overwrite=true --remove-control-file".to_string())
+                    };
+                    let f = match self.cannot_resume(slot) {
+                        CannotResume::NextMirror => Failure::retry(code, msg),
+                        _ => Failure::fatal(code, msg),
+                    };
+                    self.fail_conn(slot, f);
+                    return;
+                }
+                let check = match (status, resp.content_range) {
+                    (206, Some(cr)) => cr.check(first, last, total).map_err(http_failure),
+                    _ => Err(Failure::retry(
+                        ExitCode::CANNOT_RESUME,
+                        invalid_range_header(first, last.unwrap_or(0), total.unwrap_or(0)),
+                    )),
+                };
+                let d = &self.dls[dl];
+                let resuming = d.resumed && !d.ranges_confirmed && status == 200;
+                let decision = match &check {
+                    Err(_) if resuming => self.cannot_resume(slot),
+                    _ => CannotResume::Fail,
+                };
+                if let (Err(f), CannotResume::NextMirror | CannotResume::ScratchElsewhere) =
+                    (&check, decision)
+                {
+                    // This mirror cannot resume; another one goes on (or starts over).
+                    let mut f = Failure::retry(f.code, f.message.clone());
+                    f.from_scratch = decision == CannotResume::ScratchElsewhere;
+                    self.fail_conn(slot, f);
+                    return;
+                }
+                if let (Err(f), CannotResume::ScratchHere) = (&check, decision) {
+                    // Resuming is impossible here and --always-resume=false: start over.
+                    let why = f.message.clone();
+                    self.say_cannot_resume(slot, &why);
+                    if let Err(f) = self.restart_from_scratch(slot, &resp, framing) {
+                        self.fail_conn(slot, f);
+                        return;
+                    }
+                } else if let Err(f) = check {
+                    let d = &self.dls[dl];
+                    let others = d.other_mirrors(mirror);
+                    if others {
+                        // This mirror cannot serve ranges: drop it (aria2c does) and let the
+                        // others go on splitting. A resumed download has no whole-body stream to
+                        // fall back on, so turning ranges off would end it with exit 8.
+                        self.fail_conn(slot, Failure::retry(f.code, f.message));
+                        return;
+                    }
+                    // The server cannot serve this range: stop splitting, let the sequential
+                    // connection finish the file, as aria2 does.
+                    self.dls[dl].ranges_ok = false;
+                    let uri = self.conns[slot]
+                        .as_ref()
+                        .and_then(|c| c.ex.as_ref())
+                        .map(|e| e.url.to_string())
+                        .unwrap_or_default();
+                    self.say_aborted(conn_id, &uri, f.code, &f.message);
+                    self.dls[dl].soft_error = Some(f);
+                    self.abandon_exchange(slot);
+                    return;
+                }
+                if !self.dls[dl].ranges_confirmed && status == 206 {
+                    self.dls[dl].ranges_confirmed = true;
+                    self.end_parked(dl);
+                    if self.dls[dl].resumed {
+                        // A resumed download starts on one connection; now that ranges work, the
+                        // others join.
+                        let working = self.conn_count(dl);
+                        let d = &self.dls[dl];
+                        let more = d.connections_wanted().saturating_sub(working);
+                        self.dls[dl].wanted += more;
+                    }
+                }
+            }
+        }
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(ex) = c.ex.as_mut() else { return };
+        ex.start_body(framing);
+        if !resp.keep_alive || framing == Framing::UntilClose {
+            ex.unusable = true;
+        }
+        let rest = std::mem::take(&mut ex.head_rest);
+        if !rest.is_empty() {
+            let ranges_unconfirmed = !self.dls[dl].ranges_confirmed;
+            let plan = self.dls[dl].plan.as_mut();
+            let mut sink = BodySink {
+                owner: c.id,
+                ex,
+                fill: &mut c.fill,
+                blocks: self.reactor.pool(),
+                plan,
+                ranges_unconfirmed,
+                flushes: &mut self.flushes,
+            };
+            sink.unframe(&rest);
+        }
+    }
+
+    /// The first response of a download: name and open the file, make the plan, ask for helpers.
+    pub(super) fn accept_first_response(
+        &mut self,
+        slot: usize,
+        resp: &http::ResponseHead,
+        framing: Framing,
+    ) -> Result<(), Failure> {
+        let Some((c, ex)) = self.exchange_at(slot) else {
+            return Ok(());
+        };
+        let conn_id = c.id;
+        let (dl, mirror) = (ex.dl, ex.mirror);
+        let url = ex.url.clone();
+        let total = match (framing, resp.status, resp.content_range) {
+            (Framing::Length(n), 200, _) => Some(n),
+            (Framing::Length(n), 206, Some(cr))
+                if cr.first == 0 && cr.complete_length == Some(n) =>
+            {
+                Some(n)
+            }
+            (Framing::Empty, _, _) => Some(0),
+            (Framing::Length(_), 206, _) => {
+                return Err(Failure::fatal(
+                    ExitCode::HTTP_PROTOCOL,
+                    "unexpected partial content",
+                ));
+            }
+            _ => None,
+        };
+        let d = &mut self.dls[dl];
+        d.last_modified = resp.last_modified.clone();
+        d.validator = Validator::of(resp, &url);
+        if d.opts.dry_run {
+            let name = d
+                .opts
+                .out
+                .clone()
+                .unwrap_or_else(|| http::filename_from_url(&url));
+            let path = d.opts.dir.join(name);
+            self.finish_without_body(dl, Some((path, total.unwrap_or(0))));
+            return Ok(());
+        }
+        // Whether this response creates the file (not a retry that goes on writing into it).
+        let created = d.file.is_none();
+        let mut allocating = false;
+        if created {
+            let name = match d.opts.out.clone() {
+                Some(o) => o,
+                None => resp
+                    .content_disposition
+                    .as_deref()
+                    .and_then(http::filename_from_content_disposition)
+                    .unwrap_or_else(|| http::filename_from_url(&url)),
+            };
+            // Until the file is open, failures still name the path it would have had (as aria2).
+            d.path = Some(d.opts.dir.join(&name));
+            let (path, renamed) = store::choose_path(
+                &d.opts.dir,
+                &name,
+                d.opts.allow_overwrite,
+                d.opts.auto_file_renaming,
+                |p| p.exists(),
+            )
+            .map_err(|e| match e {
+                store::PathError::Exists(_) => Failure::fatal(ExitCode::FILE_EXISTS, e.to_string()),
+                store::PathError::NoFreeName(_) => {
+                    Failure::fatal(ExitCode::RENAME_FAILED, e.to_string())
+                }
+            })?;
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    Failure::fatal(
+                        ExitCode::MKDIR,
+                        format!(
+                            "Failed to make the directory {}, cause: {}",
+                            parent.display(),
+                            sys::cause(&e)
+                        ),
+                    )
+                })?;
+            }
+            if renamed {
+                self.console.notice(&format!(
+                    "File already exists. Renamed to {}.",
+                    path.display()
+                ));
+            }
+            // A download starting over keeps its old control file until this one replaces it
+            // (below); one under another name belongs to a file this run leaves alone.
+            let d = &mut self.dls[dl];
+            if d.control.as_ref() != Some(&store::control::control_path(&path)) {
+                d.control = None;
+            }
+            let out = store::open_output(&path, true).map_err(|e| {
+                Failure::fatal(
+                    ExitCode::FILE_CREATE,
+                    format!(
+                        "Failed to open the file {}, cause: {}",
+                        path.display(),
+                        sys::cause(&e)
+                    ),
+                )
+            })?;
+            let d = &mut self.dls[dl];
+            if !out.direct {
+                self.console.notice(&format!(
+                    "{}: O_DIRECT is not supported here; writing through the page cache and dropping it behind",
+                    path.display()
+                ));
+            }
+            d.direct = out.direct;
+            let fd = out.file.as_raw_fd();
+            if let Some(v) = &d.validator {
+                sys::set_validator(fd, &v.encode());
+            }
+            d.open_file(out.file);
+            d.path = Some(path);
+            if let Some(n) = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit) {
+                allocating = true;
+                self.allocate(dl, n);
+            }
+        }
+        let one_block = total.is_some_and(|n| n <= self.reactor.pool().size(Class::Write) as u64);
+        let d = &mut self.dls[dl];
+        let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);
+        plan.assign(0, conn_id);
+        d.length_known = total.is_some();
+        d.ranges_ok = total.is_some() && !resp.accept_ranges_none;
+        d.split_url = Some((mirror, url));
+        if d.ranges_ok {
+            let pieces = plan.presplit(d.connections_wanted());
+            d.wanted += pieces.saturating_sub(1);
+        }
+        d.plan = Some(plan);
+        if created && !allocating && one_block && d.control.is_none() {
+            // The whole body fits one write block, so its only write is its last and the file
+            // stays empty until then: there is nothing to resume yet. Its control file waits for
+            // the next tick (within a second; `autosave`), so a small file that finishes before
+            // does not pay for creating, renaming and removing one. Stops and failures save it.
+        } else {
+            // The control file exists from the start, like aria2's, for a file of known length.
+            self.save_control(dl);
+        }
+        Ok(())
+    }
+}

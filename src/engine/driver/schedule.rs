@@ -1,0 +1,343 @@
+//! Scheduling: which jobs become downloads (`-j`), how many connections each wants (`-s`, `-x`),
+//! when a download is stalled, and when it ends — complete, failed or stopped — once nothing of it is
+//! in flight.
+use super::*;
+
+impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// Takes the next job, if a download may start, into a free place of `dls`.
+    pub(super) fn next_download(&mut self) -> Option<usize> {
+        if self.jobs_done {
+            return None;
+        }
+        let Some(job) = self.jobs.next() else {
+            self.jobs_done = true;
+            return None;
+        };
+        let first = job.uris.first().cloned().unwrap_or_default();
+        let mut urls = Vec::new();
+        let mut bad = None;
+        for u in &job.uris {
+            match crate::cli::check_uri(u).and_then(|_| Url::parse(u).map_err(|e| e.to_string())) {
+                Ok(url) => urls.push(url),
+                Err(e) => bad = Some(e),
+            }
+        }
+        let d = Download::new(random_gid(), urls, first, job.opts, self.reactor.now());
+        let reusable = self.dls.iter().position(|d| d.state == DlState::Finished);
+        let i = match reusable {
+            Some(i) => {
+                self.dls[i] = d;
+                i
+            }
+            None => {
+                self.dls.push(d);
+                self.dls.len() - 1
+            }
+        };
+        if self.dls[i].uris.is_empty() {
+            let why = bad.unwrap_or_else(|| "no URI".to_string());
+            self.dls[i].state = DlState::Active;
+            self.fail_download(i, Failure::fatal(ExitCode::UNKNOWN, why), None);
+        }
+        Some(i)
+    }
+
+    pub(super) fn schedule(&mut self) {
+        if self.stopping {
+            return;
+        }
+        let active = self
+            .dls
+            .iter()
+            .filter(|d| d.state == DlState::Active)
+            .count();
+        let mut room = self.s.max_concurrent.saturating_sub(active);
+        while room > 0 {
+            let Some(i) = self.next_download() else { break };
+            if self.dls[i].state == DlState::Waiting {
+                self.start_download(i);
+                room -= 1;
+            }
+        }
+        for i in 0..self.dls.len() {
+            if self.dls[i].state != DlState::Active || self.dls[i].error.is_some() {
+                continue;
+            }
+            while self.dls[i].wanted > 0 {
+                if !self.open_extra(i) {
+                    break;
+                }
+                self.dls[i].wanted -= 1;
+            }
+            self.check_stalled(i);
+        }
+    }
+
+    pub(super) fn start_download(&mut self, i: usize) {
+        let d = &mut self.dls[i];
+        d.state = DlState::Active;
+        let now = self.reactor.now();
+        d.started = Some(now);
+        d.samples.push_back((now, 0));
+        if let Some(out) = &d.opts.out {
+            // Named by -o: failures show the path it would have had, as aria2 does.
+            d.path = Some(d.opts.dir.join(out));
+        }
+        if let Err(f) = self.prepare_resume(i) {
+            self.fail_download(i, f, None);
+            return;
+        }
+        if self.dls[i].checking_existing {
+            // -V: the digest of the file on disk decides whether anything is fetched.
+            self.maybe_finish(i);
+            return;
+        }
+        let d = &mut self.dls[i];
+        let Some(mirror) = d.bad_uris.iter().position(|b| !b) else {
+            return;
+        };
+        let url = d.uris[mirror].clone();
+        d.wanted = 0;
+        if !self.open(Want {
+            dl: i,
+            url,
+            mirror,
+            redirects: 0,
+        }) {
+            self.dls[i].wanted = 1;
+        }
+    }
+
+    /// Opens (or reuses) a connection for one more worker on download `i`. False if no slot is free.
+    pub(super) fn open_extra(&mut self, i: usize) -> bool {
+        let working = self.conn_count(i);
+        let d = &self.dls[i];
+        let usable: Vec<usize> = (0..d.uris.len()).filter(|&m| !d.bad_uris[m]).collect();
+        if usable.is_empty() {
+            return true;
+        }
+        let mirror = usable[working % usable.len()];
+        let url = match (&d.split_url, d.plan.is_some()) {
+            (Some((m, u)), true) if *m == mirror => u.clone(),
+            _ => d.uris[mirror].clone(),
+        };
+        self.open(Want {
+            dl: i,
+            url,
+            mirror,
+            redirects: 0,
+        })
+    }
+
+    /// A download with work left but nobody working on it.
+    pub(super) fn check_stalled(&mut self, i: usize) {
+        let working = self.conn_count(i);
+        let d = &self.dls[i];
+        if working > 0 || d.wanted > 0 || d.plan.is_none() || d.error.is_some() {
+            return;
+        }
+        let Some(plan) = &d.plan else { return };
+        if plan.is_complete() {
+            return;
+        }
+        if d.ranges_ok {
+            self.dls[i].wanted = 1;
+        } else {
+            let f = d.soft_error.clone().unwrap_or_else(|| {
+                Failure::fatal(
+                    ExitCode::CANNOT_RESUME,
+                    "the server does not support ranges and the connection that could finish the file is gone",
+                )
+            });
+            self.fail_download(i, f, None);
+        }
+    }
+
+    /// Connections working for download `dl` (in an exchange for it, or connecting to start one).
+    pub(super) fn conn_count(&self, dl: usize) -> usize {
+        self.conns
+            .iter()
+            .flatten()
+            .filter(|c| c.works_for(dl))
+            .count()
+    }
+
+    /// Whether a new connection would find work on download `dl`: a range nobody owns, or one big
+    /// enough to split (the connections at work may be about to finish, which is not enough).
+    pub(super) fn needs_another_connection(&self, dl: usize) -> bool {
+        let d = &self.dls[dl];
+        d.ranges_ok
+            && d.plan
+                .as_ref()
+                .is_some_and(|p| p.has_work_for_newcomer(self.split_reserve()))
+    }
+
+    /// How far past its position a connection may already be receiving (see `Plan::take`).
+    pub(super) fn split_reserve(&self) -> u64 {
+        let pool = self.reactor.pool();
+        (pool.size(Class::Read) + pool.size(Class::Write)) as u64 + 64 * 1024
+    }
+
+    /// Closes every connection working for download `dl`, keeping what they wrote.
+    pub(super) fn stop_conns(&mut self, dl: usize) {
+        for slot in 0..self.conns.len() {
+            let mine = self.conns[slot].as_ref().is_some_and(|c| c.works_for(dl));
+            if mine {
+                self.return_range(slot);
+                self.close_conn(slot);
+            }
+        }
+    }
+
+    /// Ends download `dl` with `f`, saying so in one error line (naming the connection and URI that
+    /// failed when there is one).
+    pub(super) fn fail_download(&mut self, dl: usize, f: Failure, at: Option<(u64, String)>) {
+        match at {
+            Some((conn, uri)) => self.say_aborted(conn, &uri, f.code, &f.message),
+            None => self.console.error(&format!(
+                "Download aborted. URI={}: errorCode={} {}",
+                self.dls[dl].first_uri, f.code.0, f.message
+            )),
+        }
+        self.dls[dl].error = Some(f);
+        self.dls[dl].wanted = 0;
+        self.stop_conns(dl);
+        self.maybe_finish(dl);
+    }
+
+    /// Ends a download whose work is done (or failed) once nothing of it is in flight.
+    pub(super) fn maybe_finish(&mut self, dl: usize) {
+        if self.flushes.iter().any(|f| f.dl == dl) {
+            return;
+        }
+        let working = self.conn_count(dl) > 0;
+        let d = &mut self.dls[dl];
+        if d.state != DlState::Active || d.writes > 0 || d.old_writes > 0 {
+            return;
+        }
+        if d.error.is_some() || d.halted {
+            if !working {
+                d.state = DlState::Finished;
+                d.ended = Some(self.reactor.now());
+                let total = d.total();
+                if let Some(file) = d.file.take() {
+                    // Cut the padding of the last block (and nothing that arrived, in this run or
+                    // an earlier one) away; a preallocated file keeps its real length.
+                    let arrived = d
+                        .written
+                        .ranges()
+                        .last()
+                        .map_or(0, |r| r.end)
+                        .max(d.high_water);
+                    let keep = match total {
+                        Some(t) if d.preallocated => t,
+                        _ => arrived,
+                    };
+                    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+                    if len > keep {
+                        let _ = file.set_len(keep);
+                    }
+                }
+                // What is on disk stays resumable, by ringdl or by aria2c.
+                self.save_control(dl);
+                let d = &mut self.dls[dl];
+                let path = d
+                    .path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                let gid = d.gid;
+                self.record(dl);
+                self.console
+                    .notice(&format!("Download GID#{gid:016x} not complete: {path}"));
+            }
+            return;
+        }
+        let complete = d.length_known && d.plan.as_ref().is_some_and(Plan::is_complete);
+        let pending_fill = self
+            .conns
+            .iter()
+            .flatten()
+            .any(|c| c.fill.is_some() && c.ex.as_ref().is_some_and(|e| e.dl == dl))
+            || self.flushes.iter().any(|f| f.dl == dl);
+        if !complete || pending_fill {
+            return;
+        }
+        if self.dls[dl].expected.is_some() && !self.dls[dl].verified {
+            // The digest decides: finish hashing (reading the file back if needed) first.
+            if !self.dls[dl].verifying {
+                self.start_verify(dl);
+            }
+            return;
+        }
+        let d = &mut self.dls[dl];
+        let total = d.plan.as_ref().map_or(0, Plan::total);
+        let path = d
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        if let Some(file) = d.file.take() {
+            if let Err(e) = file.set_len(total) {
+                let f =
+                    Failure::fatal(ExitCode::FILE_IO, format!("Failed to truncate {path}: {e}"));
+                d.error = Some(f);
+            }
+            // -R: the server's Last-Modified time (best effort: a bad date changes nothing).
+            let remote = d
+                .last_modified
+                .as_deref()
+                .and_then(|t| httpdate::parse_http_date(t).ok());
+            if let (true, Some(t)) = (d.opts.remote_time, remote) {
+                let _ = file.set_modified(t);
+            }
+        }
+        d.state = DlState::Finished;
+        d.ended = Some(self.reactor.now());
+        if d.error.is_none() {
+            self.remove_control(dl);
+        }
+        self.record(dl);
+        if self.dls[dl].error.is_none() {
+            self.console.notice(&format!("Download complete: {path}"));
+        }
+        // Connections still streaming into this finished download, or still connecting for it, are
+        // of no further use (and must not carry its index to whatever job takes its place).
+        for slot in 0..self.conns.len() {
+            let streaming = self.conns[slot].as_ref().is_some_and(|c| c.works_for(dl));
+            if streaming {
+                self.close_conn(slot);
+            }
+        }
+    }
+
+    /// Adds the ended download `dl` to the summary; its place can then take the next job.
+    pub(super) fn record(&mut self, dl: usize) {
+        let d = &self.dls[dl];
+        let seconds = match (d.started, d.ended) {
+            (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let outcome = Outcome {
+            gid: d.gid,
+            code: d.error.as_ref().map_or(ExitCode::OK, |f| f.code),
+            finished: !d.halted,
+            path: d.path.clone(),
+            first_uri: d.first_uri.clone(),
+            bytes: if d.no_data { 0 } else { d.received() },
+            total: d.total(),
+            seconds,
+        };
+        let sum = &mut self.summary;
+        sum.total += 1;
+        if outcome.code != ExitCode::OK {
+            sum.last_error = Some(outcome.code);
+        } else if !outcome.finished {
+            sum.unfinished += 1;
+        }
+        if sum.results.len() == MAX_RESULTS {
+            sum.results.remove(0);
+        }
+        sum.results.push(outcome);
+    }
+}

@@ -1,0 +1,190 @@
+//! The writer: full blocks written in the order they filled, short writes and refused `O_DIRECT`
+//! handled, completed writes recorded as bytes on disk (what a control file may claim), and the
+//! buffered fallback's writeback.
+use super::*;
+
+impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// Issues the writes of the blocks that filled, in the order they filled. A download whose
+    /// earlier file still has writes in flight keeps its blocks until those end.
+    pub(super) fn submit_flushes(&mut self) {
+        let mut idle = Vec::new();
+        let mut held = VecDeque::new();
+        while let Some(fl) = self.flushes.pop_front() {
+            let d = &mut self.dls[fl.dl];
+            if d.old_writes > 0 {
+                held.push_back(fl);
+                continue;
+            }
+            let len = store::write_len(fl.fill.filled, fl.at_file_end);
+            let file = d.file.clone().filter(|_| len > 0);
+            let Some(file) = file else {
+                // Nothing to write: the download may be waiting only for this.
+                idle.push(fl.dl);
+                continue;
+            };
+            let Flush { fill, .. } = fl;
+            let Fill {
+                mut block,
+                off,
+                filled,
+            } = fill;
+            if d.direct && (off % store::DIO_ALIGN as u64 != 0 || len % store::DIO_ALIGN != 0) {
+                // Every boundary is aligned by construction (plan/); this would be a bug, which
+                // must not turn into a refused write or a silent fallback.
+                debug_assert!(false, "unaligned O_DIRECT write at {off}+{len}");
+                if sys::clear_direct(file.as_raw_fd()).is_ok() {
+                    d.direct = false;
+                }
+            }
+            if len > filled {
+                block.as_mut_slice()[filled..len].fill(0);
+            }
+            if d.hasher.is_some() && d.hash_pos == off {
+                // In file order: hash the block now, while it is in memory.
+                if let Some(h) = d.hasher.as_mut() {
+                    h.update(&block.as_slice()[..filled]);
+                }
+                d.hash_pos += filled as u64;
+            }
+            d.writes += 1;
+            d.high_water = d.high_water.max(off + filled as u64);
+            let tag = Tag::Write {
+                dl: fl.dl,
+                generation: d.generation,
+                off,
+                len,
+                done: 0,
+                data: filled.min(len),
+                direct: d.direct,
+            };
+            self.reactor.write(tag, file, block, 0, len, off);
+        }
+        self.flushes = held;
+        for dl in idle {
+            self.maybe_finish(dl);
+        }
+        // Connections waiting for blocks can go on if some were freed above.
+        self.wake_starved();
+    }
+
+    /// A write of download `dl`'s current file completed (`file_op_done` counted it).
+    pub(super) fn on_write(&mut self, dl: usize, block: Block, w: WriteDone, res: i32) {
+        let d = &mut self.dls[dl];
+        let Some(file) = d.file.clone() else {
+            return;
+        };
+        let again = match res {
+            r if r == -libc::EINTR || r == -libc::EAGAIN => Some(w.done),
+            r if r == -libc::EINVAL && w.direct && w.done == 0 => {
+                // The filesystem refused O_DIRECT after all: go buffered, bounded by writeback.
+                // Any write issued in direct mode may see this, in any order; the first switches
+                // the file, every one of them is issued again.
+                if d.direct && sys::clear_direct(file.as_raw_fd()).is_ok() {
+                    d.direct = false;
+                    let path = d
+                        .path
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default();
+                    self.console.notice(&format!(
+                        "{path}: O_DIRECT is not supported here; writing through the page cache and dropping it behind"
+                    ));
+                }
+                (!self.dls[dl].direct).then_some(0)
+            }
+            r if r > 0 && w.done + (r as usize) < w.len => Some(w.done + r as usize),
+            _ => None,
+        };
+        let d = &mut self.dls[dl];
+        if let Some(done) = again {
+            d.writes += 1;
+            let tag = Tag::Write {
+                dl,
+                generation: d.generation,
+                off: w.off,
+                len: w.len,
+                done,
+                data: w.data,
+                direct: d.direct,
+            };
+            self.reactor
+                .write(tag, file, block, done, w.len - done, w.off + done as u64);
+            return;
+        }
+        drop(block);
+        if res < 0 || (res == 0 && w.len > w.done) {
+            let errno = if res < 0 { -res } else { libc::EIO };
+            self.write_failed(dl, errno);
+        } else {
+            // On disk now: a control file may claim these bytes.
+            d.written.insert(w.off..w.off + w.data as u64);
+            if !d.direct {
+                d.writes += 1;
+                let tag = Tag::Writeback {
+                    dl,
+                    generation: d.generation,
+                };
+                self.reactor.writeback(tag, file, w.off, w.len);
+            }
+        }
+        self.wake_starved();
+        self.maybe_finish(dl);
+    }
+
+    /// Writing to download `dl`'s file failed with `errno`: the download ends with aria2's code.
+    pub(super) fn write_failed(&mut self, dl: usize, errno: i32) {
+        let d = &self.dls[dl];
+        if d.error.is_some() {
+            return;
+        }
+        let path = d
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let f = Failure::fatal(
+            ExitCode::for_write_error(errno),
+            format!(
+                "Failed to write into the file {path}, cause: {}",
+                errno_text(-errno)
+            ),
+        );
+        self.fail_download(dl, f, None);
+    }
+
+    /// The buffered fallback's writeback (and page-cache drop) of a range completed.
+    pub(super) fn on_writeback(&mut self, dl: usize, res: i32) {
+        if res < 0 {
+            // ECANCELED: the linked sync_file_range failed, so the data may not reach the disk.
+            let errno = if res == -libc::ECANCELED {
+                libc::EIO
+            } else {
+                -res
+            };
+            self.write_failed(dl, errno);
+        }
+        self.maybe_finish(dl);
+    }
+
+    pub(super) fn wake_starved(&mut self) {
+        if self.reactor.pool().free_count(Class::Write) == 0 {
+            return;
+        }
+        for slot in 0..self.conns.len() {
+            let starved = self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.starved && c.state == ConnState::Open);
+            if !starved {
+                continue;
+            }
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.starved = false;
+                c.tls_blocked = false;
+            }
+            self.resume(slot);
+            if self.reactor.pool().free_count(Class::Write) == 0 {
+                break;
+            }
+        }
+    }
+}

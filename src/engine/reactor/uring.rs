@@ -1,0 +1,465 @@
+//! The io_uring reactor: one ring, the pool registered with it, and the table of operations in
+//! flight keyed by user_data (index and generation, so a stale id names nothing).
+use super::{Block, Completion, Fd, OpId, Owned, Pool, RawAddr, Reactor};
+use io_uring::{opcode, squeue, types, IoUring, Probe};
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// user_data of completions nobody waits for (linked timeouts, cancel requests).
+const IGNORE: u64 = u64::MAX;
+
+/// Opcodes the engine uses; a kernel without any of them is refused at start.
+const NEEDED: &[(u8, &str)] = &[
+    (opcode::Nop::CODE, "NOP"),
+    (opcode::ReadFixed::CODE, "READ_FIXED"),
+    (opcode::WriteFixed::CODE, "WRITE_FIXED"),
+    (opcode::Connect::CODE, "CONNECT"),
+    (opcode::Send::CODE, "SEND"),
+    (opcode::Read::CODE, "READ"),
+    (opcode::Timeout::CODE, "TIMEOUT"),
+    (opcode::LinkTimeout::CODE, "LINK_TIMEOUT"),
+    (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
+    (opcode::SyncFileRange::CODE, "SYNC_FILE_RANGE"),
+    (opcode::Fadvise::CODE, "FADVISE"),
+    (opcode::Fallocate::CODE, "FALLOCATE"),
+];
+
+/// Which linked timeout an operation gets.
+#[derive(Debug, Clone, Copy)]
+pub enum Deadline {
+    /// `--timeout`: a socket that says nothing for this long has failed.
+    Io = 0,
+    /// `--connect-timeout`.
+    Connect = 1,
+}
+
+struct Entry<T> {
+    tag: T,
+    owned: Owned,
+    /// Abandoned: the completion is dropped here, never delivered.
+    abandoned: bool,
+}
+
+struct Slot<T> {
+    generation: u32,
+    entry: Option<Entry<T>>,
+}
+
+/// The ring, the table of operations in flight, and the pool registered with it.
+pub struct Uring<T> {
+    ring: IoUring,
+    slots: Vec<Slot<T>>,
+    free: Vec<u32>,
+    live: usize,
+    /// Completions reaped while making room in the submission queue, delivered at the next `wait`.
+    backlog: VecDeque<(u64, i32)>,
+    /// The linked timeouts' timespecs; the kernel reads them when the entries are submitted.
+    deadlines: Box<[types::Timespec; 2]>,
+    /// The ring failed: nothing more will complete, so what the table holds is never freed.
+    broken: bool,
+    pool: Pool,
+}
+
+fn timespec(d: Duration) -> types::Timespec {
+    types::Timespec::new()
+        .sec(d.as_secs())
+        .nsec(d.subsec_nanos())
+}
+
+/// Why a reactor could not be made.
+#[derive(Debug)]
+pub enum SetupError {
+    /// io_uring is refused, incomplete, or did not run a test operation.
+    Unavailable(String),
+    /// Registering the pool failed (usually RLIMIT_MEMLOCK).
+    Register(io::Error),
+}
+
+impl<T> Uring<T> {
+    /// Creates the ring, checks every opcode the engine uses and runs a test operation through it,
+    /// then registers `pool`.
+    pub fn new(
+        entries: u32,
+        io_timeout: Duration,
+        connect_timeout: Duration,
+        pool: Pool,
+    ) -> Result<Uring<T>, SetupError> {
+        let unavailable = |e: io::Error| SetupError::Unavailable(e.to_string());
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_coop_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::new(entries))
+            .map_err(unavailable)?;
+        let mut probe = Probe::new();
+        ring.submitter()
+            .register_probe(&mut probe)
+            .map_err(unavailable)?;
+        let missing: Vec<&str> = NEEDED
+            .iter()
+            .filter(|(code, _)| !probe.is_supported(*code))
+            .map(|(_, name)| *name)
+            .collect();
+        if !missing.is_empty() {
+            return Err(SetupError::Unavailable(format!(
+                "the kernel's io_uring lacks {}",
+                missing.join(", ")
+            )));
+        }
+        let mut r = Uring {
+            ring,
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            backlog: VecDeque::new(),
+            deadlines: Box::new([timespec(io_timeout), timespec(connect_timeout)]),
+            broken: false,
+            pool,
+        };
+        r.push(&[opcode::Nop::new().build().user_data(IGNORE)]);
+        r.ring.submit_and_wait(1).map_err(unavailable)?;
+        let ok = r.ring.completion().next().map(|c| c.result());
+        if ok != Some(0) {
+            return Err(SetupError::Unavailable(
+                "a test operation did not complete".into(),
+            ));
+        }
+        // SAFETY: the iovec describes the pool's mapping, which stays mapped while any block or the
+        // pool exists; the reactor owns the pool, and blocks the kernel uses are in the table.
+        unsafe { r.ring.submitter().register_buffers(&[r.pool.iovec()]) }
+            .map_err(SetupError::Register)?;
+        Ok(r)
+    }
+
+    fn insert(&mut self, tag: T, owned: Owned) -> u64 {
+        self.live += 1;
+        let entry = Some(Entry {
+            tag,
+            owned,
+            abandoned: false,
+        });
+        let index = match self.free.pop() {
+            Some(i) => {
+                let s = &mut self.slots[i as usize];
+                s.generation = s.generation.wrapping_add(1) & 0x7fff_ffff;
+                s.entry = entry;
+                i
+            }
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    entry,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        (u64::from(self.slots[index as usize].generation) << 32) | u64::from(index)
+    }
+
+    fn take(&mut self, ud: u64) -> Option<Entry<T>> {
+        let index = (ud & 0xffff_ffff) as u32;
+        let slot = self.slots.get_mut(index as usize)?;
+        if u64::from(slot.generation) != ud >> 32 {
+            return None;
+        }
+        let e = slot.entry.take()?;
+        self.free.push(index);
+        self.live -= 1;
+        Some(e)
+    }
+
+    /// Stages entries as one unit (a linked pair must not be split by a submission). When the queue
+    /// is full it submits; a kernel that wants its completions reaped first gets them reaped into
+    /// the backlog. False when the ring has failed.
+    fn push(&mut self, entries: &[squeue::Entry]) -> bool {
+        loop {
+            if self.broken {
+                return false;
+            }
+            let mut sq = self.ring.submission();
+            if sq.capacity() - sq.len() >= entries.len() {
+                // SAFETY: every entry's memory (blocks, buffers, addresses, timespecs) is owned by
+                // the table entry of its user_data, or by `self.deadlines`, until its completion is
+                // reaped; descriptors are kept open by the same entry.
+                unsafe {
+                    let _ = sq.push_multiple(entries);
+                }
+                return true;
+            }
+            drop(sq);
+            match self.ring.submit() {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EBUSY | libc::EAGAIN)) => {
+                    self.reap()
+                }
+                Err(_) => self.broken = true,
+            }
+        }
+    }
+
+    fn reap(&mut self) {
+        self.backlog
+            .extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+    }
+
+    /// Stages `entries` for an operation inserted as `ud`; if the ring has failed the operation
+    /// completes at once with EIO, so its owner still hears of it.
+    fn stage(&mut self, ud: u64, entries: &[squeue::Entry]) -> OpId {
+        if !self.push(entries) {
+            self.backlog.push_back((ud, -libc::EIO));
+        }
+        OpId(ud)
+    }
+
+    fn deadline(&self, which: Deadline) -> squeue::Entry {
+        opcode::LinkTimeout::new(&self.deadlines[which as usize])
+            .build()
+            .user_data(IGNORE)
+    }
+}
+
+impl<T> Reactor<T> for Uring<T> {
+    fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn socket(&mut self, addr: &SocketAddr) -> io::Result<Fd> {
+        Ok(Rc::new(super::super::sys::tcp_socket(addr)?))
+    }
+
+    /// Connects `sock` to `addr`, failing with ECANCELED after the connect timeout.
+    fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId {
+        let addr: Box<RawAddr> = super::super::sys::raw_addr(&addr);
+        let fd = sock.as_raw_fd();
+        let (ptr, len) = (
+            &addr.storage as *const libc::sockaddr_storage as *const libc::sockaddr,
+            addr.len,
+        );
+        let ud = self.insert(tag, Owned::Connect(sock, addr));
+        let c = opcode::Connect::new(types::Fd(fd), ptr, len)
+            .build()
+            .flags(squeue::Flags::IO_LINK)
+            .user_data(ud);
+        let t = self.deadline(Deadline::Connect);
+        self.stage(ud, &[c, t])
+    }
+
+    /// Receives into `block[at..at + len]` (cut to the block), failing with ECANCELED after the I/O
+    /// timeout.
+    fn recv(&mut self, tag: T, sock: Fd, mut block: Block, at: usize, len: usize) -> OpId {
+        let fd = sock.as_raw_fd();
+        let at = at.min(block.len());
+        let len = len.min(block.len() - at);
+        let ptr = block.addr().wrapping_add(at);
+        let ud = self.insert(tag, Owned::Block(sock, block));
+        let r = opcode::ReadFixed::new(types::Fd(fd), ptr, len as u32, 0)
+            .build()
+            .flags(squeue::Flags::IO_LINK)
+            .user_data(ud);
+        let t = self.deadline(Deadline::Io);
+        self.stage(ud, &[r, t])
+    }
+
+    /// Sends `buf[from..]`, failing with ECANCELED after the I/O timeout.
+    fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId {
+        let fd = sock.as_raw_fd();
+        let from = from.min(buf.len());
+        let (ptr, len) = (buf[from..].as_ptr(), buf.len() - from);
+        // Moving the Vec into the table does not move its heap buffer.
+        let ud = self.insert(tag, Owned::Bytes(sock, buf));
+        let s = opcode::Send::new(types::Fd(fd), ptr, len as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .flags(squeue::Flags::IO_LINK)
+            .user_data(ud);
+        let t = self.deadline(Deadline::Io);
+        self.stage(ud, &[s, t])
+    }
+
+    /// Writes `block[from..from + len]` (cut to the block) to `file` at `offset`.
+    fn write(
+        &mut self,
+        tag: T,
+        file: Fd,
+        mut block: Block,
+        from: usize,
+        len: usize,
+        offset: u64,
+    ) -> OpId {
+        let fd = file.as_raw_fd();
+        let from = from.min(block.len());
+        let len = len.min(block.len() - from);
+        let ptr = block.addr().wrapping_add(from);
+        let ud = self.insert(tag, Owned::Block(file, block));
+        let w = opcode::WriteFixed::new(types::Fd(fd), ptr, len as u32, 0)
+            .offset(offset)
+            .build()
+            .user_data(ud);
+        self.stage(ud, &[w])
+    }
+
+    /// Reads up to a block of `file` at `offset` into `block`.
+    fn read_file(&mut self, tag: T, file: Fd, mut block: Block, offset: u64) -> OpId {
+        let fd = file.as_raw_fd();
+        let (ptr, len) = (block.addr(), block.len());
+        let ud = self.insert(tag, Owned::Block(file, block));
+        let r = opcode::ReadFixed::new(types::Fd(fd), ptr, len as u32, 0)
+            .offset(offset)
+            .build()
+            .user_data(ud);
+        self.stage(ud, &[r])
+    }
+
+    /// Writes a range of `file` back and drops it from the page cache (the buffered fallback). The
+    /// result is the drop's; a failed writeback makes it ECANCELED.
+    fn writeback(&mut self, tag: T, file: Fd, offset: u64, len: usize) -> OpId {
+        let fd = file.as_raw_fd();
+        let ud = self.insert(tag, Owned::Fd(file));
+        let s = opcode::SyncFileRange::new(types::Fd(fd), len as u32)
+            .offset(offset)
+            .flags(
+                libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                    | libc::SYNC_FILE_RANGE_WRITE
+                    | libc::SYNC_FILE_RANGE_WAIT_AFTER,
+            )
+            .build()
+            .flags(squeue::Flags::IO_LINK)
+            .user_data(IGNORE);
+        let f = opcode::Fadvise::new(types::Fd(fd), len as libc::off_t, libc::POSIX_FADV_DONTNEED)
+            .offset(offset)
+            .build()
+            .user_data(ud);
+        self.stage(ud, &[s, f])
+    }
+
+    /// Allocates `len` bytes of `file` from offset 0 (the file grows to `len`).
+    fn fallocate(&mut self, tag: T, file: Fd, len: u64) -> OpId {
+        let fd = file.as_raw_fd();
+        let ud = self.insert(tag, Owned::Fd(file));
+        let f = opcode::Fallocate::new(types::Fd(fd), len)
+            .build()
+            .user_data(ud);
+        self.stage(ud, &[f])
+    }
+
+    /// Reads up to `buf.len()` bytes from `fd` (an eventfd or a signalfd).
+    fn read(&mut self, tag: T, fd: Fd, mut buf: Vec<u8>) -> OpId {
+        let raw: RawFd = fd.as_raw_fd();
+        let (ptr, len) = (buf.as_mut_ptr(), buf.len());
+        let ud = self.insert(tag, Owned::Bytes(fd, buf));
+        let r = opcode::Read::new(types::Fd(raw), ptr, len as u32)
+            .build()
+            .user_data(ud);
+        self.stage(ud, &[r])
+    }
+
+    /// A timer that completes (with ETIME) after `after`.
+    fn timer(&mut self, tag: T, after: Duration) -> OpId {
+        let ts = Box::new(timespec(after));
+        let ptr: *const types::Timespec = &*ts;
+        let ud = self.insert(tag, Owned::Timer(ts));
+        let t = opcode::Timeout::new(ptr).build().user_data(ud);
+        self.stage(ud, &[t])
+    }
+
+    /// Gives up on an operation: the kernel is asked to cancel it, and when its completion arrives
+    /// it is dropped here with what it owned. A stale id does nothing.
+    fn abandon(&mut self, id: OpId) {
+        let index = (id.0 & 0xffff_ffff) as usize;
+        let current = self.slots.get_mut(index).and_then(|s| {
+            (u64::from(s.generation) == id.0 >> 32)
+                .then_some(s.entry.as_mut())
+                .flatten()
+        });
+        let Some(e) = current else { return };
+        if e.abandoned {
+            return;
+        }
+        e.abandoned = true;
+        let c = opcode::AsyncCancel::new(id.0).build().user_data(IGNORE);
+        self.push(&[c]);
+    }
+
+    /// Submits what is staged, waits for at least one completion unless some are already waiting,
+    /// and moves every completion the engine should see into `out`. An error means the ring failed.
+    fn wait(&mut self, out: &mut Vec<Completion<T>>) -> io::Result<()> {
+        if self.broken && self.backlog.is_empty() {
+            return Err(io::Error::other("the ring failed"));
+        }
+        let want = usize::from(self.backlog.is_empty());
+        if !self.broken {
+            match self.ring.submit_and_wait(want) {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                    ) => {}
+                Err(e) => {
+                    self.broken = true;
+                    if self.backlog.is_empty() {
+                        return Err(e);
+                    }
+                }
+            }
+            self.reap();
+        }
+        while let Some((ud, res)) = self.backlog.pop_front() {
+            if ud == IGNORE {
+                continue;
+            }
+            let Some(e) = self.take(ud) else { continue };
+            if !e.abandoned {
+                out.push(Completion {
+                    id: OpId(ud),
+                    tag: e.tag,
+                    res,
+                    owned: e.owned,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Abandons every operation and waits for all of them (invariant 2). If the ring fails first,
+    /// what the table holds is kept for the life of the process rather than freed under the kernel.
+    fn shutdown(&mut self) {
+        let ids: Vec<OpId> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.entry.is_some())
+            .map(|(i, s)| OpId((u64::from(s.generation) << 32) | i as u64))
+            .collect();
+        for id in ids {
+            self.abandon(id);
+        }
+        let mut sink = Vec::new();
+        while self.live > 0 {
+            if self.wait(&mut sink).is_err() {
+                std::mem::forget(std::mem::take(&mut self.slots));
+                self.live = 0;
+                return;
+            }
+            sink.clear();
+        }
+    }
+}
+
+impl<T> Drop for Uring<T> {
+    fn drop(&mut self) {
+        // If the ring broke, `shutdown` forgot the table: the blocks in it keep the pool's mapping
+        // alive for the rest of the process, so the kernel never writes into freed memory.
+        self.shutdown();
+    }
+}
