@@ -189,6 +189,15 @@ cases! {
         req_headers: &["Range"],
         ..Case::DEFAULT
     };
+    continue_over_a_whole_file_of_whole_blocks = Case {
+        // The file is already whole and its length a multiple of 16 KiB: ringdl's request for the
+        // rest is answered 416 (aria2c's first GET has no Range); both call it complete, exit 0.
+        args: &["-c", "{url}/w.bin"],
+        routes: &[R::File("/w.bin", 65_536)],
+        pre: &[Pre::Bytes("w.bin", 65_536)],
+        known: &["K-CONTREQ"],
+        ..Case::DEFAULT
+    };
     continue_from_a_partial_file = Case {
         args: &["-c", "{url}/f.bin"],
         routes: F,

@@ -140,6 +140,11 @@ pub(crate) enum Tag {
         generation: u64,
         off: u64,
     },
+    /// A control file saved (or not) by the file-job thread.
+    ControlSaved {
+        dl: usize,
+    },
+    ControlRemoved,
     Tick,
     Wake,
     Signal,
@@ -234,14 +239,8 @@ fn invalid_range_header(first: u64, last: u64, total: u64) -> String {
     )
 }
 
-/// Runs every job to its end. `jobs` is pulled only as downloads can start, so a list of a million
-/// entries is never in memory at once; `expected` (when known) sizes the buffer pool.
-pub fn run(
-    settings: &Settings,
-    jobs: &mut dyn Iterator<Item = Job>,
-    expected: Option<usize>,
-    console: &mut Console,
-) -> Result<Summary, StartError> {
+/// Connections the run may need at once: `-s` (at most 4 × `-x`) for each of `-j` downloads.
+pub(crate) fn wanted_slots(settings: &Settings, expected: Option<usize>) -> usize {
     let opts = &settings.download;
     let per_dl = opts
         .split
@@ -251,7 +250,18 @@ pub fn run(
         .max_concurrent
         .min(expected.unwrap_or(usize::MAX))
         .max(1);
-    let slots = per_dl.saturating_mul(concurrent).clamp(1, MAX_SLOTS);
+    per_dl.saturating_mul(concurrent).clamp(1, MAX_SLOTS)
+}
+
+/// Runs every job to its end. `jobs` is pulled only as downloads can start, so a list of a million
+/// entries is never in memory at once; `expected` (when known) sizes the buffer pool.
+pub fn run(
+    settings: &Settings,
+    jobs: &mut dyn Iterator<Item = Job>,
+    expected: Option<usize>,
+    console: &mut Console,
+) -> Result<Summary, StartError> {
+    let slots = wanted_slots(settings, expected);
     let read_size = MIN_INCOMING;
     let limit = sys::memlock_soft_limit();
     let budget = limit.map_or(POOL_CAP, |l| {
@@ -495,6 +505,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     self.on_writeback(dl, res);
                 }
             }
+            Tag::ControlSaved { dl } => self.on_control_saved(dl, res),
+            Tag::ControlRemoved => {}
             Tag::Tick => {
                 self.tick_op = None;
                 self.on_tick();

@@ -1,14 +1,13 @@
-//! The io_uring driver: one ring, one registered buffer pool, the table of operations in flight, and
-//! the loop that turns completions into calls on the protocol layers. Connections, downloads and the
-//! plan are plain data here; `http/`, `tls/`, `plan/` and `store/` decide what the bytes mean.
-//!
-//! Ring invariants (ARCHITECTURE.md): a buffer handed to the kernel belongs to the in-flight table
-//! until its completion arrives; every exit path drains the table before the ring and pool go away;
-//! short transfers and EINTR/EAGAIN are resubmitted; the ring is probed for real at start.
+//! The engine: one thread, one loop over a reactor (io_uring in production, a seeded simulation in
+//! tests), turning completions into calls on the protocol layers. `http/`, `tls/`, `plan/` and
+//! `store/` decide what the bytes mean; `reactor/` is the only code that touches the kernel; the
+//! driver is split by job. README.md in this folder says which part owns what.
 mod conn;
 mod driver;
 mod reactor;
 mod resolver;
+#[cfg(test)]
+mod simulation;
 pub mod sys;
 
 pub use conn::{Job, Outcome};

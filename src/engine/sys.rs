@@ -1,18 +1,7 @@
-//! Small safe wrappers over libc calls the rest of ringdl needs. `unsafe` stays in `engine/`.
+//! Small safe wrappers over the libc calls the engine needs (sockets, eventfd, signalfd, xattrs).
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{FromRawFd, OwnedFd};
-
-fn tm_now() -> libc::tm {
-    // SAFETY: `time` with a null pointer only returns the time; `localtime_r` writes into the `tm` we
-    // own and reads the `time_t` we pass. A zeroed `tm` is a valid value of that plain C struct.
-    unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        tm
-    }
-}
 
 /// An I/O error as aria2 words its causes: the system's text without Rust's " (os error N)".
 pub fn cause(e: &io::Error) -> String {
@@ -21,56 +10,6 @@ pub fn cause(e: &io::Error) -> String {
         Some(i) => s[..i].to_string(),
         None => s,
     }
-}
-
-/// Local time as (month, day, hour, minute, second).
-pub fn local_time() -> (i32, i32, i32, i32, i32) {
-    let tm = tm_now();
-    (tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
-}
-
-/// Local date and time for log files: `2026-11-29 21:33:06.092377`.
-pub fn log_timestamp() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let t = now.as_secs() as libc::time_t;
-    // SAFETY: `localtime_r` reads the `time_t` we pass and writes into the `tm` we own; a zeroed
-    // `tm` is a valid value of that plain C struct.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        tm
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        now.subsec_micros()
-    )
-}
-
-/// Local time in C's `asctime` form without the newline: `Sun Nov 29 20:55:52 2026`.
-pub fn asctime_now() -> String {
-    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let tm = tm_now();
-    format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {}",
-        DAYS[tm.tm_wday.rem_euclid(7) as usize],
-        MONTHS[tm.tm_mon.rem_euclid(12) as usize],
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        tm.tm_year + 1900
-    )
 }
 
 /// The soft `RLIMIT_MEMLOCK`, in bytes (`None` when unlimited).
@@ -257,14 +196,6 @@ pub const SIGINFO_SIZE: usize = std::mem::size_of::<libc::signalfd_siginfo>();
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn asctime_shape() {
-        let s = asctime_now();
-        assert_eq!(s.len(), 24, "{s}");
-        assert_eq!(&s[3..4], " ");
-        assert_eq!(&s[13..14], ":");
-    }
 
     #[test]
     fn raw_addr_roundtrip_lengths() {

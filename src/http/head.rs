@@ -24,6 +24,8 @@ pub struct ResponseHead {
     pub chunked: bool,
     /// Parsed Content-Range (a malformed one is an error only on a 206).
     pub content_range: Option<ContentRange>,
+    /// The length a 416 reports (`Content-Range: bytes */N`): the range asked for starts past it.
+    pub unsatisfied_length: Option<u64>,
     /// `Accept-Ranges: none` was sent.
     pub accept_ranges_none: bool,
     /// Location value, as sent (resolve it with [`super::resolve_location`]).
@@ -271,6 +273,11 @@ fn build_head(
         // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length.
         content_length = None;
     }
+    let unsatisfied_length = content_range_value
+        .as_deref()
+        .filter(|_| status == 416)
+        .and_then(|v| v.trim().strip_prefix("bytes */"))
+        .and_then(|n| n.trim().parse().ok());
     let content_range = match content_range_value {
         None => None,
         Some(v) => match parse_content_range(&v) {
@@ -288,6 +295,7 @@ fn build_head(
         content_length,
         chunked,
         content_range,
+        unsatisfied_length,
         accept_ranges_none,
         location,
         content_disposition,
@@ -523,6 +531,7 @@ Connection: close\r\n\r\n";
             b"HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */1000\r\n\r\n";
         let (h, _) = parse_head(unsatisfied).unwrap().unwrap();
         assert_eq!(h.content_range, None);
+        assert_eq!(h.unsatisfied_length, Some(1000));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What the user sees: aria2-style log lines, the progress readout (an indicatif bar on a terminal,
 //! aria2's one-line readout otherwise), the "Download Results" table, and exit codes. Everything here is
 //! fed from counters the engine already keeps; nothing here blocks or touches the ring.
+mod clock;
 pub mod exit;
 pub mod format;
 
@@ -81,7 +82,7 @@ pub fn emit(text: &str) {
 
 /// The local wall-clock time as aria2's log prefix `MM/DD HH:MM:SS`.
 fn timestamp() -> String {
-    let (mon, day, h, m, s) = crate::engine::sys::local_time();
+    let (mon, day, h, m, s) = clock::local_time();
     format!("{mon:02}/{day:02} {h:02}:{m:02}:{s:02}")
 }
 
@@ -127,7 +128,7 @@ impl Console {
         };
         if level >= self.log_level {
             if let Some(target) = &mut self.log {
-                let line = format!("{} [{name}] {msg}\n", crate::engine::sys::log_timestamp());
+                let line = format!("{} [{name}] {msg}\n", clock::log_timestamp());
                 match target {
                     LogTarget::Stdout => emit(&line),
                     LogTarget::File(f) => {
@@ -181,7 +182,7 @@ impl Console {
         if self.quiet || active.is_empty() {
             return;
         }
-        let now = crate::engine::sys::asctime_now();
+        let now = clock::asctime_now();
         let mut out = format!(
             " *** Download Progress Summary as of {now} *** \n{}\n",
             "=".repeat(79)

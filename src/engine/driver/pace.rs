@@ -94,7 +94,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     pub(super) fn check_slow(&mut self, dl: usize, speed: u64) {
         let d = &self.dls[dl];
         let limit = d.opts.lowest_speed_limit;
-        let running = d.started.map_or(Duration::ZERO, |s| s.elapsed());
+        let now = self.reactor.now();
+        let d = &self.dls[dl];
+        let running = d
+            .started
+            .map_or(Duration::ZERO, |s| now.saturating_duration_since(s));
         if limit == 0 || running < SLOW_GRACE || d.verifying || d.error.is_some() || speed > limit {
             return;
         }

@@ -67,10 +67,26 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.maybe_finish(dl);
             return;
         }
-        let range = ex.range;
-        let mirror = ex.mirror;
+        let asked = ex.range;
+        let (mirror, uri) = (ex.mirror, ex.url.to_string());
+        if status == 416 && self.already_complete(dl, asked, resp.unsatisfied_length) {
+            // -c over a file that is already whole (its length a multiple of 16 KiB, so the rest
+            // asked for starts at its end): aria2c learns the same from its first, range-less GET.
+            let d = &self.dls[dl];
+            let path = d.path.clone().unwrap_or_default();
+            let total = resp.unsatisfied_length.unwrap_or(0);
+            self.console.notice(&format!(
+                "GID#{:016x} - Download has already completed: {}",
+                d.gid,
+                path.display()
+            ));
+            self.finish_without_body(dl, Some((path, total)));
+            self.close_exchange_conn(slot);
+            self.maybe_finish(dl);
+            return;
+        }
+        let range = asked;
         let is_range = range.is_some();
-        let uri = ex.url.to_string();
         let others_working = is_range
             && self.conns.iter().flatten().any(|o| {
                 o.id != conn_id
@@ -441,5 +457,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.save_control(dl);
         }
         Ok(())
+    }
+
+    /// Whether a 416 to `-c`'s first request says the existing file is already the whole file:
+    /// the rest was asked for from the file's end, and the server's length is the file's.
+    fn already_complete(
+        &self,
+        dl: usize,
+        range: Option<(u64, Option<u64>)>,
+        unsatisfied: Option<u64>,
+    ) -> bool {
+        let d = &self.dls[dl];
+        let (Some(from), Some(total), Some(path)) = (d.continue_from, unsatisfied, &d.path) else {
+            return false;
+        };
+        d.plan.is_none()
+            && range == Some((from, None))
+            && from == total
+            && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == total)
     }
 }

@@ -359,18 +359,20 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.no_data = true;
     }
 
-    /// Writes download `dl`'s control file: its length, piece length, and the bytes on disk.
-    pub(super) fn save_control(&mut self, dl: usize) {
+    /// Saves download `dl`'s control file, off the loop (written, synced and renamed into place by
+    /// the reactor's file-job thread, after every earlier save or removal); false when there is none
+    /// to describe what is on disk (length unknown, or nothing to resume).
+    pub(super) fn save_control(&mut self, dl: usize) -> bool {
         let d = &mut self.dls[dl];
         if !d.length_known {
-            return;
+            return false;
         }
         let (Some(path), Some(plan)) = (&d.path, &d.plan) else {
-            return;
+            return false;
         };
         if plan.total() == 0 {
             // Nothing to resume (aria2 writes no control file for an empty file either).
-            return;
+            return false;
         }
         let ctl = d
             .control
@@ -378,11 +380,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .clone();
         let cf = ControlFile::from_done(plan.total(), d.piece_length, d.written.ranges());
         d.last_save = Some(self.reactor.now());
-        if let Err(e) = control::save(&ctl, &cf) {
+        let tag = Tag::ControlSaved { dl };
+        self.reactor
+            .blocking(tag, Box::new(move || control::save(&ctl, &cf)));
+        true
+    }
+
+    /// A control-file save of download `dl` ended with `res`.
+    pub(super) fn on_control_saved(&mut self, dl: usize, res: i32) {
+        if res < 0 {
+            let path = self.dls[dl]
+                .control
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
             self.console.error(&format!(
-                "Failed to save the control file {}, cause: {}",
-                ctl.display(),
-                sys::cause(&e)
+                "Failed to save the control file {path}, cause: {}",
+                errno_text(res)
             ));
         }
     }
@@ -391,11 +405,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// download that put it off at its first response (a body that fits one write block).
     pub(super) fn autosave(&mut self) {
         let every = self.s.auto_save_interval;
+        let now = self.reactor.now();
         for dl in 0..self.dls.len() {
             let d = &self.dls[dl];
             let due = match d.last_save {
                 None => true,
-                Some(t) => every > 0 && t.elapsed().as_secs() >= every,
+                Some(t) => every > 0 && now.saturating_duration_since(t).as_secs() >= every,
             };
             // (-V reading an existing file back claims it all only once it checks out.)
             let running = d.state == DlState::Active && d.error.is_none() && !d.checking_existing;
@@ -405,10 +420,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
     }
 
+    /// Removes download `dl`'s control file at once, before the download starts again and looks
+    /// for one. Only for a download that queued no save (`-V` saves nothing while it checks).
+    pub(super) fn remove_control_now(&mut self, dl: usize) {
+        if let Some(ctl) = self.dls[dl].control.take() {
+            let _ = std::fs::remove_file(ctl);
+        }
+    }
+
     /// The download is complete: its control file goes.
     pub(super) fn remove_control(&mut self, dl: usize) {
         if let Some(ctl) = self.dls[dl].control.take() {
-            let _ = std::fs::remove_file(ctl);
+            // After any save still queued, so nothing writes it back.
+            let job = Box::new(move || match std::fs::remove_file(&ctl) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            });
+            self.reactor.blocking(Tag::ControlRemoved, job);
         }
     }
 }

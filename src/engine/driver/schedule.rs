@@ -219,18 +219,30 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             if !working {
                 d.state = DlState::Finished;
                 d.ended = Some(self.reactor.now());
+                // What is on disk stays resumable, by ringdl or by aria2c: the control file says
+                // which bytes are there. Without one, `-c` will take the file's length for what is
+                // done, so the file is cut to the bytes written without a gap from its start.
+                let described = self.save_control(dl);
+                let d = &mut self.dls[dl];
                 let total = d.total();
                 if let Some(file) = d.file.take() {
-                    // Cut the padding of the last block (and nothing that arrived, in this run or
-                    // an earlier one) away; a preallocated file keeps its real length.
                     let arrived = d
                         .written
                         .ranges()
                         .last()
                         .map_or(0, |r| r.end)
                         .max(d.high_water);
+                    let prefix = d
+                        .written
+                        .ranges()
+                        .first()
+                        .filter(|r| r.start == 0)
+                        .map_or(0, |r| r.end);
                     let keep = match total {
+                        _ if !described => prefix,
+                        // A preallocated file keeps its real length.
                         Some(t) if d.preallocated => t,
+                        // The padding of the last block goes, nothing that arrived does.
                         _ => arrived,
                     };
                     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -238,8 +250,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         let _ = file.set_len(keep);
                     }
                 }
-                // What is on disk stays resumable, by ringdl or by aria2c.
-                self.save_control(dl);
                 let d = &mut self.dls[dl];
                 let path = d
                     .path

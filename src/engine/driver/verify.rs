@@ -95,7 +95,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 "Checksum error detected. file={path}; downloading it again"
             ));
             // A control file saved meanwhile would claim the bad bytes.
-            self.remove_control(dl);
+            self.remove_control_now(dl);
             let d = &mut self.dls[dl];
             d.start_over();
             d.checking_existing = false;

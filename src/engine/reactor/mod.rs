@@ -11,6 +11,8 @@
 //! [`Uring`] in production, [`sim::Sim`] in the simulation tests (seeded faults, in-memory
 //! servers). No safe function here takes a raw pointer.
 pub mod pool;
+#[cfg(test)]
+pub mod sim;
 mod uring;
 
 pub use pool::{Block, Class, Layout, Pool};
@@ -25,6 +27,10 @@ use std::time::{Duration, Instant};
 
 /// A descriptor an operation keeps open until its completion (a socket, a file, an eventfd).
 pub type Fd = Rc<dyn AsRawFd>;
+
+/// File work that blocks (writing, syncing and renaming a control file): a reactor runs it off the
+/// loop and reports its result as a completion, in the order the jobs were given.
+pub type Job = Box<dyn FnOnce() -> io::Result<()> + Send>;
 
 /// What an operation owns while the kernel works on it; it comes back with the completion. Some
 /// of it is only held, never read: holding it is the point (the descriptor stays open, the address
@@ -107,6 +113,9 @@ pub trait Reactor<T> {
     fn read(&mut self, tag: T, fd: Fd, buf: Vec<u8>) -> OpId;
     /// Completes after `after`.
     fn timer(&mut self, tag: T, after: Duration) -> OpId;
+    /// Runs `job` off the loop; jobs run one at a time in the order given, and the result is 0 or
+    /// a negative errno. An abandoned job still runs (its result is dropped).
+    fn blocking(&mut self, tag: T, job: Job) -> OpId;
     /// Gives up on an operation; its completion is dropped with what it owned.
     fn abandon(&mut self, id: OpId);
     /// Waits for completions and moves them into `out`; an error ends the run.

@@ -1,12 +1,14 @@
 //! The io_uring reactor: one ring, the pool registered with it, and the table of operations in
 //! flight keyed by user_data (index and generation, so a stale id names nothing).
-use super::{Block, Completion, Fd, OpId, Owned, Pool, RawAddr, Reactor};
+use super::{Block, Completion, Fd, Job, OpId, Owned, Pool, RawAddr, Reactor};
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
+use std::sync::{mpsc, Arc};
+use std::thread;
 use std::time::{Duration, Instant};
 
 /// user_data of completions nobody waits for (linked timeouts, cancel requests).
@@ -38,7 +40,8 @@ pub enum Deadline {
 }
 
 struct Entry<T> {
-    tag: T,
+    /// `None` for the reactor's own read of the worker's eventfd.
+    tag: Option<T>,
     owned: Owned,
     /// Abandoned: the completion is dropped here, never delivered.
     abandoned: bool,
@@ -62,6 +65,51 @@ pub struct Uring<T> {
     /// The ring failed: nothing more will complete, so what the table holds is never freed.
     broken: bool,
     pool: Pool,
+    /// The thread that runs blocking jobs, started by the first one.
+    worker: Option<Worker>,
+    /// Shutting down: the worker's eventfd read is not issued again.
+    closing: bool,
+}
+
+/// The blocking-job thread: jobs go in with their user_data, results come back the same way and
+/// ring an eventfd that the reactor keeps a read on.
+struct Worker {
+    jobs: Option<mpsc::Sender<(u64, Job)>>,
+    done: mpsc::Receiver<(u64, i32)>,
+    wake: Arc<OwnedFd>,
+    /// The user_data of the read on `wake` in flight.
+    armed: Option<u64>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Worker {
+    fn start() -> io::Result<Worker> {
+        let wake = Arc::new(super::super::sys::eventfd()?);
+        let ring_it = wake.clone();
+        let (job_tx, job_rx) = mpsc::channel::<(u64, Job)>();
+        let (done_tx, done_rx) = mpsc::channel();
+        let thread = thread::Builder::new()
+            .name("file-jobs".into())
+            .spawn(move || {
+                for (ud, job) in job_rx {
+                    let res = match job() {
+                        Ok(()) => 0,
+                        Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+                    };
+                    if done_tx.send((ud, res)).is_err() {
+                        break;
+                    }
+                    super::super::sys::eventfd_signal(ring_it.as_raw_fd());
+                }
+            })?;
+        Ok(Worker {
+            jobs: Some(job_tx),
+            done: done_rx,
+            wake,
+            armed: None,
+            thread: Some(thread),
+        })
+    }
 }
 
 fn timespec(d: Duration) -> types::Timespec {
@@ -120,6 +168,8 @@ impl<T> Uring<T> {
             deadlines: Box::new([timespec(io_timeout), timespec(connect_timeout)]),
             broken: false,
             pool,
+            worker: None,
+            closing: false,
         };
         r.push(&[opcode::Nop::new().build().user_data(IGNORE)]);
         r.ring.submit_and_wait(1).map_err(unavailable)?;
@@ -137,6 +187,10 @@ impl<T> Uring<T> {
     }
 
     fn insert(&mut self, tag: T, owned: Owned) -> u64 {
+        self.insert_entry(Some(tag), owned)
+    }
+
+    fn insert_entry(&mut self, tag: Option<T>, owned: Owned) -> u64 {
         self.live += 1;
         let entry = Some(Entry {
             tag,
@@ -215,6 +269,37 @@ impl<T> Uring<T> {
             self.backlog.push_back((ud, -libc::EIO));
         }
         OpId(ud)
+    }
+
+    /// Keeps a read in flight on the worker's eventfd.
+    fn arm_worker(&mut self) {
+        let Some(w) = self.worker.as_ref() else {
+            return;
+        };
+        if w.armed.is_some() || self.closing {
+            return;
+        }
+        let fd: Fd = Rc::new(w.wake.clone());
+        let raw = fd.as_raw_fd();
+        let mut buf = vec![0u8; 8];
+        let ptr = buf.as_mut_ptr();
+        let ud = self.insert_entry(None, Owned::Bytes(fd, buf));
+        let r = opcode::Read::new(types::Fd(raw), ptr, 8)
+            .build()
+            .user_data(ud);
+        self.stage(ud, &[r]);
+        if let Some(w) = self.worker.as_mut() {
+            w.armed = Some(ud);
+        }
+    }
+
+    /// The worker rang: its results become completions, and the read goes on.
+    fn worker_rang(&mut self) {
+        if let Some(w) = self.worker.as_mut() {
+            w.armed = None;
+            self.backlog.extend(w.done.try_iter());
+        }
+        self.arm_worker();
     }
 
     fn deadline(&self, which: Deadline) -> squeue::Entry {
@@ -419,13 +504,15 @@ impl<T> Reactor<T> for Uring<T> {
                 continue;
             }
             let Some(e) = self.take(ud) else { continue };
-            if !e.abandoned {
-                out.push(Completion {
+            match e.tag {
+                None => self.worker_rang(),
+                Some(tag) if !e.abandoned => out.push(Completion {
                     id: OpId(ud),
-                    tag: e.tag,
+                    tag,
                     res,
                     owned: e.owned,
-                });
+                }),
+                Some(_) => {}
             }
         }
         Ok(())
@@ -434,18 +521,31 @@ impl<T> Reactor<T> for Uring<T> {
     /// Abandons every operation and waits for all of them (invariant 2). If the ring fails first,
     /// what the table holds is kept for the life of the process rather than freed under the kernel.
     fn shutdown(&mut self) {
+        // Everything but the worker's read is abandoned; blocking jobs cannot be, and are waited
+        // for (a control file is saved or removed before the process ends). Then the read goes.
         let ids: Vec<OpId> = self
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.entry.is_some())
+            .filter(|(_, s)| s.entry.as_ref().is_some_and(|e| e.tag.is_some()))
             .map(|(i, s)| OpId((u64::from(s.generation) << 32) | i as u64))
             .collect();
         for id in ids {
             self.abandon(id);
         }
         let mut sink = Vec::new();
-        while self.live > 0 {
+        loop {
+            let internal = self.worker.as_ref().and_then(|w| w.armed);
+            if self.live <= usize::from(internal.is_some()) {
+                self.closing = true;
+                match internal {
+                    Some(ud) if self.live == 1 => self.abandon(OpId(ud)),
+                    _ => {}
+                }
+                if self.live == 0 {
+                    break;
+                }
+            }
             if self.wait(&mut sink).is_err() {
                 std::mem::forget(std::mem::take(&mut self.slots));
                 self.live = 0;
@@ -453,6 +553,43 @@ impl<T> Reactor<T> for Uring<T> {
             }
             sink.clear();
         }
+        if let Some(w) = self.worker.as_mut() {
+            w.armed = None;
+            w.jobs.take();
+            if let Some(t) = w.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    fn blocking(&mut self, tag: T, job: Job) -> OpId {
+        if self.worker.is_none() {
+            match Worker::start() {
+                Ok(w) => self.worker = Some(w),
+                Err(e) => {
+                    // No thread: the job runs here, and completes at the next wait.
+                    let _ = e;
+                    let ud = self.insert(tag, Owned::Nothing);
+                    let res = match job() {
+                        Ok(()) => 0,
+                        Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+                    };
+                    self.backlog.push_back((ud, res));
+                    return OpId(ud);
+                }
+            }
+        }
+        let ud = self.insert(tag, Owned::Nothing);
+        let sent = self
+            .worker
+            .as_ref()
+            .and_then(|w| w.jobs.as_ref())
+            .map(|tx| tx.send((ud, job)));
+        if !matches!(sent, Some(Ok(()))) {
+            self.backlog.push_back((ud, -libc::EIO));
+        }
+        self.arm_worker();
+        OpId(ud)
     }
 }
 

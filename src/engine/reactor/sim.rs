@@ -1,0 +1,827 @@
+//! The simulated reactor: the same operations as the io_uring one, completed by a seeded scheduler
+//! instead of the kernel. The network is in memory (HTTP servers answering from byte vectors, with
+//! ranges or without, redirects, error statuses, chunked or close-delimited bodies); files are real
+//! files in a test directory, written and read with `pwrite`/`pread` when their operations complete.
+//! Time is virtual: it moves only when nothing can complete, straight to the next timer or
+//! timeout, so a run that would take minutes takes milliseconds and repeats exactly for its seed.
+//!
+//! Faults, each drawn from the seed: short receives and sends, EAGAIN/EINTR, connections reset or
+//! stalled mid-body, short writes, ENOSPC/EIO, completions delivered in any order, and a kill at a
+//! chosen step (the run stops there, and nothing still in flight happens).
+use super::{Block, Completion, Fd, Job, OpId, Owned, Pool, Reactor};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// A small seeded generator (SplitMix64).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+
+    /// True with probability `per_mille`/1000.
+    pub fn chance(&mut self, per_mille: u32) -> bool {
+        self.below(1000) < u64::from(per_mille)
+    }
+}
+
+/// How a file's body is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    Length,
+    Chunked,
+    UntilClose,
+}
+
+/// What a server answers for one path.
+#[derive(Debug, Clone)]
+pub enum Route {
+    File {
+        data: Rc<Vec<u8>>,
+        etag: String,
+        ranges: bool,
+        framing: Framing,
+    },
+    /// 302 to this absolute URL.
+    Redirect(String),
+    /// This status, empty body.
+    Status(u16),
+}
+
+/// The faults a run is subjected to, each a rate in per mille unless said otherwise.
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// Largest receive the network delivers at once (0: as much as asked).
+    pub max_chunk: usize,
+    /// A receive or send completes with EAGAIN or EINTR instead.
+    pub again: u32,
+    /// A response's connection is reset part-way through its body.
+    pub reset: u32,
+    /// A response stops part-way through its body, the connection left open (a timeout).
+    pub stall: u32,
+    /// A write is short.
+    pub short_write: u32,
+    /// A write fails with `write_errno`.
+    pub write_error: u32,
+    pub write_errno: i32,
+    /// Completions that are ready come out in a random order, some held back a step.
+    pub reorder: bool,
+    /// The run is killed when it reaches this step.
+    pub kill_at: Option<u64>,
+}
+
+/// How a run on the simulated reactor ended, when not by the engine's own choice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    Killed,
+    /// Nothing in flight could ever complete, or virtual time ran past the limit: a hang.
+    Hung(String),
+}
+
+/// The servers and what happened: shared between the reactor (which the engine owns) and the
+/// test that reads it afterwards.
+#[derive(Default)]
+pub struct World {
+    pub servers: HashMap<SocketAddr, HashMap<String, Route>>,
+    /// Addresses that accept no connection and refuse nothing (connects time out).
+    pub blackholes: Vec<SocketAddr>,
+    pub faults: Faults,
+    pub stop: Option<Stop>,
+    /// Requests served, as (address, request line, range header).
+    pub requests: Vec<(SocketAddr, String, Option<String>)>,
+    pub steps: u64,
+    /// Operations (other than timers) the engine left in flight when its run ended.
+    pub left_in_flight: usize,
+}
+
+/// A simulated socket: its number is only a key.
+struct SimSock(RawFd);
+
+impl Wire {
+    fn pending(&self) -> usize {
+        self.outbound.len() - self.taken
+    }
+}
+
+impl AsRawFd for SimSock {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+/// One connection as the network sees it.
+#[derive(Default)]
+struct Wire {
+    server: Option<SocketAddr>,
+    /// Request bytes not yet answered.
+    inbound: Vec<u8>,
+    /// Response bytes; those from `taken` on are not received yet.
+    outbound: Vec<u8>,
+    taken: usize,
+    /// After `outbound`, the server closes.
+    close_after: bool,
+    /// After this many more bytes, the connection is reset.
+    reset_in: Option<usize>,
+    /// After this many more bytes, nothing more comes.
+    stall_in: Option<usize>,
+    reset: bool,
+}
+
+enum Kind {
+    Connect(SocketAddr),
+    Recv {
+        at: usize,
+        len: usize,
+    },
+    Send {
+        from: usize,
+    },
+    Write {
+        from: usize,
+        len: usize,
+        offset: u64,
+    },
+    ReadFile {
+        offset: u64,
+    },
+    Plain,
+    /// Never completes by itself (eventfd and signalfd reads).
+    Never,
+    Timer(Duration),
+    /// A blocking job (its place in the queue), run when it completes: one at a time, in order.
+    Job(u64, Option<Job>),
+}
+
+struct Op<T> {
+    tag: T,
+    owned: Owned,
+    kind: Kind,
+    since: Duration,
+    abandoned: bool,
+}
+
+/// Virtual time a run may take before it counts as hung.
+pub const TIME_LIMIT: Duration = Duration::from_secs(3600);
+/// Steps a run may take before it counts as hung.
+pub const STEP_LIMIT: u64 = 2_000_000;
+
+pub struct Sim<T> {
+    pool: Pool,
+    world: Rc<RefCell<World>>,
+    rng: Rng,
+    base: Instant,
+    clock: Duration,
+    io_timeout: Duration,
+    connect_timeout: Duration,
+    slots: Vec<(u32, Option<Op<T>>)>,
+    free: Vec<u32>,
+    live: usize,
+    wires: HashMap<RawFd, Wire>,
+    next_sock: RawFd,
+    jobs_given: u64,
+    jobs_done: u64,
+}
+
+impl<T> Sim<T> {
+    pub fn new(
+        pool: Pool,
+        world: Rc<RefCell<World>>,
+        seed: u64,
+        io_timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Sim<T> {
+        Sim {
+            pool,
+            world,
+            rng: Rng::new(seed ^ 0x5157_0001),
+            base: Instant::now(),
+            clock: Duration::ZERO,
+            io_timeout,
+            connect_timeout,
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            wires: HashMap::new(),
+            next_sock: 1 << 20,
+            jobs_given: 0,
+            jobs_done: 0,
+        }
+    }
+
+    fn insert(&mut self, tag: T, owned: Owned, kind: Kind) -> OpId {
+        self.live += 1;
+        let op = Op {
+            tag,
+            owned,
+            kind,
+            since: self.clock,
+            abandoned: false,
+        };
+        let index = match self.free.pop() {
+            Some(i) => {
+                let s = &mut self.slots[i as usize];
+                s.0 = s.0.wrapping_add(1) & 0x7fff_ffff;
+                s.1 = Some(op);
+                i
+            }
+            None => {
+                self.slots.push((0, Some(op)));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        OpId((u64::from(self.slots[index as usize].0) << 32) | u64::from(index))
+    }
+
+    /// When the operation in `i` can complete: now (`Some(clock)`), later, or never.
+    fn ready_at(&self, op: &Op<T>) -> Option<Duration> {
+        if let Kind::Job(n, _) = op.kind {
+            // The worker runs jobs one after the other.
+            return (n == self.jobs_done).then_some(op.since.max(self.clock));
+        }
+        if op.abandoned {
+            return Some(self.clock);
+        }
+        match &op.kind {
+            Kind::Timer(due) => Some(*due),
+            Kind::Never => None,
+            Kind::Connect(addr) => {
+                let w = self.world.borrow();
+                if w.blackholes.contains(addr) {
+                    Some(op.since + self.connect_timeout)
+                } else {
+                    Some(op.since)
+                }
+            }
+            Kind::Recv { .. } => {
+                let fd = fd_of(&op.owned);
+                match self.wires.get(&fd) {
+                    Some(w) if w.reset || w.pending() > 0 && w.stall_in != Some(0) => {
+                        Some(op.since)
+                    }
+                    Some(w) if w.pending() == 0 && w.close_after => Some(op.since),
+                    _ => Some(op.since + self.io_timeout),
+                }
+            }
+            _ => Some(op.since),
+        }
+    }
+
+    /// Carries out operation `op` now; returns its result.
+    fn perform(&mut self, op: &mut Op<T>) -> i32 {
+        if op.abandoned && !matches!(op.kind, Kind::Job(..)) {
+            return -libc::ECANCELED;
+        }
+        let faults = self.world.borrow().faults.clone();
+        match op.kind {
+            Kind::Timer(_) => -libc::ETIME,
+            Kind::Job(_, ref mut job) => {
+                self.jobs_done += 1;
+                match job.take().map(|j| j()) {
+                    Some(Ok(())) => 0,
+                    Some(Err(e)) => -e.raw_os_error().unwrap_or(libc::EIO),
+                    None => -libc::EINVAL,
+                }
+            }
+            Kind::Never => -libc::ECANCELED,
+            Kind::Plain => 0,
+            Kind::Connect(addr) => {
+                let fd = fd_of(&op.owned);
+                let w = self.world.borrow();
+                if w.blackholes.contains(&addr) {
+                    return -libc::ECANCELED;
+                }
+                if !w.servers.contains_key(&addr) {
+                    return -libc::ECONNREFUSED;
+                }
+                drop(w);
+                self.wires.insert(
+                    fd,
+                    Wire {
+                        server: Some(addr),
+                        ..Wire::default()
+                    },
+                );
+                0
+            }
+            Kind::Send { from } => {
+                if self.rng.chance(faults.again) {
+                    return -libc::EAGAIN;
+                }
+                let fd = fd_of(&op.owned);
+                let Owned::Bytes(_, buf) = &op.owned else {
+                    return -libc::EINVAL;
+                };
+                let rest = &buf[from.min(buf.len())..];
+                let n = if rest.len() > 1 && self.rng.chance(200) {
+                    1 + self.rng.below(rest.len() as u64 - 1) as usize
+                } else {
+                    rest.len()
+                };
+                let Some(wire) = self.wires.get_mut(&fd) else {
+                    return -libc::ENOTCONN;
+                };
+                if wire.reset {
+                    return -libc::ECONNRESET;
+                }
+                wire.inbound.extend_from_slice(&rest[..n]);
+                self.serve(fd);
+                n as i32
+            }
+            Kind::Recv { at, len } => {
+                let fd = fd_of(&op.owned);
+                let waited = self.clock >= op.since + self.io_timeout;
+                if self.rng.chance(faults.again) {
+                    return -libc::EINTR;
+                }
+                let max_chunk = if faults.max_chunk == 0 {
+                    usize::MAX
+                } else {
+                    1 + self.rng.below(faults.max_chunk as u64) as usize
+                };
+                let Some(wire) = self.wires.get_mut(&fd) else {
+                    return -libc::ENOTCONN;
+                };
+                if wire.reset {
+                    return -libc::ECONNRESET;
+                }
+                let mut n = len.min(wire.pending()).min(max_chunk);
+                if let Some(left) = wire.reset_in {
+                    if left == 0 {
+                        wire.reset = true;
+                        return -libc::ECONNRESET;
+                    }
+                    n = n.min(left);
+                }
+                if let Some(left) = wire.stall_in {
+                    n = n.min(left);
+                }
+                if n == 0 {
+                    if wire.pending() == 0 && wire.close_after && wire.stall_in != Some(0) {
+                        return 0;
+                    }
+                    // Only a timeout gets here.
+                    return if waited {
+                        -libc::ECANCELED
+                    } else {
+                        -libc::EAGAIN
+                    };
+                }
+                let Owned::Block(_, block) = &mut op.owned else {
+                    return -libc::EINVAL;
+                };
+                block.as_mut_slice()[at..at + n]
+                    .copy_from_slice(&wire.outbound[wire.taken..wire.taken + n]);
+                wire.taken += n;
+                if wire.taken == wire.outbound.len() {
+                    wire.outbound.clear();
+                    wire.taken = 0;
+                }
+                if let Some(left) = wire.reset_in.as_mut() {
+                    *left -= n;
+                }
+                if let Some(left) = wire.stall_in.as_mut() {
+                    *left -= n;
+                }
+                n as i32
+            }
+            Kind::Write { from, len, offset } => {
+                if self.rng.chance(faults.again) {
+                    return -libc::EINTR;
+                }
+                if faults.write_error > 0 && self.rng.chance(faults.write_error) {
+                    return -faults.write_errno;
+                }
+                let Owned::Block(file, block) = &op.owned else {
+                    return -libc::EINVAL;
+                };
+                let mut n = len;
+                if n > 4096 && self.rng.chance(faults.short_write) {
+                    n = (1 + self.rng.below((n / 4096 - 1) as u64) as usize) * 4096;
+                }
+                let data = &block.as_slice()[from..from + n];
+                // SAFETY: pwrite reads `n` bytes of `data`, which is borrowed for the call; the
+                // descriptor is kept open by the operation.
+                let r = unsafe {
+                    libc::pwrite(
+                        file.as_raw_fd(),
+                        data.as_ptr().cast(),
+                        n,
+                        offset as libc::off_t,
+                    )
+                };
+                if r < 0 {
+                    -io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EIO)
+                } else {
+                    r as i32
+                }
+            }
+            Kind::ReadFile { offset } => {
+                let Owned::Block(file, block) = &mut op.owned else {
+                    return -libc::EINVAL;
+                };
+                let buf = block.as_mut_slice();
+                // SAFETY: pread writes at most `buf.len()` bytes into `buf`, borrowed mutably for
+                // the call; the descriptor is kept open by the operation.
+                let r = unsafe {
+                    libc::pread(
+                        file.as_raw_fd(),
+                        buf.as_mut_ptr().cast(),
+                        buf.len(),
+                        offset as libc::off_t,
+                    )
+                };
+                if r < 0 {
+                    -io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EIO)
+                } else {
+                    r as i32
+                }
+            }
+        }
+    }
+
+    /// The server behind `fd` answers every complete request in its inbound bytes.
+    fn serve(&mut self, fd: RawFd) {
+        loop {
+            let Some(wire) = self.wires.get_mut(&fd) else {
+                return;
+            };
+            let Some(addr) = wire.server else { return };
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut req = httparse::Request::new(&mut headers);
+            let used = match req.parse(&wire.inbound) {
+                Ok(httparse::Status::Complete(n)) => n,
+                _ => return,
+            };
+            let method = req.method.unwrap_or("GET").to_string();
+            let path = req.path.unwrap_or("/").to_string();
+            let header = |name: &str| {
+                req.headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case(name))
+                    .map(|h| String::from_utf8_lossy(h.value).to_string())
+            };
+            let range = header("Range");
+            let if_range = header("If-Range");
+            let close = header("Connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+            wire.inbound.drain(..used);
+            let mut world = self.world.borrow_mut();
+            world
+                .requests
+                .push((addr, format!("{method} {path}"), range.clone()));
+            let route = world
+                .servers
+                .get(&addr)
+                .and_then(|s| s.get(&path))
+                .cloned()
+                .unwrap_or(Route::Status(404));
+            let faults = world.faults.clone();
+            drop(world);
+            let head_only = method == "HEAD";
+            let (bytes, body_at, close_after) = respond(
+                &route,
+                range.as_deref(),
+                if_range.as_deref(),
+                head_only,
+                &mut self.rng,
+            );
+            let body_len = bytes.len() - body_at;
+            let Some(wire) = self.wires.get_mut(&fd) else {
+                return;
+            };
+            wire.outbound.extend_from_slice(&bytes);
+            wire.close_after |= close_after || close;
+            if body_len > 0 && wire.reset_in.is_none() && self.rng.chance(faults.reset) {
+                let already = wire.pending() - body_len;
+                wire.reset_in = Some(already + self.rng.below(body_len as u64) as usize);
+            } else if body_len > 0 && wire.stall_in.is_none() && self.rng.chance(faults.stall) {
+                let already = wire.pending() - body_len;
+                wire.stall_in = Some(already + self.rng.below(body_len as u64) as usize);
+            }
+            if wire.close_after {
+                return;
+            }
+        }
+    }
+}
+
+fn fd_of(owned: &Owned) -> RawFd {
+    match owned {
+        Owned::Fd(f) | Owned::Connect(f, _) | Owned::Block(f, _) | Owned::Bytes(f, _) => {
+            f.as_raw_fd()
+        }
+        Owned::Timer(_) | Owned::Nothing => -1,
+    }
+}
+
+/// The bytes a server sends for one request: head and body, where the body starts, and whether
+/// the connection closes after it.
+fn respond(
+    route: &Route,
+    range: Option<&str>,
+    if_range: Option<&str>,
+    head_only: bool,
+    rng: &mut Rng,
+) -> (Vec<u8>, usize, bool) {
+    let empty = |status: u16, extra: &str| {
+        let head = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n{extra}\r\n");
+        let n = head.len();
+        (head.into_bytes(), n, false)
+    };
+    let (data, etag, ranges, framing) = match route {
+        Route::Redirect(to) => return empty(302, &format!("Location: {to}\r\n")),
+        Route::Status(s) => return empty(*s, ""),
+        Route::File {
+            data,
+            etag,
+            ranges,
+            framing,
+        } => (data, etag, *ranges, *framing),
+    };
+    let total = data.len() as u64;
+    let wanted = range
+        .filter(|_| ranges && if_range.is_none_or(|v| v == etag))
+        .and_then(|r| r.strip_prefix("bytes="))
+        .and_then(|r| {
+            let (a, b) = r.split_once('-')?;
+            let a: u64 = a.parse().ok()?;
+            let b: u64 = if b.is_empty() {
+                total.saturating_sub(1)
+            } else {
+                b.parse::<u64>().ok()?.min(total.saturating_sub(1))
+            };
+            Some((a, b))
+        });
+    let mut head = String::new();
+    let (start, end) = match wanted {
+        Some((a, _)) if a >= total => {
+            return empty(416, &format!("Content-Range: bytes */{total}\r\n"));
+        }
+        Some((a, b)) => {
+            head.push_str("HTTP/1.1 206 Partial Content\r\n");
+            head.push_str(&format!("Content-Range: bytes {a}-{b}/{total}\r\n"));
+            (a, b + 1)
+        }
+        None => {
+            head.push_str("HTTP/1.1 200 OK\r\n");
+            (0, total)
+        }
+    };
+    if ranges {
+        head.push_str("Accept-Ranges: bytes\r\n");
+    }
+    head.push_str(&format!("ETag: {etag}\r\n"));
+    let body = &data[start as usize..end as usize];
+    let mut close = false;
+    let mut out;
+    match framing {
+        Framing::Length => {
+            head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+            out = head.into_bytes();
+        }
+        Framing::UntilClose => {
+            head.push_str("Connection: close\r\n\r\n");
+            out = head.into_bytes();
+            close = true;
+        }
+        Framing::Chunked => {
+            head.push_str("Transfer-Encoding: chunked\r\n\r\n");
+            out = head.into_bytes();
+        }
+    }
+    let at = out.len();
+    if head_only {
+        return (out, at, close);
+    }
+    if framing == Framing::Chunked {
+        let mut rest = body;
+        while !rest.is_empty() {
+            let n = (1 + rng.below(40_000) as usize).min(rest.len());
+            out.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+            out.extend_from_slice(&rest[..n]);
+            out.extend_from_slice(b"\r\n");
+            rest = &rest[n..];
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+    } else {
+        out.extend_from_slice(body);
+    }
+    (out, at, close)
+}
+
+impl<T> Reactor<T> for Sim<T> {
+    fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    fn now(&self) -> Instant {
+        self.base + self.clock
+    }
+
+    fn socket(&mut self, _addr: &SocketAddr) -> io::Result<Fd> {
+        self.next_sock += 1;
+        Ok(Rc::new(SimSock(self.next_sock)))
+    }
+
+    fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId {
+        let raw = super::super::sys::raw_addr(&addr);
+        self.insert(tag, Owned::Connect(sock, raw), Kind::Connect(addr))
+    }
+
+    fn recv(&mut self, tag: T, sock: Fd, block: Block, at: usize, len: usize) -> OpId {
+        let at = at.min(block.len());
+        let len = len.min(block.len() - at);
+        self.insert(tag, Owned::Block(sock, block), Kind::Recv { at, len })
+    }
+
+    fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId {
+        self.insert(tag, Owned::Bytes(sock, buf), Kind::Send { from })
+    }
+
+    fn write(
+        &mut self,
+        tag: T,
+        file: Fd,
+        block: Block,
+        from: usize,
+        len: usize,
+        offset: u64,
+    ) -> OpId {
+        let from = from.min(block.len());
+        let len = len.min(block.len() - from);
+        let kind = Kind::Write { from, len, offset };
+        self.insert(tag, Owned::Block(file, block), kind)
+    }
+
+    fn read_file(&mut self, tag: T, file: Fd, block: Block, offset: u64) -> OpId {
+        self.insert(tag, Owned::Block(file, block), Kind::ReadFile { offset })
+    }
+
+    fn writeback(&mut self, tag: T, file: Fd, _offset: u64, _len: usize) -> OpId {
+        self.insert(tag, Owned::Fd(file), Kind::Plain)
+    }
+
+    fn fallocate(&mut self, tag: T, file: Fd, _len: u64) -> OpId {
+        // Allocation only reserves space; the simulation's files grow as they are written.
+        self.insert(tag, Owned::Fd(file), Kind::Plain)
+    }
+
+    fn read(&mut self, tag: T, fd: Fd, buf: Vec<u8>) -> OpId {
+        self.insert(tag, Owned::Bytes(fd, buf), Kind::Never)
+    }
+
+    fn timer(&mut self, tag: T, after: Duration) -> OpId {
+        let due = self.clock + after;
+        self.insert(tag, Owned::Nothing, Kind::Timer(due))
+    }
+
+    fn blocking(&mut self, tag: T, job: Job) -> OpId {
+        self.jobs_given += 1;
+        let kind = Kind::Job(self.jobs_given - 1, Some(job));
+        self.insert(tag, Owned::Nothing, kind)
+    }
+
+    fn abandon(&mut self, id: OpId) {
+        let index = (id.0 & 0xffff_ffff) as usize;
+        if let Some((generation, Some(op))) = self.slots.get_mut(index) {
+            if u64::from(*generation) == id.0 >> 32 {
+                op.abandoned = true;
+            }
+        }
+    }
+
+    fn wait(&mut self, out: &mut Vec<Completion<T>>) -> io::Result<()> {
+        loop {
+            let stop = |why: Stop| {
+                let msg = format!("simulation stopped: {why:?}");
+                (why, io::Error::other(msg))
+            };
+            {
+                let mut w = self.world.borrow_mut();
+                w.steps += 1;
+                let failed = if w.faults.kill_at.is_some_and(|k| w.steps >= k) {
+                    Some(stop(Stop::Killed))
+                } else if w.steps > STEP_LIMIT {
+                    Some(stop(Stop::Hung(format!("{STEP_LIMIT} steps"))))
+                } else {
+                    None
+                };
+                if let Some((why, e)) = failed {
+                    w.stop = Some(why);
+                    return Err(e);
+                }
+            }
+            let mut ready = Vec::new();
+            let mut next: Option<Duration> = None;
+            for (i, (_, op)) in self.slots.iter().enumerate() {
+                let Some(op) = op else { continue };
+                match self.ready_at(op) {
+                    Some(t) if t <= self.clock => ready.push(i),
+                    Some(t) => next = Some(next.map_or(t, |n: Duration| n.min(t))),
+                    None => {}
+                }
+            }
+            if ready.is_empty() {
+                let Some(t) = next else {
+                    let (why, e) = stop(Stop::Hung(
+                        "nothing in flight can ever complete".to_string(),
+                    ));
+                    self.world.borrow_mut().stop = Some(why);
+                    return Err(e);
+                };
+                self.clock = t;
+                if self.clock > TIME_LIMIT {
+                    let (why, e) = stop(Stop::Hung(format!("virtual time past {TIME_LIMIT:?}")));
+                    self.world.borrow_mut().stop = Some(why);
+                    return Err(e);
+                }
+                continue;
+            }
+            let reorder = self.world.borrow().faults.reorder;
+            if reorder {
+                // Shuffle, and hold some back for a later step.
+                for k in (1..ready.len()).rev() {
+                    let j = self.rng.below(k as u64 + 1) as usize;
+                    ready.swap(k, j);
+                }
+                let keep = 1 + self.rng.below(ready.len() as u64) as usize;
+                ready.truncate(keep);
+            }
+            for i in ready {
+                let Some(mut op) = self.slots[i].1.take() else {
+                    continue;
+                };
+                self.free.push(i as u32);
+                self.live -= 1;
+                let id = OpId((u64::from(self.slots[i].0) << 32) | i as u64);
+                let res = self.perform(&mut op);
+                if !op.abandoned {
+                    out.push(Completion {
+                        id,
+                        tag: op.tag,
+                        res,
+                        owned: op.owned,
+                    });
+                }
+            }
+            if !out.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn shutdown(&mut self) {
+        // A run that ended by itself waits for its blocking jobs, in order, as the worker thread
+        // would be waited for; after a kill they never happen.
+        if self.world.borrow().stop.is_none() {
+            while let Some(i) = self.slots.iter().position(|(_, op)| {
+                op.as_ref()
+                    .is_some_and(|o| matches!(o.kind, Kind::Job(n, _) if n == self.jobs_done))
+            }) {
+                if let Some(mut op) = self.slots[i].1.take() {
+                    self.perform(&mut op);
+                }
+            }
+        }
+        // Whatever else is still in flight never happens (a kill) or was abandoned: drop it all.
+        // A run that ended by itself must have left nothing but timers.
+        let mut w = self.world.borrow_mut();
+        for (_, op) in &mut self.slots {
+            if let Some(op) = op.take() {
+                if !op.abandoned && !matches!(op.kind, Kind::Timer(_) | Kind::Never | Kind::Job(..))
+                {
+                    w.left_in_flight += 1;
+                }
+            }
+        }
+        self.live = 0;
+        self.free = (0..self.slots.len() as u32).collect();
+    }
+}
