@@ -41,17 +41,30 @@ main = int(lines[0].split()[0])
 def t(s):
     h, m, rest = s.split(":")
     return int(h) * 3600 + int(m) * 60 + float(rest)
-enters, saves = [], {}
+enters, saves, pending = [], {}, {}
 for line in lines:
-    m = re.match(r"(\d+)\s+(\S+) (\w+)\(.*<([\d.]+)>$", line)
-    if not m:
+    # A call another thread interrupted in the trace is split: "name(... <unfinished ...>", then
+    # "<... name resumed> ...) = r <duration>" (the duration counts from the first line).
+    m = re.match(r"(\d+)\s+(\S+) (\w+)\(.*<unfinished \.\.\.>$", line)
+    if m:
+        pending[(int(m[1]), m[3])] = t(m[2])
         continue
-    pid, start, name, dur = int(m[1]), t(m[2]), m[3], float(m[4])
+    m = re.match(r"(\d+)\s+(\S+) <\.\.\. (\w+) resumed>.*<([\d.]+)>$", line)
+    if m:
+        pid, name, dur = int(m[1]), m[3], float(m[4])
+        start = pending.pop((pid, name), t(m[2]) - dur)
+    else:
+        m = re.match(r"(\d+)\s+(\S+) (\w+)\(.*<([\d.]+)>$", line)
+        if not m:
+            continue
+        pid, name, dur = int(m[1]), m[3], float(m[4])
+        start = t(m[2])
     if name == "io_uring_enter" and pid == main:
         enters.append((start, start + dur))
     elif name != "io_uring_enter":
         who = "loop thread" if pid == main else "another thread"
         saves.setdefault(who, []).append(dur)
+enters.sort()
 gaps = [b[0] - a[1] for a, b in zip(enters, enters[1:])]
 gaps.sort()
 p99 = gaps[int(len(gaps) * 0.99)] if gaps else 0

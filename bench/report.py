@@ -6,12 +6,15 @@ usage: report.py RESULTS_DIR OUT_MD
 RESULTS_DIR holds meta.tsv, runs.tsv, time/*.txt, access.log and strace/*.txt as written by
 bench/run.sh.  Only the standard library is used.
 """
+
 import csv
 import json
 import os
 import re
 import statistics
 import sys
+
+KEEP_MARKER = "<!-- Below: measurements by other bench/ scripts; bench/run.sh keeps them. -->"
 
 TOOLS = ["ringdl", "aria2c", "curl"]
 SCENARIOS = {
@@ -508,6 +511,17 @@ def write_markdown(path, meta, runs, strace):
         L.append("")
         L.extend(strace_table(strace, meta))
         L.append("")
+    # Measurements made by other scripts (bench/sim.sh, bench/autosave-gap.sh, ...) live below
+    # KEEP_MARKER in the same file and survive this rewrite.
+    try:
+        with open(path) as f:
+            old = f.read()
+        at = old.find(KEEP_MARKER)
+        if at >= 0:
+            L.append(old[at:].rstrip("\n"))
+            L.append("")
+    except OSError:
+        pass
     with open(path, "w") as f:
         f.write("\n".join(L))
 

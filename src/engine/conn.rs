@@ -433,7 +433,8 @@ pub struct Download {
     pub error: Option<Failure>,
     /// Stopped by Ctrl-C/SIGTERM before it finished: reported as in progress.
     pub halted: bool,
-    /// The last failure that did not end the download (reported if it stalls).
+    /// Why ranges were turned off (a range request refused): reported if the download then
+    /// stalls, since it is what stopped the splitting.
     pub soft_error: Option<Failure>,
     pub started: Option<Instant>,
     pub ended: Option<Instant>,

@@ -149,7 +149,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         if ex.overruled {
             let dl = ex.dl;
-            self.close_exchange_conn(slot);
+            self.close_conn(slot);
             self.maybe_finish(dl);
             return;
         }
@@ -271,7 +271,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 .as_ref()
                 .is_some_and(|c| c.ex.as_ref().is_some_and(|e| e.dl == dl && e.parked));
             if parked {
-                self.close_exchange_conn(slot);
+                self.close_conn(slot);
             }
         }
     }
@@ -292,11 +292,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         } else {
             self.close_conn(slot);
         }
-    }
-
-    /// Closes a connection whose exchange is over (e.g. after a redirect).
-    pub(super) fn close_exchange_conn(&mut self, slot: usize) {
-        self.close_conn(slot);
     }
 
     /// Writes what the connection's block holds that can be written, and gives the rest of its range

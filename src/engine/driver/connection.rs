@@ -695,13 +695,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let working = self.conns.iter().flatten().any(|c| c.works_for(dl));
         let d = &mut self.dls[dl];
         if !again && !working {
-            // Nothing can carry on: the server refused ranges earlier (that is the reason to
-            // report) and the connection that did not need them is gone.
+            // Nothing can carry on: a server refused ranges earlier (that is the reason to
+            // report, when it is what stopped the splitting) and the connection that did not
+            // need them is gone. Another mirror's earlier failure is never the reason: each
+            // error is the one of the URI that produced it.
             let reason = d.soft_error.take().unwrap_or(f);
             self.fail_download(dl, reason, None);
             return;
         }
-        d.soft_error = Some(f);
         if again {
             self.retry_later(dl, wait);
         }

@@ -54,7 +54,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.console
                 .notice(&format!("CUID#{conn_id} - Redirecting to {next}"));
             // The redirect's body is not wanted; a fresh connection is simpler than skipping it.
-            self.close_exchange_conn(slot);
+            self.close_conn(slot);
             if !self.open(w) {
                 self.dls[dl].wanted += 1;
             }
@@ -63,7 +63,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if status == 304 && self.dls[dl].if_modified_since.is_some() {
             // --conditional-get: the local file is as new as the server's; it stays as it is.
             self.finish_without_body(dl, None);
-            self.close_exchange_conn(slot);
+            self.close_conn(slot);
             self.maybe_finish(dl);
             return;
         }
@@ -81,7 +81,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 path.display()
             ));
             self.finish_without_body(dl, Some((path, total)));
-            self.close_exchange_conn(slot);
+            self.close_conn(slot);
             self.maybe_finish(dl);
             return;
         }
@@ -171,7 +171,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     .and_then(|p| p.segment(seg_i).owner);
                 if seg_owner != Some(conn_id) {
                     // The whole-file response took this range over while we waited.
-                    self.close_exchange_conn(slot);
+                    self.close_conn(slot);
                     self.maybe_finish(dl);
                     return;
                 }

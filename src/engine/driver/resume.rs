@@ -285,7 +285,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let theirs =
                 other != slot && self.conns[other].as_ref().is_some_and(|c| c.works_for(dl));
             if theirs {
-                self.close_exchange_conn(other);
+                self.close_conn(other);
             }
         }
         self.dls[dl].start_over();
