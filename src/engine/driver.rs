@@ -377,6 +377,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             for c in done.drain(..) {
                 self.complete(c);
             }
+            self.unpark_released();
             self.submit_flushes();
             if cfg!(debug_assertions) {
                 self.check_owners();

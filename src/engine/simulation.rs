@@ -16,7 +16,8 @@
 //!
 //! Two tests run a block of seeds each, on two cores: `RINGDL_SIM_SEEDS=N` seeds per block (default
 //! 1000), from `RINGDL_SIM_FIRST` (default 1); `RINGDL_SIM_SEED=S` replays one, printing what it
-//! drew and did. A failing seed prints the command that replays it; `bench/sim.sh` runs millions.
+//! drew and did (`RINGDL_SIM_LOG=1` adds the engine's own log). A failing seed prints the command
+//! that replays it; `bench/sim.sh` runs millions.
 use super::driver::{run_on, wanted_slots, Outside, Summary};
 use super::reactor::sim::{Faults, Framing, Rng, Route, Sim, Stop, World};
 use super::reactor::{Layout, Pool};
@@ -34,7 +35,10 @@ use std::time::Duration;
 /// Seeds that once found a bug: they run first, every time. 3692 and 4737: a download of unknown
 /// length that failed after a write error left its file with a hole and no control file, and `-c`
 /// took the hole for data.
-const REGRESSIONS: &[u64] = &[3692, 4737];
+/// 11777: a whole-file stream parked at the end of its range, waiting for the connection that
+/// owned the next one; that connection was redirected and gave the range back, and nothing woke
+/// the stream (a hang).
+const REGRESSIONS: &[u64] = &[3692, 4737, 11777];
 
 /// Seeds each of the two simulation tests runs by default (the two run in parallel).
 const DEFAULT_SEEDS: u64 = 1000;
@@ -234,9 +238,14 @@ enum Ended {
 }
 
 fn console() -> Console {
+    let loud = std::env::var_os("RINGDL_SIM_LOG").is_some();
     Console::new(ConsoleOptions {
-        level: LogLevel::Error,
-        quiet: true,
+        level: if loud {
+            LogLevel::Debug
+        } else {
+            LogLevel::Error
+        },
+        quiet: !loud,
         show_readout: false,
         color: false,
         human_readable: false,
@@ -386,6 +395,10 @@ fn run_seed(seed: u64, verbose: bool) -> Result<(), String> {
     }));
     let first = run(&sc, dir.path(), &sc.args, &uris, world.clone(), seed)?;
     let steps = world.borrow().steps;
+    if verbose {
+        let w = world.borrow();
+        eprintln!("first run requests: {:?}", w.requests);
+    }
     match &first {
         Ended::Stopped(Stop::Hung(why)) => {
             return Err(format!("first run hung after {steps} steps: {why}"));

@@ -235,6 +235,30 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
     }
 
+    /// A parked stream waits only while the range after it belongs to a connection that has not
+    /// received a byte of it. Whatever ended that wait — the owner failed, was redirected, closed
+    /// for any reason — the stream goes on: checked after every step, so no path has to remember.
+    pub(super) fn unpark_released(&mut self) {
+        for slot in 0..self.conns.len() {
+            let waiting_for_nothing = self.conns[slot].as_ref().is_some_and(|c| {
+                c.state == ConnState::Open
+                    && c.ex.as_ref().is_some_and(|e| {
+                        e.parked
+                            && self.dls[e.dl]
+                                .plan
+                                .as_ref()
+                                .is_some_and(|p| !p.next_unstarted(e.seg))
+                    })
+            });
+            if waiting_for_nothing {
+                if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+                    ex.parked = false;
+                }
+                self.resume(slot);
+            }
+        }
+    }
+
     /// Lets a connection that was held back go on: places what it had spilled, runs the protocol
     /// layers over what its read block holds, and keeps it reading.
     pub(super) fn resume(&mut self, slot: usize) {
