@@ -92,6 +92,8 @@ pub struct Faults {
     pub reorder: bool,
     /// The run is killed when it reaches this step.
     pub kill_at: Option<u64>,
+    /// Ctrl-C arrives (on the descriptor from [`signal_fd`]) at these steps, in order.
+    pub interrupts: Vec<u64>,
 }
 
 /// How a run on the simulated reactor ended, when not by the engine's own choice.
@@ -120,6 +122,14 @@ pub struct World {
 
 /// A simulated socket: its number is only a key.
 struct SimSock(RawFd);
+
+/// The descriptor a simulated run reads Ctrl-C from (`Faults::interrupts`).
+pub const SIGNAL_FD: RawFd = -7;
+
+/// A descriptor for the engine to read signals from in a simulated run.
+pub fn signal_fd() -> Fd {
+    Rc::new(SimSock(SIGNAL_FD))
+}
 
 impl Wire {
     fn pending(&self) -> usize {
@@ -204,6 +214,7 @@ pub struct Sim<T> {
     next_sock: RawFd,
     jobs_given: u64,
     jobs_done: u64,
+    interrupts_given: usize,
 }
 
 impl<T> Sim<T> {
@@ -229,6 +240,7 @@ impl<T> Sim<T> {
             next_sock: 1 << 20,
             jobs_given: 0,
             jobs_done: 0,
+            interrupts_given: 0,
         }
     }
 
@@ -267,7 +279,16 @@ impl<T> Sim<T> {
         }
         match &op.kind {
             Kind::Timer(due) => Some(*due),
-            Kind::Never => None,
+            Kind::Never => {
+                let w = self.world.borrow();
+                let due = w.faults.interrupts.get(self.interrupts_given).copied();
+                // Due: now. Not yet: a second later (time moves on while nothing else does).
+                match due.filter(|_| fd_of(&op.owned) == SIGNAL_FD) {
+                    Some(at) if w.steps >= at => Some(self.clock),
+                    Some(_) => Some(self.clock + Duration::from_secs(1)),
+                    None => None,
+                }
+            }
             Kind::Connect(addr) => {
                 let w = self.world.borrow();
                 if w.blackholes.contains(addr) {
@@ -306,7 +327,11 @@ impl<T> Sim<T> {
                     None => -libc::EINVAL,
                 }
             }
-            Kind::Never => -libc::ECANCELED,
+            Kind::Never => {
+                // Only the signal descriptor's read ever completes: one Ctrl-C.
+                self.interrupts_given += 1;
+                std::mem::size_of::<libc::signalfd_siginfo>() as i32
+            }
             Kind::Plain => 0,
             Kind::Connect(addr) => {
                 let fd = fd_of(&op.owned);
