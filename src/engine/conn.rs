@@ -395,6 +395,14 @@ pub struct Download {
     /// Piece length of its control file.
     pub piece_length: u32,
     pub last_save: Option<Instant>,
+    /// The generation of the file the last completed control-file save described.
+    pub saved_generation: u64,
+    /// The first save of the current file is in flight: until it is on disk nothing is written
+    /// and nothing allocated, so a file never holds bytes (or length) no control file accounts
+    /// for — a later `-c` would take them for data.
+    pub first_save_pending: bool,
+    /// An allocation waiting for that save.
+    pub alloc_after_save: Option<u64>,
     /// Resumed from a control file: the first request already asks for a range.
     pub resumed: bool,
     /// `-c` without a control file: the existing file's length (rounded down to 16 KiB), asked for first.
@@ -484,6 +492,9 @@ impl Download {
             control: None,
             piece_length,
             last_save: None,
+            saved_generation: 0,
+            first_save_pending: false,
+            alloc_after_save: None,
             resumed: false,
             continue_from: None,
             expected,
@@ -547,6 +558,8 @@ impl Download {
     pub fn drop_file(&mut self) {
         self.file = None;
         self.generation = 0;
+        self.first_save_pending = false;
+        self.alloc_after_save = None;
         self.old_writes += std::mem::take(&mut self.writes);
     }
 

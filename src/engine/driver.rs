@@ -143,6 +143,7 @@ pub(crate) enum Tag {
     /// A control file saved (or not) by the file-job thread.
     ControlSaved {
         dl: usize,
+        generation: u64,
     },
     ControlRemoved,
     Tick,
@@ -506,7 +507,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     self.on_writeback(dl, res);
                 }
             }
-            Tag::ControlSaved { dl } => self.on_control_saved(dl, res),
+            Tag::ControlSaved { dl, generation } => self.on_control_saved(dl, generation, res),
             Tag::ControlRemoved => {}
             Tag::Tick => {
                 self.tick_op = None;

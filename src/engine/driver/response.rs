@@ -357,7 +357,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         // Whether this response creates the file (not a retry that goes on writing into it).
         let created = d.file.is_none();
-        let mut allocating = false;
+        let mut allocating = None;
         if created {
             let name = match d.opts.out.clone() {
                 Some(o) => o,
@@ -430,10 +430,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             d.open_file(out.file);
             d.path = Some(path);
-            if let Some(n) = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit) {
-                allocating = true;
-                self.allocate(dl, n);
-            }
+            allocating = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit);
         }
         let one_block = total.is_some_and(|n| n <= self.reactor.pool().size(Class::Write) as u64);
         let d = &mut self.dls[dl];
@@ -447,7 +444,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.wanted += pieces.saturating_sub(1);
         }
         d.plan = Some(plan);
-        if created && !allocating && one_block && d.control.is_none() {
+        if created && allocating.is_none() && one_block && d.control.is_none() {
             // The whole body fits one write block, so its only write is its last and the file
             // stays empty until then: there is nothing to resume yet. Its control file waits for
             // the next tick (within a second; `autosave`), so a small file that finishes before
@@ -455,6 +452,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         } else {
             // The control file exists from the start, like aria2's, for a file of known length.
             self.save_control(dl);
+        }
+        if let Some(n) = allocating {
+            // After the control file is queued: the file grows only once one describes it.
+            self.allocate(dl, n);
         }
         Ok(())
     }

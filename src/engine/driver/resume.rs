@@ -163,6 +163,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.resumed = true;
         d.direct = out.direct;
         d.open_file(out.file);
+        // The control file on disk describes this file as it is.
+        d.saved_generation = d.generation;
         d.path = Some(path);
         d.control = Some(ctl);
         d.piece_length = cf.piece_length;
@@ -380,14 +382,32 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .clone();
         let cf = ControlFile::from_done(plan.total(), d.piece_length, d.written.ranges());
         d.last_save = Some(self.reactor.now());
-        let tag = Tag::ControlSaved { dl };
+        if d.saved_generation != d.generation {
+            d.first_save_pending = true;
+        }
+        let tag = Tag::ControlSaved {
+            dl,
+            generation: d.generation,
+        };
         self.reactor
             .blocking(tag, Box::new(move || control::save(&ctl, &cf)));
         true
     }
 
     /// A control-file save of download `dl` ended with `res`.
-    pub(super) fn on_control_saved(&mut self, dl: usize, res: i32) {
+    pub(super) fn on_control_saved(&mut self, dl: usize, generation: u64, res: i32) {
+        let d = &mut self.dls[dl];
+        if d.generation == generation && d.first_save_pending {
+            // Written or not (the error is said below), the file may go on: held blocks go out
+            // at the end of this step, the allocation now.
+            d.first_save_pending = false;
+            if res >= 0 {
+                d.saved_generation = generation;
+            }
+            if let Some(n) = d.alloc_after_save.take() {
+                self.allocate(dl, n);
+            }
+        }
         if res < 0 {
             let path = self.dls[dl]
                 .control
@@ -448,6 +468,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// one by one, and finds a full disk before any byte is fetched.
     pub(super) fn allocate(&mut self, dl: usize, len: u64) {
         let d = &mut self.dls[dl];
+        if d.first_save_pending {
+            d.alloc_after_save = Some(len);
+            return;
+        }
         match d.opts.file_allocation.as_str() {
             "prealloc" | "falloc" => {
                 let Some(file) = d.file.clone() else { return };

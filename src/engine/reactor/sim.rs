@@ -194,6 +194,9 @@ struct Op<T> {
     abandoned: bool,
 }
 
+/// How long a blocking job (a control-file save: write, fsync, rename) takes.
+const JOB_TIME: Duration = Duration::from_millis(20);
+
 /// Virtual time a run may take before it counts as hung.
 pub const TIME_LIMIT: Duration = Duration::from_secs(3600);
 /// Steps a run may take before it counts as hung.
@@ -271,8 +274,9 @@ impl<T> Sim<T> {
     /// When the operation in `i` can complete: now (`Some(clock)`), later, or never.
     fn ready_at(&self, op: &Op<T>) -> Option<Duration> {
         if let Kind::Job(n, _) = op.kind {
-            // The worker runs jobs one after the other.
-            return (n == self.jobs_done).then_some(op.since.max(self.clock));
+            // The worker runs jobs one after the other, each taking a while (an fsync), during
+            // which the ring goes on.
+            return (n == self.jobs_done).then_some((op.since + JOB_TIME).max(self.clock));
         }
         if op.abandoned {
             return Some(self.clock);
