@@ -563,6 +563,14 @@ impl Download {
         self.old_writes += std::mem::take(&mut self.writes);
     }
 
+    /// The output path as messages name it (empty until there is one).
+    pub fn path_text(&self) -> String {
+        self.path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    }
+
     /// Whether a mirror other than `mirror` is still usable.
     pub fn other_mirrors(&self, mirror: usize) -> bool {
         (0..self.uris.len()).any(|m| m != mirror && !self.bad_uris[m])

@@ -496,11 +496,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if res >= 0 {
             d.preallocated = true;
         } else if res == -libc::ENOSPC || res == -libc::EDQUOT {
-            let path = d
-                .path
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
+            let path = d.path_text();
             let f = Failure::fatal(
                 ExitCode::NO_SPACE,
                 format!(

@@ -251,11 +251,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     }
                 }
                 let d = &mut self.dls[dl];
-                let path = d
-                    .path
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default();
+                let path = d.path_text();
                 let gid = d.gid;
                 self.record(dl);
                 self.console
@@ -282,11 +278,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         let d = &mut self.dls[dl];
         let total = d.plan.as_ref().map_or(0, Plan::total);
-        let path = d
-            .path
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
+        let path = d.path_text();
         if let Some(file) = d.file.take() {
             if let Err(e) = file.set_len(total) {
                 let f =

@@ -41,11 +41,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     pub(super) fn on_verify_read(&mut self, dl: usize, block: Block, off: u64, res: i32) {
         let total = self.dls[dl].plan.as_ref().map_or(0, Plan::total);
         if res <= 0 {
-            let path = self.dls[dl]
-                .path
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
+            let path = self.dls[dl].path_text();
             let why = if res < 0 {
                 errno_text(res)
             } else {
@@ -79,11 +75,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let (Some(expected), Some(hasher)) = (d.expected.clone(), d.hasher.take()) else {
             return;
         };
-        let path = d
-            .path
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
+        let path = d.path_text();
         if hasher.finish() == expected.digest {
             d.verified = true;
             self.console

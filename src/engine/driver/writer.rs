@@ -88,11 +88,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 // the file, every one of them is issued again.
                 if d.direct && sys::clear_direct(file.as_raw_fd()).is_ok() {
                     d.direct = false;
-                    let path = d
-                        .path
-                        .as_ref()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default();
+                    let path = d.path_text();
                     self.console.notice(&format!(
                         "{path}: O_DIRECT is not supported here; writing through the page cache and dropping it behind"
                     ));
@@ -144,11 +140,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.error.is_some() {
             return;
         }
-        let path = d
-            .path
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
+        let path = d.path_text();
         let f = Failure::fatal(
             ExitCode::for_write_error(errno),
             format!(

@@ -64,6 +64,14 @@ impl Owned {
     }
 }
 
+/// A result as a completion carries it: the count, or a negative errno.
+pub fn completion_result(r: io::Result<usize>) -> i32 {
+    match r {
+        Ok(n) => i32::try_from(n).unwrap_or(i32::MAX),
+        Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+    }
+}
+
 /// A finished operation: the engine's tag, the kernel's result (bytes, 0, or a negative errno) and
 /// what the operation owned.
 pub struct Completion<T> {

@@ -8,7 +8,7 @@
 //! Faults, each drawn from the seed: short receives and sends, EAGAIN/EINTR, connections reset or
 //! stalled mid-body, short writes, ENOSPC/EIO, completions delivered in any order, and a kill at a
 //! chosen step (the run stops there, and nothing still in flight happens).
-use super::{Block, Completion, Fd, Job, OpId, Owned, Pool, Reactor};
+use super::{completion_result, Block, Completion, Fd, Job, OpId, Owned, Pool, Reactor};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
@@ -325,9 +325,8 @@ impl<T> Sim<T> {
             Kind::Timer(_) => -libc::ETIME,
             Kind::Job(_, ref mut job) => {
                 self.jobs_done += 1;
-                match job.take().map(|j| j()) {
-                    Some(Ok(())) => 0,
-                    Some(Err(e)) => -e.raw_os_error().unwrap_or(libc::EIO),
+                match job.take() {
+                    Some(j) => completion_result(j().map(|()| 0)),
                     None => -libc::EINVAL,
                 }
             }
@@ -462,13 +461,7 @@ impl<T> Sim<T> {
                         offset as libc::off_t,
                     )
                 };
-                if r < 0 {
-                    -io::Error::last_os_error()
-                        .raw_os_error()
-                        .unwrap_or(libc::EIO)
-                } else {
-                    r as i32
-                }
+                completion_result(usize::try_from(r).map_err(|_| io::Error::last_os_error()))
             }
             Kind::ReadFile { offset } => {
                 let Owned::Block(file, block) = &mut op.owned else {
@@ -485,13 +478,7 @@ impl<T> Sim<T> {
                         offset as libc::off_t,
                     )
                 };
-                if r < 0 {
-                    -io::Error::last_os_error()
-                        .raw_os_error()
-                        .unwrap_or(libc::EIO)
-                } else {
-                    r as i32
-                }
+                completion_result(usize::try_from(r).map_err(|_| io::Error::last_os_error()))
             }
         }
     }

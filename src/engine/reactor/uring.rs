@@ -92,10 +92,7 @@ impl Worker {
             .name("file-jobs".into())
             .spawn(move || {
                 for (ud, job) in job_rx {
-                    let res = match job() {
-                        Ok(()) => 0,
-                        Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
-                    };
+                    let res = super::completion_result(job().map(|()| 0));
                     if done_tx.send((ud, res)).is_err() {
                         break;
                     }
@@ -570,10 +567,7 @@ impl<T> Reactor<T> for Uring<T> {
                     // No thread: the job runs here, and completes at the next wait.
                     let _ = e;
                     let ud = self.insert(tag, Owned::Nothing);
-                    let res = match job() {
-                        Ok(()) => 0,
-                        Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
-                    };
+                    let res = super::completion_result(job().map(|()| 0));
                     self.backlog.push_back((ud, res));
                     return OpId(ud);
                 }
