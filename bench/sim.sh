@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The deterministic simulation at scale: runs the engine's simulation tests (src/engine/simulation.rs)
-# over many seeds in a release build, on every core, and prints how many ran, how long it took and
+# The deterministic simulation at scale: runs the engine's simulation tests (src/engine/simulation/:
+# single downloads, and input lists with a third as many seeds per block) over many seeds in a release build, on every core, and prints how many ran, how long it took and
 # which failed (each with the command that replays it).
 #
 # Usage: bench/sim.sh [SEEDS] [FIRST]   (default 1000000 seeds from seed 1)
@@ -27,11 +27,12 @@ start=$(date +%s)
 blocks=$(( (SEEDS + 2 * BLOCK - 1) / (2 * BLOCK) ))
 seq 0 $((blocks - 1)) | xargs -P "$JOBS" -I{} sh -c \
     "RINGDL_SIM_FIRST=\$(( $FIRST + {} * 2 * $BLOCK )) RINGDL_SIM_SEEDS=$BLOCK \
-     '$BIN' engine::simulation::simulated_runs --test-threads=2 > '$LOG/block-{}.log' 2>&1 || true"
+     '$BIN' simulated_ --test-threads=3 > '$LOG/block-{}.log' 2>&1 || true"
 end=$(date +%s)
 ran=$(( blocks * 2 * BLOCK ))
+lists=$(( blocks * (BLOCK / 3) ))
 failed=$(grep -h "FAILED:" "$LOG"/block-*.log | sort -u || true)
-echo "simulation: $ran seeds ($FIRST..$((FIRST + ran - 1))) in $((end - start)) s on $JOBS cores"
+echo "simulation: $ran seeds ($FIRST..$((FIRST + ran - 1))) and $lists list seeds in $((end - start)) s on $JOBS cores"
 if [[ -n $failed ]]; then
     echo "$failed"
     grep -h "replay:" "$LOG"/block-*.log | sort -u

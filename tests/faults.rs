@@ -402,6 +402,40 @@ fn truncated_chunked_body_is_fetched_again() {
     );
 }
 
+/// The same with `--checksum`, the file changing on the server between the attempts: the first
+/// answer (an older version) is cut short, the second is whole and has the digest asked for. Only
+/// the attempt that finished may count towards the digest. The restart kept the hasher and its
+/// position from the cut attempt, so the old version's first 2 MB were hashed in place of the new
+/// one's, and a whole, correct file failed with exit 32 (and a file whose first bytes were wrong
+/// could pass).
+#[test]
+fn chunked_body_fetched_again_hashes_only_the_attempt_that_finished() {
+    let server = TestServer::plain();
+    let data = content(134, LEN);
+    let old = content(135, LEN);
+    let changing = Route::bytes(old)
+        .chunked()
+        .fault(Fault::TruncateAfter(2_000_000), When::Always)
+        .then_after(1, Route::bytes(data.clone()).chunked());
+    let checksum = format!("--checksum=sha-256={}", sha256_hex(&data));
+    let opts = ["--max-tries=3", checksum.as_str()];
+    if aria2c_present() {
+        server.route(PATH, changing.clone());
+        let dir = TestDir::new();
+        let run = aria2c(&dir, &args(&server, &dir, &opts));
+        assert_complete(&run, &dir, &data, "aria2c");
+    }
+    server.route(PATH, changing);
+    let dir = TestDir::new();
+    let run = ringdl(&dir, &args(&server, &dir, &opts));
+    assert_complete(
+        &run,
+        &dir,
+        &data,
+        "chunked body of an old version cut short, then the new one, --checksum",
+    );
+}
+
 /// Cut short every time: aria2c exits 1 and, the size being unknown, leaves the partial file
 /// without a control file; a healed rerun with --allow-overwrite=true starts over and completes.
 #[test]

@@ -356,7 +356,11 @@ pub enum DlState {
 
 /// One file being downloaded.
 pub struct Download {
+    /// Where it is in the engine's list, and its serial there.
+    pub id: DlId,
     pub gid: u64,
+    /// Control-file saves in flight: its place is not reused until they have ended.
+    pub saves: usize,
     pub uris: Vec<Url>,
     pub bad_uris: Vec<bool>,
     pub first_uri: String,
@@ -450,8 +454,26 @@ pub struct Download {
     pub samples: std::collections::VecDeque<(Instant, u64)>,
 }
 
+/// Names a download from something that may outlive it (an operation in flight, a file job): its
+/// place in the engine's list and the serial of the download that held the place then. A place is
+/// reused by a later job, so a stale id finds nothing rather than that job's download.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DlId {
+    pub slot: usize,
+    pub serial: u64,
+}
+
+/// Names the file an operation was issued on: its download and the generation of the file (a
+/// download that starts over opens a new one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileOf {
+    pub dl: DlId,
+    pub generation: u64,
+}
+
 impl Download {
     pub fn new(
+        id: DlId,
         gid: u64,
         uris: Vec<Url>,
         first_uri: String,
@@ -469,7 +491,9 @@ impl Download {
             .as_ref()
             .map(|e| crate::store::checksum::Hasher::new(e.kind));
         Download {
+            id,
             gid,
+            saves: 0,
             uris,
             bad_uris: vec![false; n],
             first_uri,
@@ -554,13 +578,22 @@ impl Download {
     }
 
     /// Lets go of the open file. Its operations in flight complete on it and count down
-    /// `old_writes`; nothing they report is taken for the next file's.
-    pub fn drop_file(&mut self) {
+    /// `old_writes`; nothing they report is taken for the next file's. Private: dropping the file
+    /// without forgetting what was derived from its bytes (`start_over`) would mix two attempts.
+    fn drop_file(&mut self) {
         self.file = None;
         self.generation = 0;
         self.first_save_pending = false;
         self.alloc_after_save = None;
         self.old_writes += std::mem::take(&mut self.writes);
+    }
+
+    /// The file operations are issued on now.
+    pub fn file_of(&self) -> FileOf {
+        FileOf {
+            dl: self.id,
+            generation: self.generation,
+        }
     }
 
     /// The output path as messages name it (empty until there is one).

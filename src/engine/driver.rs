@@ -2,8 +2,8 @@
 //! turn each into calls on the connection, the download and the protocol layers, and repeat until
 //! every download has ended and every operation in flight has completed.
 use super::conn::{
-    http_failure, BodySink, Conn, ConnState, DlState, Download, Exchange, Failure, Fill, Flush,
-    Job, Outcome, Phase, RecvInFlight, ServerKey, Validator, Want,
+    http_failure, BodySink, Conn, ConnState, DlId, DlState, Download, Exchange, Failure, FileOf,
+    Fill, Flush, Job, Outcome, Phase, RecvInFlight, ServerKey, Validator, Want,
 };
 use super::reactor::{
     Block, Class, Completion, Fd, Layout, OpId, Pool, Reactor, SetupError, Uring,
@@ -111,8 +111,7 @@ pub(crate) enum Tag {
         sent: usize,
     },
     Write {
-        dl: usize,
-        generation: u64,
+        file: FileOf,
         off: u64,
         len: usize,
         done: usize,
@@ -122,8 +121,7 @@ pub(crate) enum Tag {
         direct: bool,
     },
     Writeback {
-        dl: usize,
-        generation: u64,
+        file: FileOf,
     },
     /// A one-off timer (rate limits, retry waits).
     Timer {
@@ -131,19 +129,16 @@ pub(crate) enum Tag {
     },
     /// Allocating a new file's space ahead of its writes.
     Fallocate {
-        dl: usize,
-        generation: u64,
+        file: FileOf,
     },
     /// Reading the finished file back to check its digest.
     VerifyRead {
-        dl: usize,
-        generation: u64,
+        file: FileOf,
         off: u64,
     },
     /// A control file saved (or not) by the file-job thread.
     ControlSaved {
-        dl: usize,
-        generation: u64,
+        file: FileOf,
     },
     ControlRemoved,
     Tick,
@@ -390,6 +385,20 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// a range owned by a connection that is gone would never be fetched (a hang). Checked after
     /// every step of every debug run, so every test checks it.
     fn check_owners(&self) {
+        // Connections and flushes name their download by place: it must not have ended (its
+        // place could be given to the next job) while they do.
+        let named = self.conns.iter().flatten().flat_map(|c| {
+            let ex = c.ex.as_ref().map(|e| e.dl);
+            ex.into_iter().chain(c.want.as_ref().map(|w| w.dl))
+        });
+        for dl in named.chain(self.flushes.iter().map(|f| f.dl)) {
+            assert!(
+                self.dls
+                    .get(dl)
+                    .is_some_and(|d| d.state != DlState::Finished),
+                "a connection or a flush names download {dl}, which has ended"
+            );
+        }
         for (dl, d) in self.dls.iter().enumerate() {
             let Some(plan) = d.plan.as_ref().filter(|_| d.state == DlState::Active) else {
                 continue;
@@ -462,8 +471,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
             }
             Tag::Write {
-                dl,
-                generation,
+                file,
                 off,
                 len,
                 done,
@@ -471,7 +479,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 direct,
             } => {
                 let block = owned.into_block();
-                if self.file_op_done(dl, generation) {
+                if let Some(dl) = self.file_op_done(file) {
                     if let Some(block) = block {
                         let w = WriteDone {
                             off,
@@ -484,30 +492,26 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     }
                 }
             }
-            Tag::VerifyRead {
-                dl,
-                generation,
-                off,
-            } => {
+            Tag::VerifyRead { file, off } => {
                 let block = owned.into_block();
-                if self.file_op_done(dl, generation) {
+                if let Some(dl) = self.file_op_done(file) {
                     if let Some(block) = block {
                         self.on_verify_read(dl, block, off, res);
                     }
                 }
             }
             Tag::Timer { at } => self.on_timer(at),
-            Tag::Fallocate { dl, generation } => {
-                if self.file_op_done(dl, generation) {
+            Tag::Fallocate { file } => {
+                if let Some(dl) = self.file_op_done(file) {
                     self.on_fallocate(dl, res);
                 }
             }
-            Tag::Writeback { dl, generation } => {
-                if self.file_op_done(dl, generation) {
+            Tag::Writeback { file } => {
+                if let Some(dl) = self.file_op_done(file) {
                     self.on_writeback(dl, res);
                 }
             }
-            Tag::ControlSaved { dl, generation } => self.on_control_saved(dl, generation, res),
+            Tag::ControlSaved { file } => self.on_control_saved(file, res),
             Tag::ControlRemoved => {}
             Tag::Tick => {
                 self.tick_op = None;
@@ -550,20 +554,32 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
     }
 
-    /// A file operation of download `dl` on the file of `generation` completed. True if that file
-    /// is still the download's; a completion for a replaced file only counts down the old
-    /// generation's operations (the new file's writes wait for them, see `submit_flushes`).
-    fn file_op_done(&mut self, dl: usize, generation: u64) -> bool {
-        let Some(d) = self.dls.get_mut(dl) else {
-            return false;
+    /// The place of download `id`, if it is still there (not replaced by a later job's).
+    pub(super) fn live(&self, id: DlId) -> Option<usize> {
+        self.dls
+            .get(id.slot)
+            .filter(|d| d.id == id)
+            .map(|_| id.slot)
+    }
+
+    /// A file operation on `file` completed. The download's place if that file is still the
+    /// download's; a completion for a replaced file only counts down the old generation's
+    /// operations (the new file's writes wait for them, see `submit_flushes`).
+    fn file_op_done(&mut self, file: FileOf) -> Option<usize> {
+        // A download ends only once its file operations have (`maybe_finish`), so its place
+        // cannot have been taken by another.
+        let Some(dl) = self.live(file.dl) else {
+            debug_assert!(false, "a file operation outlived its download: {file:?}");
+            return None;
         };
-        if d.generation == generation {
+        let d = &mut self.dls[dl];
+        if d.generation == file.generation {
             d.writes -= 1;
-            true
+            Some(dl)
         } else {
             d.old_writes = d.old_writes.saturating_sub(1);
             self.maybe_finish(dl);
-            false
+            None
         }
     }
 

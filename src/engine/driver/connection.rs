@@ -684,12 +684,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let d = &mut self.dls[dl];
         let wait = f.wait.unwrap_or(self.s.retry_wait);
         if d.plan.is_some() && !d.length_known {
-            // A body of unknown length cannot be resumed: like aria2, start it over.
-            d.plan = None;
-            d.drop_file();
-            d.written = crate::plan::RangeSet::new();
-            d.high_water = 0;
-            d.opts.allow_overwrite = true;
+            // A body of unknown length cannot be resumed: like aria2, start it over, forgetting
+            // everything taken from the attempt that was cut (the digest's bytes too).
+            d.start_over();
         }
         let again = d.plan.is_none() || d.ranges_ok;
         let working = self.conns.iter().flatten().any(|c| c.works_for(dl));

@@ -385,18 +385,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.saved_generation != d.generation {
             d.first_save_pending = true;
         }
-        let tag = Tag::ControlSaved {
-            dl,
-            generation: d.generation,
-        };
+        d.saves += 1;
+        let tag = Tag::ControlSaved { file: d.file_of() };
         self.reactor
             .blocking(tag, Box::new(move || control::save(&ctl, &cf)));
         true
     }
 
     /// A control-file save of download `dl` ended with `res`.
-    pub(super) fn on_control_saved(&mut self, dl: usize, generation: u64, res: i32) {
+    pub(super) fn on_control_saved(&mut self, file: FileOf, res: i32) {
+        // A finished download's place waits for its saves (`next_download`).
+        let Some(dl) = self.live(file.dl) else {
+            debug_assert!(false, "a control-file save outlived its download: {file:?}");
+            return;
+        };
+        let generation = file.generation;
         let d = &mut self.dls[dl];
+        d.saves -= 1;
         if d.generation == generation && d.first_save_pending {
             // Written or not (the error is said below), the file may go on: held blocks go out
             // at the end of this step, the allocation now.
@@ -476,10 +481,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             "prealloc" | "falloc" => {
                 let Some(file) = d.file.clone() else { return };
                 d.writes += 1;
-                let tag = Tag::Fallocate {
-                    dl,
-                    generation: d.generation,
-                };
+                let tag = Tag::Fallocate { file: d.file_of() };
                 self.reactor.fallocate(tag, file, len);
             }
             "trunc" => {

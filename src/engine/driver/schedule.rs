@@ -22,18 +22,22 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 Err(e) => bad = Some(e),
             }
         }
-        let d = Download::new(random_gid(), urls, first, job.opts, self.reactor.now());
-        let reusable = self.dls.iter().position(|d| d.state == DlState::Finished);
-        let i = match reusable {
-            Some(i) => {
-                self.dls[i] = d;
-                i
-            }
-            None => {
-                self.dls.push(d);
-                self.dls.len() - 1
-            }
+        // A finished download's place is reused once nothing it started is still running.
+        let reusable = self
+            .dls
+            .iter()
+            .position(|d| d.state == DlState::Finished && d.saves == 0);
+        let i = reusable.unwrap_or(self.dls.len());
+        let id = DlId {
+            slot: i,
+            serial: self.next_id,
         };
+        self.next_id += 1;
+        let d = Download::new(id, random_gid(), urls, first, job.opts, self.reactor.now());
+        match self.dls.get_mut(i) {
+            Some(place) => *place = d,
+            None => self.dls.push(d),
+        }
         if self.dls[i].uris.is_empty() {
             let why = bad.unwrap_or_else(|| "no URI".to_string());
             self.dls[i].state = DlState::Active;

@@ -30,8 +30,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.writes += 1;
         let off = d.hash_pos;
         let tag = Tag::VerifyRead {
-            dl,
-            generation: d.generation,
+            file: d.file_of(),
             off,
         };
         self.reactor.read_file(tag, file, block, off);

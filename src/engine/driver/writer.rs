@@ -56,8 +56,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.writes += 1;
             d.high_water = d.high_water.max(off + filled as u64);
             let tag = Tag::Write {
-                dl: fl.dl,
-                generation: d.generation,
+                file: d.file_of(),
                 off,
                 len,
                 done: 0,
@@ -102,8 +101,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if let Some(done) = again {
             d.writes += 1;
             let tag = Tag::Write {
-                dl,
-                generation: d.generation,
+                file: d.file_of(),
                 off: w.off,
                 len: w.len,
                 done,
@@ -123,10 +121,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.written.insert(w.off..w.off + w.data as u64);
             if !d.direct {
                 d.writes += 1;
-                let tag = Tag::Writeback {
-                    dl,
-                    generation: d.generation,
-                };
+                let tag = Tag::Writeback { file: d.file_of() };
                 self.reactor.writeback(tag, file, w.off, w.len);
             }
         }

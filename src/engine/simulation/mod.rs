@@ -32,6 +32,8 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
+mod lists;
+
 /// Seeds that once found a bug: they run first, every time. `Scenario::draw` only ever adds draws
 /// from a separate stream, so a seed keeps its scenario. 3692 and 4737: a download of unknown
 /// length that failed after a write error left its file with a hole and no control file, and `-c`
@@ -264,12 +266,14 @@ fn console() -> Console {
     })
 }
 
-/// Runs the engine once over `world` with `args` (plus `-d DIR` and the URIs).
+/// Runs the engine once over `world` with `args` (plus `-d DIR` and the URIs) and a `budget` of
+/// registered memory: one job for the URIs, or `jobs` (an input list's) when given.
 fn run(
-    sc: &Scenario,
+    budget: usize,
     dir: &Path,
     args: &[String],
     uris: &[String],
+    jobs: Option<Vec<Job>>,
     world: Rc<RefCell<World>>,
     seed: u64,
 ) -> Result<Ended, String> {
@@ -282,8 +286,8 @@ fn run(
         _ => return Err(format!("bad command line {argv:?}")),
     };
     let slots = wanted_slots(&settings, Some(1));
-    let layout = Layout::fit(slots, crate::tls::MIN_INCOMING, sc.budget)
-        .ok_or("no layout fits the budget")?;
+    let layout =
+        Layout::fit(slots, crate::tls::MIN_INCOMING, budget).ok_or("no layout fits the budget")?;
     let pool = Pool::new(layout).map_err(|e| e.to_string())?;
     let sim = Sim::new(
         pool,
@@ -292,11 +296,14 @@ fn run(
         Duration::from_secs(settings.timeout_secs),
         Duration::from_secs(settings.connect_timeout_secs),
     );
-    let mut jobs = vec![Job {
-        uris: settings.uris.clone(),
-        opts: settings.download.clone(),
-    }]
-    .into_iter();
+    let mut jobs = jobs
+        .unwrap_or_else(|| {
+            vec![Job {
+                uris: settings.uris.clone(),
+                opts: settings.download.clone(),
+            }]
+        })
+        .into_iter();
     let mut console = console();
     let outside = Outside {
         signals: Some(signal_fd()),
@@ -330,7 +337,12 @@ fn run(
 
 /// The control file next to the output claims only bytes that are on disk and equal `source`.
 fn check_claims(dir: &Path, source: &[u8]) -> Result<(), String> {
-    let path = dir.join(NAME);
+    check_claims_of(dir, NAME, source)
+}
+
+/// The same for the file `name`.
+fn check_claims_of(dir: &Path, name: &str, source: &[u8]) -> Result<(), String> {
+    let path = dir.join(name);
     let ctl = control::control_path(&path);
     let cf = match control::load(&ctl) {
         Ok(Some(cf)) => cf,
@@ -362,7 +374,12 @@ fn check_claims(dir: &Path, source: &[u8]) -> Result<(), String> {
 }
 
 fn check_complete(dir: &Path, source: &[u8], what: &str) -> Result<(), String> {
-    let path = dir.join(NAME);
+    check_complete_of(dir, NAME, source, what)
+}
+
+/// The file `name` is `source`, byte for byte, and has no control file left.
+fn check_complete_of(dir: &Path, name: &str, source: &[u8], what: &str) -> Result<(), String> {
+    let path = dir.join(name);
     let got = std::fs::read(&path).map_err(|e| format!("{what}: reported complete, {e}"))?;
     if got.len() != source.len() {
         return Err(format!(
@@ -409,7 +426,15 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
         faults: sc.faults.clone(),
         ..World::default()
     }));
-    let first = run(sc, dir.path(), &sc.args, &uris, world.clone(), seed)?;
+    let first = run(
+        sc.budget,
+        dir.path(),
+        &sc.args,
+        &uris,
+        None,
+        world.clone(),
+        seed,
+    )?;
     let steps = world.borrow().steps;
     if verbose {
         let w = world.borrow();
@@ -492,10 +517,11 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
         args.push("--allow-overwrite=true".into());
     }
     let second = run(
-        sc,
+        sc.budget,
         dir.path(),
         &args,
         &[url(origin)],
+        None,
         world2.clone(),
         seed ^ 0xabcd,
     )?;

@@ -1,0 +1,330 @@
+//! Input lists under the simulation: several jobs, as `-i` gives them (each with its own mirrors,
+//! `out=` and sometimes `checksum=`), run with `-j1` to `-j3` over shared mirrors and the same
+//! faults as single downloads. This is where downloads end while others run, and where a finished
+//! download's place is given to the next job while what it started (a control-file save) may still
+//! be running. After every run: each download reported complete is exact; each other one left a
+//! control file that claims only right bytes; one whose every mirror answers 404 ends with 3; a
+//! wrong digest never passes; nothing hung, panicked, leaked a block or was left in flight.
+//!
+//! `RINGDL_SIM_LIST_SEED=S` replays one seed, printing what it drew.
+use super::*;
+use crate::cli::DownloadOptions;
+
+/// Seeds the CI test runs.
+const LIST_SEEDS: u64 = 300;
+
+/// The address that never answers (every job's silent mirror).
+const SILENT: usize = 3;
+
+struct ListJob {
+    name: String,
+    data: Rc<Vec<u8>>,
+    /// (address, what it serves for this job's path).
+    mirrors: Vec<(usize, Mirror)>,
+    /// `checksum=`: `Some(true)` the right digest, `Some(false)` a wrong one.
+    checksum: Option<bool>,
+}
+
+impl ListJob {
+    fn path(&self) -> String {
+        format!("/d/{}", self.name)
+    }
+
+    fn uris(&self) -> Vec<String> {
+        self.mirrors
+            .iter()
+            .map(|&(a, _)| format!("http://{}{}", addr(a), self.path()))
+            .collect()
+    }
+}
+
+struct ListScenario {
+    jobs: Vec<ListJob>,
+    args: Vec<String>,
+    faults: Faults,
+    budget: usize,
+}
+
+fn mirror(rng: &mut Rng) -> Mirror {
+    match rng.below(14) {
+        0..=8 => Mirror::Good {
+            ranges: rng.below(5) != 0,
+            framing: match rng.below(8) {
+                0 => Framing::Chunked,
+                1 => Framing::UntilClose,
+                _ => Framing::Length,
+            },
+        },
+        9 | 10 => Mirror::NotFound,
+        11 => Mirror::Unavailable,
+        12 => Mirror::Redirect,
+        _ => Mirror::Silent,
+    }
+}
+
+impl ListScenario {
+    fn draw(seed: u64) -> ListScenario {
+        let mut rng = Rng::new(seed ^ 0x5ca1_ab1e_0000_0002);
+        let jobs = (0..2 + rng.below(5))
+            .map(|j| {
+                let len = match rng.below(6) {
+                    0 => [0, 1, 4096, 16_385][rng.below(4) as usize],
+                    1..=3 => rng.below(400_000) as usize,
+                    _ => 1_000_000 + rng.below(1_500_000) as usize,
+                };
+                let mut mirrors: Vec<(usize, Mirror)> = Vec::new();
+                for _ in 0..1 + rng.below(2) {
+                    let m = mirror(&mut rng);
+                    let a = match m {
+                        Mirror::Silent => SILENT,
+                        _ => rng.below(3) as usize,
+                    };
+                    if mirrors.iter().all(|&(b, _)| b != a) {
+                        mirrors.push((a, m));
+                    }
+                }
+                let checksum = match rng.below(10) {
+                    0 => Some(false),
+                    1..=3 => Some(true),
+                    _ => None,
+                };
+                ListJob {
+                    name: format!("f{j}.bin"),
+                    data: Rc::new(content(&mut rng, len)),
+                    mirrors,
+                    checksum,
+                }
+            })
+            .collect();
+        let mut args: Vec<String> = ["--no-conf", "-q", "-k1M", "--timeout=5"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.push("--connect-timeout=3".into());
+        args.push(format!("-j{}", 1 + rng.below(3)));
+        args.push(format!("-s{}", [1, 2, 4][rng.below(3) as usize]));
+        args.push(format!("-x{}", [1, 2, 4][rng.below(3) as usize]));
+        args.push(format!("--max-tries={}", 1 + rng.below(3)));
+        args.push(format!("--retry-wait={}", rng.below(2)));
+        let alloc = ["none", "prealloc", "trunc", "falloc"][rng.below(4) as usize];
+        args.push(format!("--file-allocation={alloc}"));
+        let mut faults = Faults {
+            max_chunk: [0, 1000, 20_000, 100_000][rng.below(4) as usize],
+            again: rng.below(30) as u32,
+            reset: [0, 0, 50, 200][rng.below(4) as usize],
+            stall: [0, 0, 0, 50][rng.below(4) as usize],
+            short_write: rng.below(200) as u32,
+            reorder: rng.below(2) == 0,
+            ..Faults::default()
+        };
+        if rng.below(10) == 0 {
+            faults.write_error = [5, 1000][rng.below(2) as usize];
+            faults.write_errno = [libc::ENOSPC, libc::EIO][rng.below(2) as usize];
+        }
+        match rng.below(6) {
+            0 | 1 => faults.kill_at = Some(1 + rng.below(600)),
+            2 => faults.interrupts.push(1 + rng.below(600)),
+            _ => {}
+        }
+        ListScenario {
+            jobs,
+            args,
+            faults,
+            budget: [1 << 20, 2 << 20, 8 << 20][rng.below(3) as usize],
+        }
+    }
+
+    fn servers(&self) -> HashMap<SocketAddr, HashMap<String, Route>> {
+        let mut servers: HashMap<SocketAddr, HashMap<String, Route>> = HashMap::new();
+        for job in &self.jobs {
+            let good = job
+                .mirrors
+                .iter()
+                .find(|(_, m)| matches!(m, Mirror::Good { .. }));
+            for &(a, m) in &job.mirrors {
+                let route = match m {
+                    Mirror::Good { ranges, framing } => Route::File {
+                        data: job.data.clone(),
+                        etag: "\"v1\"".into(),
+                        ranges,
+                        framing,
+                    },
+                    Mirror::NotFound => Route::Status(404),
+                    Mirror::Unavailable => Route::Status(503),
+                    Mirror::Redirect => {
+                        let to = good.map_or(a, |&(g, _)| g);
+                        Route::Redirect(format!("http://{}{}", addr(to), job.path()))
+                    }
+                    Mirror::Silent => continue,
+                };
+                servers
+                    .entry(addr(a))
+                    .or_default()
+                    .insert(job.path(), route);
+            }
+        }
+        servers
+    }
+
+    fn list_jobs(&self, base: &DownloadOptions) -> Vec<Job> {
+        self.jobs
+            .iter()
+            .map(|job| {
+                let mut opts = base.clone();
+                opts.out = Some(job.name.clone());
+                opts.checksum = job.checksum.map(|right| {
+                    let digest = if right {
+                        sha256_hex(&job.data)
+                    } else {
+                        "0".repeat(64)
+                    };
+                    format!("sha-256={digest}")
+                });
+                Job {
+                    uris: job.uris(),
+                    opts,
+                }
+            })
+            .collect()
+    }
+}
+
+/// How the downloads of the seeds run so far ended.
+#[derive(Default)]
+struct Tally {
+    complete: usize,
+    failed: usize,
+    cut: usize,
+}
+
+/// Runs one list seed; `Err` says what broke.
+fn run_list_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), String> {
+    let sc = ListScenario::draw(seed);
+    if verbose {
+        eprintln!(
+            "list seed {seed}: args {:?}, faults {:?}, budget {}",
+            sc.args, sc.faults, sc.budget
+        );
+        for job in &sc.jobs {
+            eprintln!(
+                "  {}: {} bytes, mirrors {:?}, checksum {:?}",
+                job.name,
+                job.data.len(),
+                job.mirrors,
+                job.checksum
+            );
+        }
+    }
+    let dir = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+    let world = Rc::new(RefCell::new(World {
+        servers: sc.servers(),
+        blackholes: vec![addr(SILENT)],
+        faults: sc.faults.clone(),
+        ..World::default()
+    }));
+    // The options every job starts from are the command line's (with its `-d`).
+    let mut argv = sc.args.clone();
+    argv.extend(["-d".to_string(), dir.path().display().to_string()]);
+    argv.push("http://127.0.0.1/".into());
+    let base = match cli::parse_args(argv.iter().map(std::ffi::OsString::from)) {
+        Ok(Command::Download(s)) => s.download,
+        _ => return Err(format!("bad command line {argv:?}")),
+    };
+    let first_uris = sc.jobs[0].uris();
+    let ended = run(
+        sc.budget,
+        dir.path(),
+        &sc.args,
+        &first_uris,
+        Some(sc.list_jobs(&base)),
+        world.clone(),
+        seed,
+    )?;
+    if verbose {
+        eprintln!("requests: {:?}", world.borrow().requests);
+    }
+    let summary = match ended {
+        Ended::Stopped(Stop::Hung(why)) => {
+            let steps = world.borrow().steps;
+            return Err(format!("hung after {steps} steps: {why}"));
+        }
+        Ended::Stopped(Stop::Killed) => None,
+        Ended::Done(summary) => Some(summary),
+    };
+    let interrupted = !sc.faults.interrupts.is_empty();
+    for job in &sc.jobs {
+        let first = job.uris().into_iter().next().unwrap_or_default();
+        let outcome = summary
+            .as_ref()
+            .and_then(|s| s.results.iter().find(|o| o.first_uri == first));
+        let what = format!("{} ({} bytes)", job.name, job.data.len());
+        if verbose {
+            eprintln!("{what}: {:?}", outcome.map(|o| (o.code.0, o.finished)));
+        }
+        match outcome {
+            Some(o) if o.code.0 == 0 && o.finished => tally.complete += 1,
+            Some(_) => tally.failed += 1,
+            None => tally.cut += 1,
+        }
+        match outcome {
+            Some(o) if o.code.0 == 0 && o.finished => {
+                if job.checksum == Some(false) {
+                    return Err(format!("{what}: a wrong digest passed"));
+                }
+                check_complete_of(dir.path(), &job.name, &job.data, &what)?;
+            }
+            Some(o) => {
+                let all_404 = job.mirrors.iter().all(|(_, m)| *m == Mirror::NotFound);
+                if all_404 && !interrupted && o.code.0 != 3 {
+                    return Err(format!("{what}: only 404s, exit {} (aria2: 3)", o.code.0));
+                }
+                check_claims_of(dir.path(), &job.name, &job.data)
+                    .map_err(|e| format!("{what}: {e}"))?;
+            }
+            None if summary.is_some() && !interrupted => {
+                return Err(format!("{what}: no result"));
+            }
+            None => check_claims_of(dir.path(), &job.name, &job.data)
+                .map_err(|e| format!("{what}: {e}"))?,
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn simulated_lists_end_complete_or_resumable() {
+    if let Some(seed) = env_u64("RINGDL_SIM_LIST_SEED") {
+        if let Err(e) = run_list_seed(seed, true, &mut Tally::default()) {
+            panic!("list seed {seed}: {e}");
+        }
+        return;
+    }
+    let count = env_u64("RINGDL_SIM_SEEDS").map_or(LIST_SEEDS, |n| n / 3);
+    let first = env_u64("RINGDL_SIM_FIRST").unwrap_or(1);
+    let started = std::time::Instant::now();
+    let mut failures = Vec::new();
+    let mut tally = Tally::default();
+    for seed in first..first.saturating_add(count) {
+        if let Err(e) = run_list_seed(seed, false, &mut tally) {
+            eprintln!(
+                "list seed {seed} FAILED: {e}\n  replay: RINGDL_SIM_LIST_SEED={seed} cargo test \
+                 --lib engine::simulation::lists -- --nocapture"
+            );
+            failures.push(seed);
+            if failures.len() >= 10 {
+                break;
+            }
+        }
+    }
+    eprintln!(
+        "list simulation: seeds {first}..{} in {:.1} s, {} failed; downloads: {} complete, {} \
+         failed, {} cut by a kill or Ctrl-C",
+        first.saturating_add(count),
+        started.elapsed().as_secs_f64(),
+        failures.len(),
+        tally.complete,
+        tally.failed,
+        tally.cut
+    );
+    assert!(failures.is_empty(), "list seeds failed: {failures:?}");
+}
