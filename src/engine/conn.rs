@@ -708,7 +708,7 @@ pub struct BodySink<'a> {
     pub plan: Option<&'a mut Plan>,
     /// No range request of this download has been answered yet.
     pub ranges_unconfirmed: bool,
-    pub flushes: &'a mut std::collections::VecDeque<Flush>,
+    pub flushes: &'a mut super::driver::Flushes,
 }
 
 impl BodySink<'_> {
@@ -875,7 +875,7 @@ impl BodySink<'_> {
             fill.filled += n;
             let end = fill.off + fill.filled as u64;
             if fill.filled == write_size || end == seg.end {
-                self.flushes.push_back(Flush {
+                self.flushes.push(Flush {
                     dl: self.ex.dl,
                     fill,
                     at_file_end: end == plan.total(),

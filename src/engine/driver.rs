@@ -35,6 +35,7 @@ mod schedule;
 mod verify;
 mod writer;
 use resume::CannotResume;
+pub(super) use writer::Flushes;
 
 /// Receives application data on a TLS connection that has no exchange (idle, or between requests):
 /// there should be none, and any makes the connection unfit for reuse.
@@ -185,15 +186,12 @@ struct Engine<'a, R: Reactor<Tag>> {
     emergency: bool,
     tick: Duration,
     tick_op: Option<OpId>,
-    dns: HashMap<(String, u16), Vec<SocketAddr>>,
+    dns: connection::DnsCache,
     next_id: u64,
     /// Full blocks waiting to be written, in the order they filled.
-    flushes: VecDeque<Flush>,
+    flushes: Flushes,
     last_summary: Instant,
 }
-
-/// Most names kept in the DNS cache; past that it starts afresh.
-const DNS_CACHE: usize = 256;
 
 fn random_gid() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -344,9 +342,9 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         emergency: false,
         tick,
         tick_op: None,
-        dns: HashMap::new(),
+        dns: connection::DnsCache::default(),
         next_id: 1,
-        flushes: VecDeque::new(),
+        flushes: Flushes::default(),
         last_summary: now,
     };
     let result = engine.run_loop();
@@ -391,7 +389,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let ex = c.ex.as_ref().map(|e| e.dl);
             ex.into_iter().chain(c.want.as_ref().map(|w| w.dl))
         });
-        for dl in named.chain(self.flushes.iter().map(|f| f.dl)) {
+        for dl in named.chain(self.flushes.downloads()) {
             assert!(
                 self.dls
                     .get(dl)
@@ -423,7 +421,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         for slot in 0..self.conns.len() {
             self.close_conn(slot);
         }
-        self.flushes.clear();
+        self.flushes.drop_all();
         self.reactor.shutdown();
     }
 
@@ -602,10 +600,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             };
             match result {
                 Ok(addrs) => {
-                    if self.dns.len() >= DNS_CACHE {
-                        self.dns.clear();
-                    }
-                    self.dns.insert((host, port), addrs.clone());
+                    self.dns.insert(host, port, addrs.clone());
                     self.connect_to(slot, addrs);
                 }
                 Err(e) => {
@@ -640,7 +635,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.summary.emergency = true;
                 self.console.finish();
                 self.console.notice("Emergency shutdown.");
-                self.flushes.clear();
+                self.flushes.drop_all();
                 for slot in 0..self.conns.len() {
                     self.close_conn(slot);
                 }

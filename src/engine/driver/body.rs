@@ -34,7 +34,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let end = fill.off + fill.filled as u64;
         if fill.filled == write_size || end == seg_end {
             if let Some(fill) = c.fill.take() {
-                self.flushes.push_back(Flush {
+                self.flushes.push(Flush {
                     dl: ex.dl,
                     fill,
                     at_file_end: end == plan.total(),
@@ -166,7 +166,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 plan.set_total(pos);
                 d.length_known = true;
                 if let Some(f) = c.fill.take() {
-                    self.flushes.push_back(Flush {
+                    self.flushes.push(Flush {
                         dl,
                         fill: f,
                         at_file_end: true,
@@ -360,7 +360,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     f.off + store::write_len(f.filled, false) as u64
                 };
                 if kept > 0 {
-                    self.flushes.push_back(Flush {
+                    self.flushes.push(Flush {
                         dl,
                         fill: Fill { filled: kept, ..f },
                         at_file_end: whole,

@@ -3,6 +3,34 @@
 //! are decided here: retry, another mirror, or the end of the download.
 use super::*;
 
+/// Most names the DNS cache keeps; past that it starts afresh.
+const DNS_CACHE: usize = 256;
+
+/// Names resolved during the run, so that later connections to a host skip the lookup. Bounded: a
+/// run over a list of many hosts forgets them all once `DNS_CACHE` are known, rather than growing.
+#[derive(Default)]
+pub(super) struct DnsCache {
+    names: HashMap<(String, u16), Vec<SocketAddr>>,
+}
+
+impl DnsCache {
+    pub(super) fn get(&self, host: &str, port: u16) -> Option<&[SocketAddr]> {
+        self.names.get(&(host.to_string(), port)).map(Vec::as_slice)
+    }
+
+    pub(super) fn insert(&mut self, host: String, port: u16, addrs: Vec<SocketAddr>) {
+        if self.names.len() >= DNS_CACHE && !self.names.contains_key(&(host.clone(), port)) {
+            self.names.clear();
+        }
+        self.names.insert((host, port), addrs);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.names.len()
+    }
+}
+
 impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Starts work `w` on an idle kept-alive connection to its server, or on a new connection.
     pub(super) fn open(&mut self, w: Want) -> bool {
@@ -54,8 +82,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)])
             }
             _ => {
-                if let Some(addrs) = self.dns.get(&(key.host.clone(), key.port)) {
-                    let addrs = addrs.clone();
+                if let Some(addrs) = self.dns.get(&key.host, key.port) {
+                    let addrs = addrs.to_vec();
                     self.connect_to(slot, addrs);
                 } else if let Some(r) = self.resolver.as_ref() {
                     r.lookup(id, &key.host, key.port);
@@ -712,5 +740,30 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             "CUID#{conn} - Download aborted. URI={uri}: errorCode={} {msg}",
             code.0
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Review finding 8: the DNS cache was never evicted, so a run over a list of many hosts kept
+    /// every name it had resolved.
+    #[test]
+    fn the_dns_cache_stays_bounded_and_keeps_what_it_holds_up_to_date() {
+        let mut cache = DnsCache::default();
+        let a = |i: u16| vec![SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 80))];
+        for i in 0..(DNS_CACHE as u16 * 4) {
+            cache.insert(format!("h{i}.example"), 80, a(i));
+            assert!(cache.len() <= DNS_CACHE, "{} names after {i}", cache.len());
+            assert_eq!(cache.get(&format!("h{i}.example"), 80), Some(&a(i)[..]));
+        }
+        // Another port is another entry; a name already there is replaced, not a reason to evict.
+        let before = cache.len();
+        let last = format!("h{}.example", DNS_CACHE as u16 * 4 - 1);
+        assert_eq!(cache.get(&last, 443), None);
+        cache.insert(last.clone(), 80, a(1));
+        assert_eq!(cache.len(), before);
+        assert_eq!(cache.get(&last, 80), Some(&a(1)[..]));
     }
 }

@@ -211,7 +211,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     /// Ends a download whose work is done (or failed) once nothing of it is in flight.
     pub(super) fn maybe_finish(&mut self, dl: usize) {
-        if self.flushes.iter().any(|f| f.dl == dl) {
+        if self.flushes.holds(dl) {
             return;
         }
         let working = self.conn_count(dl) > 0;
@@ -269,7 +269,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .iter()
             .flatten()
             .any(|c| c.fill.is_some() && c.ex.as_ref().is_some_and(|e| e.dl == dl))
-            || self.flushes.iter().any(|f| f.dl == dl);
+            || self.flushes.holds(dl);
         if !complete || pending_fill {
             return;
         }

@@ -3,13 +3,40 @@
 //! buffered fallback's writeback.
 use super::*;
 
+/// Full blocks waiting to be written, in the order they filled. The body puts them in; only the
+/// writer takes them out (its field is private to this file); every other part may only ask which
+/// downloads have some, or, on an emergency stop, drop them all.
+#[derive(Default)]
+pub(in crate::engine) struct Flushes(VecDeque<Flush>);
+
+impl Flushes {
+    pub(in crate::engine) fn push(&mut self, flush: Flush) {
+        self.0.push_back(flush);
+    }
+
+    /// Whether blocks of download `dl` are waiting.
+    pub(in crate::engine) fn holds(&self, dl: usize) -> bool {
+        self.0.iter().any(|f| f.dl == dl)
+    }
+
+    /// The downloads of the waiting blocks (one entry per block).
+    pub(in crate::engine) fn downloads(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().map(|f| f.dl)
+    }
+
+    /// Drops every waiting block (its memory goes back to the pool).
+    pub(in crate::engine) fn drop_all(&mut self) {
+        self.0.clear();
+    }
+}
+
 impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Issues the writes of the blocks that filled, in the order they filled. A download whose
     /// earlier file still has writes in flight keeps its blocks until those end.
     pub(super) fn submit_flushes(&mut self) {
         let mut idle = Vec::new();
         let mut held = VecDeque::new();
-        while let Some(fl) = self.flushes.pop_front() {
+        while let Some(fl) = self.flushes.0.pop_front() {
             let d = &mut self.dls[fl.dl];
             // A file no control file can describe (length unknown) is trusted by `-c` up to its
             // length, so it must only ever grow without a gap: one write at a time, in order.
@@ -65,7 +92,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             };
             self.reactor.write(tag, file, block, 0, len, off);
         }
-        self.flushes = held;
+        self.flushes.0 = held;
         for dl in idle {
             self.maybe_finish(dl);
         }

@@ -94,6 +94,8 @@ pub struct Faults {
     pub kill_at: Option<u64>,
     /// Ctrl-C arrives (on the descriptor from [`signal_fd`]) at these steps, in order.
     pub interrupts: Vec<u64>,
+    /// Every read of the signal descriptor fails at once (EBADF).
+    pub signal_fd_fails: bool,
 }
 
 /// How a run on the simulated reactor ended, when not by the engine's own choice.
@@ -118,6 +120,8 @@ pub struct World {
     pub steps: u64,
     /// Operations (other than timers) the engine left in flight when its run ended.
     pub left_in_flight: usize,
+    /// File reads done (`--checksum` reading back what was not hashed as it was written).
+    pub file_reads: u64,
 }
 
 /// A simulated socket: its number is only a key.
@@ -285,6 +289,9 @@ impl<T> Sim<T> {
             Kind::Timer(due) => Some(*due),
             Kind::Never => {
                 let w = self.world.borrow();
+                if w.faults.signal_fd_fails && fd_of(&op.owned) == SIGNAL_FD {
+                    return Some(self.clock);
+                }
                 let due = w.faults.interrupts.get(self.interrupts_given).copied();
                 // Due: now. Not yet: a second later (time moves on while nothing else does).
                 match due.filter(|_| fd_of(&op.owned) == SIGNAL_FD) {
@@ -330,6 +337,7 @@ impl<T> Sim<T> {
                     None => -libc::EINVAL,
                 }
             }
+            Kind::Never if faults.signal_fd_fails => -libc::EBADF,
             Kind::Never => {
                 // Only the signal descriptor's read ever completes: one Ctrl-C.
                 self.interrupts_given += 1;
@@ -464,6 +472,7 @@ impl<T> Sim<T> {
                 completion_result(usize::try_from(r).map_err(|_| io::Error::last_os_error()))
             }
             Kind::ReadFile { offset } => {
+                self.world.borrow_mut().file_reads += 1;
                 let Owned::Block(file, block) = &mut op.owned else {
                     return -libc::EINVAL;
                 };

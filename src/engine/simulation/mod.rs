@@ -661,6 +661,74 @@ fn a_kill_never_leaves_bytes_no_control_file_accounts_for() {
     }
 }
 
+/// Review finding 8: full blocks were written newest first (a LIFO queue), so when several waited
+/// at once (behind the first control-file save, or one write at a time for a file of unknown
+/// length) they went out backwards and missed `--checksum`'s in-order hash, which then read the
+/// file back. One stream, short writes, completions out of order: every byte must be hashed as it
+/// is written, in file order, and nothing read back.
+#[test]
+fn one_stream_is_hashed_in_file_order_without_reading_back() {
+    for framing in [Framing::Length, Framing::Chunked, Framing::UntilClose] {
+        for seed in 1..6 {
+            let good = Mirror::Good {
+                ranges: true,
+                framing,
+            };
+            let faults = Faults {
+                max_chunk: 100_000,
+                short_write: 300,
+                reorder: true,
+                ..Faults::default()
+            };
+            let mut sc = custom(seed, 3_000_017, vec![good], &["-s1", "-x1"], faults);
+            sc.args
+                .push(format!("--checksum=sha-256={}", sha256_hex(&sc.data)));
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let world = Rc::new(RefCell::new(World {
+                servers: sc.servers(),
+                faults: sc.faults.clone(),
+                ..World::default()
+            }));
+            let what = format!("{framing:?}, seed {seed}");
+            let ended = run(
+                sc.budget,
+                dir.path(),
+                &sc.args,
+                &[url(0)],
+                None,
+                world.clone(),
+                seed,
+            );
+            let Ok(Ended::Done(summary)) = ended else {
+                panic!("{what}: the run did not end by itself");
+            };
+            let outcome = summary.results.first().expect("a result");
+            assert_eq!((outcome.code.0, outcome.finished), (0, true), "{what}");
+            check_complete(dir.path(), &sc.data, &what).unwrap_or_else(|e| panic!("{e}"));
+            let reads = world.borrow().file_reads;
+            assert_eq!(reads, 0, "{what}: {reads} blocks read back for the digest");
+        }
+    }
+}
+
+/// Review finding 6: a descriptor read that failed (the signal descriptor here) was issued again at
+/// once, failed again, for ever: the loop spun and the download never ended. A broken signal
+/// descriptor must cost Ctrl-C, not the download.
+#[test]
+fn a_failing_signal_descriptor_is_not_read_again_for_ever() {
+    let good = Mirror::Good {
+        ranges: true,
+        framing: Framing::Length,
+    };
+    let faults = Faults {
+        max_chunk: 100_000,
+        signal_fd_fails: true,
+        ..Faults::default()
+    };
+    let sc = custom(7, 2_000_000, vec![good], &["-s2"], faults);
+    check_scenario(&sc, false).unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// Runs block `block` of the seeds: `RINGDL_SIM_SEEDS` of them (default [`DEFAULT_SEEDS`]) from
 /// `RINGDL_SIM_FIRST` (default 1) + `block` × that count; or only `RINGDL_SIM_SEED`.
 fn run_seeds(block: u64) {
