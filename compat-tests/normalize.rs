@@ -545,8 +545,9 @@ pub fn help_shape(text: &str) -> Vec<String> {
     out
 }
 
-/// For `-v`: the first line with the version number replaced (`PROG version V`), and whether an
-/// `Enabled Features: ` line follows (its list is each program's own).
+/// For `-v`: the first line with the version number replaced (`PROG version V`), whether an
+/// `Enabled Features: ` line follows (its list is each program's own), and the `Hash Algorithms:`
+/// line as it is (programs read it to decide which checksums they can ask for).
 pub fn version_shape(text: &str) -> String {
     let first = text.lines().next().unwrap_or("");
     let first = match first.split_once(" version ") {
@@ -554,7 +555,11 @@ pub fn version_shape(text: &str) -> String {
         None => first.to_string(),
     };
     let features = text.lines().any(|l| l.starts_with("Enabled Features: "));
-    format!("{first} / Enabled Features line: {features}")
+    let hashes = text
+        .lines()
+        .find(|l| l.starts_with("Hash Algorithms: "))
+        .unwrap_or("no Hash Algorithms line");
+    format!("{first} / Enabled Features line: {features} / {hashes}")
 }
 
 #[cfg(test)]

@@ -137,15 +137,25 @@ fn real_main() -> i32 {
     i32::from(code.0)
 }
 
+/// `-v`: laid out as aria2c's, whose `Enabled Features:` and `Hash Algorithms:` lines programs read
+/// (apt-fast verifies packages only with the algorithms that line names).
 fn version_text() -> String {
+    let hashes: Vec<&str> = ringdl::store::checksum::Kind::ALL
+        .iter()
+        .map(|k| k.name())
+        .collect();
     format!(
         "ringdl version {}\n\
          aria2c-compatible command line (aria2 1.36/1.37)\n\
          \n\
          ** Configuration **\n\
-         Enabled Features: HTTP, HTTPS (rustls {}, TLS 1.2/1.3), io_uring, O_DIRECT, Async DNS (resolver thread)\n\
+         Enabled Features: Async DNS, HTTPS, Message Digest\n\
+         Hash Algorithms: {}\n\
+         Libraries: rustls/{}\n\
+         Engine: io_uring, O_DIRECT\n\
          Not supported: BitTorrent, Metalink, FTP, SFTP, JSON-RPC, proxies, cookies\n",
         env!("CARGO_PKG_VERSION"),
+        hashes.join(", "),
         "0.23"
     )
 }

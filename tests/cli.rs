@@ -295,3 +295,116 @@ fn log_file_gets_timestamped_lines() {
     assert_eq!(&complete[26..36], " [NOTICE] ");
     let _ = Path::new(&log);
 }
+
+/// The `Hash Algorithms:` line of `-v`, as programs read it.
+fn hash_algorithms(version: &str) -> Option<Vec<String>> {
+    let line = version
+        .lines()
+        .find_map(|l| l.strip_prefix("Hash Algorithms: "))?;
+    Some(line.split(", ").map(str::to_string).collect())
+}
+
+/// apt-fast runs `aria2c -v` and verifies packages only with the algorithms its `Hash
+/// Algorithms:` line names; without the line it printed "Checksums disabled" and took a corrupt
+/// package. The line must be there, name what aria2c names (in its order), and every name on it
+/// must be one `--checksum` verifies: a wrong digest of that algorithm's length ends with 32.
+#[test]
+fn version_lists_the_hash_algorithms_checksum_verifies() {
+    let dir = TestDir::new();
+    let run = ringdl(&dir, &["-v"]);
+    assert_eq!(run.code(), 0, "{run}");
+    let ours =
+        hash_algorithms(&run.stdout).unwrap_or_else(|| panic!("no Hash Algorithms line\n{run}"));
+    if require_peer("aria2c", have_program("aria2c")) {
+        let theirs = Command::new("aria2c").arg("-v").output().unwrap();
+        let theirs = hash_algorithms(&String::from_utf8_lossy(&theirs.stdout));
+        assert_eq!(Some(ours.clone()), theirs, "aria2c's Hash Algorithms line");
+    }
+    let server = TestServer::plain();
+    let data = content(43, 100_000);
+    server.route("/h.bin", Route::bytes(data));
+    let digest_len = |name: &str| match name {
+        "md5" => 16,
+        "sha-1" => 20,
+        "sha-224" => 28,
+        "sha-256" => 32,
+        "sha-384" => 48,
+        "sha-512" => 64,
+        "adler32" => 4,
+        other => panic!("-v names {other}, which aria2 does not know"),
+    };
+    for name in &ours {
+        let dir = TestDir::new();
+        let wrong = "0".repeat(2 * digest_len(name));
+        let checksum = format!("--checksum={name}={wrong}");
+        let d = format!("-d{}", dir.path().display());
+        let run = ringdl(
+            &dir,
+            &[
+                "--no-conf",
+                d.as_str(),
+                checksum.as_str(),
+                &server.url("/h.bin"),
+            ],
+        );
+        assert_eq!(
+            run.code(),
+            32,
+            "{name}: a wrong digest must fail the download\n{run}"
+        );
+    }
+}
+
+/// Options programs pass to aria2c on every run that tune what ringdl does its own way (yt-dlp,
+/// apt-fast, download managers' aria2.conf files): no value of them changes a file, the output or
+/// the exit status here, so they must not print a warning aria2c does not print. An option whose
+/// loss the user would notice (a file it asks for, here `--server-stat-of`) still warns.
+#[test]
+fn tuning_options_are_accepted_without_a_warning() {
+    let server = TestServer::plain();
+    let data = content(44, 300_000);
+    server.route("/t.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let d = format!("-d{}", dir.path().display());
+    let quiet = [
+        "--uri-selector=adaptive",
+        "--stream-piece-selector=geom",
+        "--server-stat-timeout=60",
+        "--async-dns=false",
+        "--enable-async-dns6=true",
+        "--event-poll=epoll",
+        "--enable-mmap=true",
+        "--max-mmap-limit=1M",
+        "--disk-cache=64M",
+        "--deferred-input=true",
+        "--optimize-concurrent-downloads=true",
+        "--enable-http-pipelining=true",
+        "--max-download-result=10",
+        "--keep-unfinished-download-result=false",
+        "--socket-recv-buffer-size=1M",
+        "--rlimit-nofile=1024",
+        "--realtime-chunk-checksum=false",
+    ];
+    let mut args: Vec<String> = vec!["--no-conf".into(), d.clone()];
+    args.extend(quiet.iter().map(|s| s.to_string()));
+    args.push(server.url("/t.bin"));
+    let run = ringdl(&dir, &args);
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(run.lines_with("WARN").is_empty(), "{run}");
+    assert_eq!(sha256_file(&dir.join("t.bin")), sha256_hex(&data));
+
+    let dir = TestDir::new();
+    let d = format!("-d{}", dir.path().display());
+    let stat = format!("--server-stat-of={}", dir.join("stats").display());
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            d.as_str(),
+            stat.as_str(),
+            &server.url("/t.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(run.lines_with("WARN").len(), 1, "{run}");
+}

@@ -40,6 +40,10 @@ pub enum Support {
     /// Recognised and accepted, but the feature is not in ringdl (yet): using it warns once, naming
     /// the feature, e.g. `No("BitTorrent")`.
     No(&'static str),
+    /// Recognised and accepted without a word: it tunes something ringdl does its own way, and no
+    /// value of it changes anything a user can see in the files, the output or the exit status.
+    /// Programs that call aria2c pass such options on every run. The text says why (for the manual).
+    NoEffect(&'static str),
 }
 
 /// One aria2c option.
@@ -148,6 +152,10 @@ impl OptDef {
     }
     pub const fn unsupported(mut self, feature: &'static str) -> Self {
         self.support = Support::No(feature);
+        self
+    }
+    pub const fn no_effect(mut self, why: &'static str) -> Self {
+        self.support = Support::NoEffect(why);
         self
     }
     pub const fn input(mut self) -> Self {

@@ -755,12 +755,22 @@ fn man_option(m: &mut String, o: &OptDef) {
     if o.cumulative {
         more.push_str(".PP\nMay be given more than once; every value is used.\n");
     }
-    if let Support::No(feature) = o.support {
-        let _ = writeln!(
-            more,
-            ".PP\nAccepted for compatibility and ignored: ringdl does not support {} yet.",
-            roff(feature)
-        );
+    match o.support {
+        Support::No(feature) => {
+            let _ = writeln!(
+                more,
+                ".PP\nAccepted for compatibility and ignored: ringdl does not support {} yet.",
+                roff(feature)
+            );
+        }
+        Support::NoEffect(why) => {
+            let _ = writeln!(
+                more,
+                ".PP\nAccepted for compatibility, without a warning: it changes nothing here, as {}.",
+                roff(why)
+            );
+        }
+        Support::Yes => {}
     }
     if !more.is_empty() {
         m.push_str(".RS\n");
@@ -772,7 +782,7 @@ fn man_option(m: &mut String, o: &OptDef) {
 /// What to add where a file or variable works through an option ringdl does not act on yet.
 fn option_note(opts: &[OptDef], name: &str) -> String {
     match find(opts, name).map(|o| o.support) {
-        Some(Support::Yes) => String::new(),
+        Some(Support::Yes) | Some(Support::NoEffect(_)) => String::new(),
         Some(Support::No(feature)) => {
             format!("ringdl does not support {feature} yet, so it ignores this.")
         }

@@ -297,7 +297,7 @@ pub static OPTIONS: &[OptDef] = &[
     .default("true")
     .tags(&["#metalink", "#checksum"])
     .input()
-    .unsupported("checksum")
+    .no_effect("it applies to Metalink chunk checksums only")
     .long("Chunk checksums come from Metalink files."),
     opt(
         "check-integrity",
@@ -373,7 +373,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .default("false")
     .tags(&["#advanced"])
-    .unsupported("deferred input")
+    .no_effect("ringdl reads input files as it goes")
     .long("Saves memory when the input file is very large."),
     opt(
         "max-concurrent-downloads",
@@ -399,7 +399,7 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("true, false, A:B")
     .default("false")
     .tags(&["#advanced"])
-    .unsupported("adaptive concurrency")
+    .no_effect("ringdl runs --max-concurrent-downloads downloads at once")
     .long(
         "The count becomes A + B * log10(speed in Mbit/s), using the speed of \
             earlier downloads, and never exceeds --max-concurrent-downloads. `true` \
@@ -505,7 +505,7 @@ pub static OPTIONS: &[OptDef] = &[
     .default("true")
     .tags(&["#advanced"])
     .input()
-    .unsupported("DNS options"),
+    .no_effect("ringdl always resolves names off its loop, with the system resolver"),
     opt(
         "summary-interval",
         ValueKind::Int {
@@ -546,7 +546,7 @@ pub static OPTIONS: &[OptDef] = &[
     .default("feedback")
     .tags(&["#http", "#ftp"])
     .input()
-    .unsupported("mirror selection")
+    .no_effect("ringdl uses every usable mirror at once and drops one that fails")
     .long(
         "'inorder' tries URIs in the order given. 'feedback' prefers the server \
             that was fastest in earlier downloads, which also skips dead mirrors. \
@@ -566,7 +566,7 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("0-2147483647")
     .default("86400")
     .tags(&["#http", "#ftp"])
-    .unsupported("mirror selection"),
+    .no_effect("ringdl keeps no server statistics between runs"),
     opt(
         "server-stat-if",
         ValueKind::Path,
@@ -575,7 +575,7 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("FILE")
     .possible("/path/to/file")
     .tags(&["#http", "#ftp"])
-    .unsupported("mirror selection")
+    .no_effect("ringdl keeps no server statistics between runs")
     .long("Mirror selectors such as 'feedback' use it; see --uri-selector."),
     opt(
         "server-stat-of",
@@ -619,7 +619,7 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("epoll, poll, select")
     .default("epoll")
     .tags(&["#advanced"])
-    .unsupported("socket tuning")
+    .no_effect("ringdl waits on io_uring")
     .long("The choices depend on the platform aria2 was built for."),
     opt(
         "enable-rpc",
@@ -946,7 +946,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .tags(&["#advanced", "#deprecated"])
     .input()
-    .unsupported("DNS options")
+    .no_effect("ringdl always resolves names off its loop, with the system resolver")
     .long("Has no effect with --async-dns=false."),
     opt(
         "max-download-result",
@@ -957,7 +957,7 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("0-*")
     .default("1000")
     .tags(&["#advanced"])
-    .unsupported("download result history")
+    .no_effect("it only bounds the RPC interface's history")
     .long(
         "Results of completed, failed and removed downloads are kept first in, \
             first out; 0 keeps none. Unfinished downloads are kept anyway; see \
@@ -1010,7 +1010,7 @@ pub static OPTIONS: &[OptDef] = &[
     .default("default")
     .tags(&["#http", "#ftp"])
     .input()
-    .unsupported("piece selection")
+    .no_effect("ringdl splits and orders ranges its own way")
     .long(
         "'default' keeps the number of new connections low. 'inorder' fetches \
             from the start of the file first, so media can play while it downloads. \
@@ -1099,7 +1099,7 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#advanced", "#experimental"])
     .input()
-    .unsupported("mmap")
+    .no_effect("ringdl writes with O_DIRECT from its own aligned blocks")
     .long("See --max-mmap-limit for the size limit."),
     opt(
         "force-save",
@@ -1136,7 +1136,7 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("0-*")
     .default("16M")
     .tags(&["#advanced"])
-    .unsupported("disk cache")
+    .no_effect("ringdl writes with O_DIRECT from its own aligned blocks")
     .long(
         "One cache serves all downloads. Writing larger blocks in file order cuts \
             disk I/O, and cached data need not be read back for hash checks. Takes a \
@@ -1219,7 +1219,7 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("1-*")
     .default("1024")
     .tags(&["#advanced"])
-    .unsupported("socket tuning")
+    .no_effect("ringdl needs few descriptors: one per connection and file")
     .long(
         "Never lowers the limit or exceeds the hard limit; does nothing where the \
             system lacks it.",
@@ -1246,7 +1246,7 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("0-16777216")
     .default("0")
     .tags(&["#advanced"])
-    .unsupported("socket tuning")
+    .no_effect("ringdl leaves socket buffers to the kernel")
     .long("Takes a K or M suffix; at most 16M."),
     opt(
         "max-mmap-limit",
@@ -1261,7 +1261,7 @@ pub static OPTIONS: &[OptDef] = &[
     .default("9223372036854775807")
     .tags(&["#advanced"])
     .input()
-    .unsupported("mmap")
+    .no_effect("ringdl writes with O_DIRECT from its own aligned blocks")
     .long(
         "The size is the sum of all files in the download; bigger downloads are \
             not memory-mapped. Takes a K or M suffix.",
@@ -1281,7 +1281,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .default("true")
     .tags(&["#advanced"])
-    .unsupported("download result history")
+    .no_effect("it only bounds the RPC interface's history")
     .long(
         "Makes sure every unfinished download reaches the --save-session file; \
             there is no upper bound on how many are kept.",
@@ -1406,7 +1406,7 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#http"])
     .input()
-    .unsupported("HTTP pipelining"),
+    .no_effect("ringdl sends one request at a time on a connection, which servers answer the same"),
     opt(
         "header",
         ValueKind::Text,

@@ -15,6 +15,17 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in the order `aria2c -v` lists them after `Hash Algorithms:`.
+    pub const ALL: [Kind; 7] = [
+        Kind::Sha1,
+        Kind::Sha224,
+        Kind::Sha256,
+        Kind::Sha384,
+        Kind::Sha512,
+        Kind::Md5,
+        Kind::Adler32,
+    ];
+
     /// aria2's name for it (`sha-256`).
     pub fn name(self) -> &'static str {
         match self {
@@ -29,17 +40,7 @@ impl Kind {
     }
 
     fn from_name(s: &str) -> Option<Kind> {
-        [
-            Kind::Md5,
-            Kind::Sha1,
-            Kind::Sha224,
-            Kind::Sha256,
-            Kind::Sha384,
-            Kind::Sha512,
-            Kind::Adler32,
-        ]
-        .into_iter()
-        .find(|k| k.name() == s)
+        Kind::ALL.into_iter().find(|k| k.name() == s)
     }
 
     /// Digest length in bytes.
