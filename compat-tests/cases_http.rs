@@ -1,7 +1,7 @@
 //! HTTP outcomes: statuses and their exit codes, redirects, connection failures, body framings,
 //! servers without Range, naming from the response.
 
-use super::harness::{Case, Cmp, Diff, M, R};
+use super::harness::{Case, Cmp, Diff, Pre, M, R};
 use crate::support::server::{Fault, When};
 
 const F: &[R] = &[R::File("/f.bin", 100_000)];
@@ -175,6 +175,56 @@ cases! {
         args: &["{url}/t.bin"],
         routes: &[R::FileWith("/t.bin", 200_000, &[M::Fault(Fault::ResetAfter(20_000), When::Request(1))])],
         cmp: Cmp::Nothing,
+        ..Case::DEFAULT
+    };
+
+    // ---- request shaping, credentials, cookies ----
+    referer_star = Case {
+        args: &["--referer=*", "{url}/f.bin"],
+        routes: F,
+        req_headers: &["Referer"],
+        ..Case::DEFAULT
+    };
+    referer_value = Case {
+        args: &["--referer", "http://from.example/page", "{url}/f.bin"],
+        routes: F,
+        req_headers: &["Referer"],
+        ..Case::DEFAULT
+    };
+    http_no_cache = Case {
+        args: &["--http-no-cache=true", "{url}/f.bin"],
+        routes: F,
+        req_headers: &["Pragma", "Cache-Control"],
+        ..Case::DEFAULT
+    };
+    http_user_basic = Case {
+        args: &["--http-user=alice", "--http-passwd=s3cret", "{url}/f.bin"],
+        routes: F,
+        req_headers: &["Authorization"],
+        ..Case::DEFAULT
+    };
+    http_user_auth_challenge_without_a_challenge = Case {
+        args: &["--http-user=alice", "--http-passwd=s3cret", "--http-auth-challenge=true", "{url}/f.bin"],
+        routes: F,
+        req_headers: &["Authorization"],
+        ..Case::DEFAULT
+    };
+    unauthorized_is_24 = Case { args: &["{url}/a.bin"], routes: &[R::Status("/a.bin", 401)], ..Case::DEFAULT };
+    load_cookies_sends_them = Case {
+        args: &["--load-cookies=cookies.txt", "{url}/f.bin"],
+        pre: &[Pre::Text(
+            "cookies.txt",
+            "127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tabc\n127.0.0.1\tFALSE\t/other\tFALSE\t0\tno\t1\n",
+        )],
+        routes: F,
+        req_headers: &["Cookie"],
+        known: &["K-COOKIES"],
+        diffs: &[Diff::Rewrite("Cookie: sid=abc;", "Cookie: sid=abc")],
+        ..Case::DEFAULT
+    };
+    load_cookies_missing_file = Case {
+        args: &["--load-cookies=none.txt", "{url}/f.bin"],
+        routes: F,
         ..Case::DEFAULT
     };
 }

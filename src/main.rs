@@ -149,11 +149,11 @@ fn version_text() -> String {
          aria2c-compatible command line (aria2 1.36/1.37)\n\
          \n\
          ** Configuration **\n\
-         Enabled Features: Async DNS, HTTPS, Message Digest\n\
+         Enabled Features: Async DNS, GZip, HTTPS, Message Digest\n\
          Hash Algorithms: {}\n\
          Libraries: rustls/{}\n\
          Engine: io_uring, O_DIRECT\n\
-         Not supported: BitTorrent, Metalink, FTP, SFTP, JSON-RPC, proxies, cookies\n",
+         Not supported: BitTorrent, Metalink, FTP, SFTP, JSON-RPC, proxies, Firefox3 cookies\n",
         env!("CARGO_PKG_VERSION"),
         hashes.join(", "),
         "0.23"

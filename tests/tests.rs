@@ -12,5 +12,7 @@ mod faults;
 mod findings;
 mod generated;
 mod nginx;
+mod programs;
+mod requests;
 mod resume;
 mod support;

@@ -16,46 +16,56 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "allow-overwrite",
     "allow-piece-length-change",
     "always-resume",
+    "auto-file-renaming",
+    "auto-save-interval",
+    "ca-certificate",
+    "check-certificate",
     "check-integrity",
     "checksum",
     "conditional-get",
-    "dry-run",
-    "file-allocation",
-    "no-file-allocation-limit",
-    "remote-time",
-    "lowest-speed-limit",
-    "max-download-limit",
-    "max-file-not-found",
-    "max-overall-download-limit",
-    "retry-wait",
-    "auto-save-interval",
-    "continue",
-    "max-resume-failure-tries",
-    "piece-length",
-    "remove-control-file",
-    "auto-file-renaming",
-    "ca-certificate",
-    "check-certificate",
     "conf-path",
     "connect-timeout",
     "console-log-level",
+    "continue",
     "dir",
     "download-result",
+    "dry-run",
     "enable-color",
+    "file-allocation",
     "force-sequential",
     "header",
     "help",
+    "http-accept-gzip",
+    "http-auth-challenge",
+    "http-no-cache",
+    "http-passwd",
+    "http-user",
     "human-readable",
     "input-file",
+    "load-cookies",
     "log",
     "log-level",
+    "lowest-speed-limit",
     "max-concurrent-downloads",
     "max-connection-per-server",
+    "max-download-limit",
+    "max-file-not-found",
+    "max-overall-download-limit",
+    "max-resume-failure-tries",
     "max-tries",
     "min-split-size",
+    "netrc-path",
     "no-conf",
+    "no-file-allocation-limit",
+    "no-netrc",
     "out",
+    "piece-length",
     "quiet",
+    "referer",
+    "remote-time",
+    "remove-control-file",
+    "retry-wait",
+    "save-cookies",
     "show-console-readout",
     "split",
     "summary-interval",
@@ -106,6 +116,19 @@ pub struct DownloadOptions {
     pub auto_file_renaming: bool,
     pub user_agent: String,
     pub headers: Vec<String>,
+    /// `--referer`: `*` means the URI requested.
+    pub referer: Option<String>,
+    /// `--http-no-cache`: send `Cache-Control: no-cache` and `Pragma: no-cache`.
+    pub http_no_cache: bool,
+    /// `--http-user`/`--http-passwd`: Basic credentials for the origins of this download's URIs.
+    pub http_user: Option<String>,
+    pub http_passwd: Option<String>,
+    /// `--http-auth-challenge`: send them only once a server asked (401).
+    pub http_auth_challenge: bool,
+    /// `-n`: do not take credentials from the netrc file.
+    pub no_netrc: bool,
+    /// `--http-accept-gzip`: ask for gzip/deflate bodies and inflate them.
+    pub http_accept_gzip: bool,
     /// `-c`: go on from an existing file that has no control file.
     pub continue_partial: bool,
     /// Piece length of new control files.
@@ -171,6 +194,12 @@ pub struct Settings {
     pub uris: Vec<String>,
     /// Warnings to print once logging is set up (unknown config keys, ignored options).
     pub warnings: Vec<String>,
+    /// `--netrc-path` (`~/.netrc` unless given).
+    pub netrc_path: PathBuf,
+    /// `--load-cookies`: a Netscape/Mozilla cookie file read at start.
+    pub load_cookies: Option<PathBuf>,
+    /// `--save-cookies`: where the cookies are written at the end.
+    pub save_cookies: Option<PathBuf>,
 }
 
 /// What the command line asks for.
@@ -479,8 +508,29 @@ pub fn check_value(def: &OptDef, v: &str) -> Result<(), String> {
     }
 }
 
+/// Options whose values go into a request's head (or a proxy's): a CR or LF in them would start a
+/// header of someone else's choosing, so they are refused (aria2c passes them through).
+const HEAD_VALUES: &[&str] = &[
+    "header",
+    "user-agent",
+    "referer",
+    "http-user",
+    "http-passwd",
+    "http-proxy-user",
+    "http-proxy-passwd",
+    "https-proxy-user",
+    "https-proxy-passwd",
+    "all-proxy-user",
+    "all-proxy-passwd",
+];
+
 /// Options with a syntax of their own.
 fn check_text(name: &str, v: &str) -> Result<(), String> {
+    if HEAD_VALUES.contains(&name) && v.contains(['\r', '\n', '\0']) {
+        return Err(format!(
+            "{name} must not contain CR, LF or NUL: it would inject a header into the request."
+        ));
+    }
     match name {
         "checksum" => {
             let (kind, digest) = v.split_once('=').ok_or("Unrecognized checksum")?;
@@ -833,7 +883,18 @@ fn refuse_unsupported_downloads(layer: &Layer, uris: &[String]) -> Result<(), Us
         }
     }
     for u in uris {
-        check_uri(u).map_err(fail)?;
+        if u.contains(|c: char| c.is_ascii_control()) {
+            // The URL parser would drop CR, LF and tabs silently; a URI with them is not the
+            // one the user meant, and may be an attempt to inject a header.
+            return Err(UsageError {
+                message: format!(
+                    "Exception: errorCode=28 The URI contains a control character (CR, LF, TAB or NUL): {}",
+                    crate::http::auth::redact(&u.escape_debug().to_string())
+                ),
+                exit_code: 28,
+            });
+        }
+        check_uri(u).map_err(|e| fail(crate::http::auth::redact(&e)))?;
     }
     Ok(())
 }
@@ -881,6 +942,13 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         auto_file_renaming: r.bool("auto-file-renaming"),
         user_agent: r.raw("user-agent").unwrap_or_default().to_string(),
         headers: r.all("header"),
+        referer: r.text("referer"),
+        http_no_cache: r.bool("http-no-cache"),
+        http_user: r.text("http-user"),
+        http_passwd: r.text("http-passwd"),
+        http_auth_challenge: r.bool("http-auth-challenge"),
+        no_netrc: r.bool("no-netrc"),
+        http_accept_gzip: r.bool("http-accept-gzip"),
         continue_partial: r.bool("continue"),
         piece_length: u32::try_from(r.size("piece-length")).unwrap_or(1 << 20),
         allow_piece_length_change: r.bool("allow-piece-length-change"),
@@ -925,6 +993,13 @@ impl DownloadOptions {
                 "auto-file-renaming" => o.auto_file_renaming = v == "true",
                 "user-agent" => o.user_agent = v.clone(),
                 "header" => o.headers.push(v.clone()),
+                "referer" => o.referer = Some(v.clone()).filter(|s| !s.is_empty()),
+                "http-no-cache" => o.http_no_cache = v == "true",
+                "http-user" => o.http_user = Some(v.clone()).filter(|s| !s.is_empty()),
+                "http-passwd" => o.http_passwd = Some(v.clone()).filter(|s| !s.is_empty()),
+                "http-auth-challenge" => o.http_auth_challenge = v == "true",
+                "no-netrc" => o.no_netrc = v == "true",
+                "http-accept-gzip" => o.http_accept_gzip = v == "true",
                 "continue" => o.continue_partial = v == "true",
                 "piece-length" => {
                     o.piece_length = defs::parse_size(v)
@@ -1006,6 +1081,20 @@ fn build(
         input_file,
         uris,
         warnings,
+        netrc_path: match layer.get("netrc-path") {
+            Some(p) => PathBuf::from(expand_home(p, env)),
+            None => env
+                .home
+                .as_ref()
+                .map(|h| h.join(".netrc"))
+                .unwrap_or_default(),
+        },
+        load_cookies: r
+            .text("load-cookies")
+            .map(|p| PathBuf::from(expand_home(&p, env))),
+        save_cookies: r
+            .text("save-cookies")
+            .map(|p| PathBuf::from(expand_home(&p, env))),
     };
     if settings.uris.is_empty() && settings.input_file.is_none() {
         return Err(usage_error("Specify at least one URL.".to_string(), 1));

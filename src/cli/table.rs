@@ -171,7 +171,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("REFERER")
     .tags(&["#http"])
     .input()
-    .unsupported("referer")
     .long(
         "Applies to every HTTP(S) download. '*' pairs well with \
             -P/--parameterized-uri.",
@@ -325,7 +324,6 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("/path/to/file")
     .default("$HOME/.netrc")
     .tags(&[])
-    .unsupported("netrc")
     .long("Defaults to .netrc in the home directory. -n/--no-netrc turns netrc off."),
     opt(
         "continue",
@@ -349,8 +347,7 @@ pub static OPTIONS: &[OptDef] = &[
     .short('n')
     .default("false")
     .tags(&["#http", "#ftp"])
-    .input()
-    .unsupported("netrc"),
+    .input(),
     opt(
         "input-file",
         ValueKind::Path,
@@ -1344,8 +1341,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("USER")
     .tags(&["#basic", "#http"])
-    .input()
-    .unsupported("HTTP authentication"),
+    .input(),
     opt(
         "http-passwd",
         ValueKind::Text,
@@ -1353,8 +1349,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("PASSWD")
     .tags(&["#basic", "#http"])
-    .input()
-    .unsupported("HTTP authentication"),
+    .input(),
     // Default: aria2/<version>. ringdl presents itself as aria2 1.37.0, as src/http/request.rs
     // does; the installed aria2c 1.36 prints aria2/1.36.0.
     opt(
@@ -1374,8 +1369,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("FILE")
     .possible("/path/to/file")
-    .tags(&["#basic", "#http", "#cookie"])
-    .unsupported("cookies"),
+    .tags(&["#basic", "#http", "#cookie"]),
     opt(
         "save-cookies",
         ValueKind::Path,
@@ -1384,7 +1378,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("FILE")
     .possible("/path/to/file")
     .tags(&["#http", "#cookie"])
-    .unsupported("cookies")
     .long(
         "An existing file is replaced. Session cookies are saved too, with an \
             expiry of 0.",
@@ -1475,7 +1468,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#http"])
     .input()
-    .unsupported("HTTP authentication")
     .long(
         "When false they go with every request. Credentials written in the URI \
             are always sent.",
@@ -1488,7 +1480,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#http"])
     .input()
-    .unsupported("no-cache requests")
     .long(
         "When false these headers are not sent, and --header can add a \
             Cache-Control of your own.",
@@ -1501,7 +1492,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#http"])
     .input()
-    .unsupported("gzip")
     .long(
         "Sends 'Accept-Encoding: deflate, gzip' and inflates responses whose \
             Content-Encoding is gzip or deflate.",

@@ -193,9 +193,25 @@ pub struct Exchange {
     /// A whole-file stream at the end of its range, waiting to learn whether the connection that owns
     /// the next range gets it (then this one ends) or fails (then this one goes on into it).
     pub parked: bool,
+    /// The request carried an `Authorization` header.
+    pub sent_auth: bool,
+    /// `--http-accept-gzip` and an encoded body: the inflater, and inflated bytes waiting for a
+    /// write block (then `spill` holds encoded bytes not inflated yet).
+    pub decoder: Option<crate::http::decode::Decoder>,
+    pub inflated: Vec<u8>,
 }
 
+/// Most inflated bytes made at a time: what an encoded body can hold in memory beyond its blocks.
+const INFLATE_STEP: usize = 64 * 1024;
+
 impl Exchange {
+    /// Body bytes received but not yet in a write block (spilled, or waiting to be inflated).
+    pub fn pending(&self) -> bool {
+        !self.spill.is_empty()
+            || !self.inflated.is_empty()
+            || self.decoder.as_ref().is_some_and(|d| d.has_more())
+    }
+
     pub fn new(
         dl: usize,
         url: Url,
@@ -224,6 +240,9 @@ impl Exchange {
             any_bytes: false,
             overruled: false,
             parked: false,
+            sent_auth: false,
+            decoder: None,
+            inflated: Vec::new(),
         }
     }
 
@@ -243,8 +262,11 @@ impl Exchange {
     }
 
     /// Whether body bytes can be read straight into write blocks (no framing to strip).
+    /// Whether the body's bytes are the file's as they come off the socket, so they can be
+    /// received straight into write blocks (not chunked, not encoded).
     pub fn direct_body(&self) -> bool {
         self.phase == Phase::Body
+            && self.decoder.is_none()
             && matches!(self.framing, Framing::Length(_) | Framing::UntilClose)
     }
 }
@@ -361,6 +383,8 @@ pub struct Download {
     pub gid: u64,
     /// Control-file saves in flight: its place is not reused until they have ended.
     pub saves: usize,
+    /// A server asked for credentials (401): `--http-auth-challenge` ones go out from now on.
+    pub auth_challenged: bool,
     pub uris: Vec<Url>,
     pub bad_uris: Vec<bool>,
     pub first_uri: String,
@@ -494,6 +518,7 @@ impl Download {
             id,
             gid,
             saves: 0,
+            auth_challenged: false,
             uris,
             bad_uris: vec![false; n],
             first_uri,
@@ -792,6 +817,12 @@ impl BodySink<'_> {
     }
 
     fn place_or_spill(&mut self, data: &[u8]) {
+        if self.ex.decoder.is_some() {
+            // Encoded: kept as it came, and inflated only as far as write blocks take it.
+            self.ex.spill.extend_from_slice(data);
+            self.inflate();
+            return;
+        }
         if !self.ex.spill.is_empty() {
             self.ex.spill.extend_from_slice(data);
             return;
@@ -804,6 +835,10 @@ impl BodySink<'_> {
 
     /// Places spilled bytes now that blocks may be free. Returns true when the spill is empty.
     pub fn drain_spill(&mut self) -> bool {
+        if self.ex.decoder.is_some() {
+            self.inflate();
+            return !self.ex.pending();
+        }
         if self.ex.spill.is_empty() {
             return true;
         }
@@ -811,6 +846,52 @@ impl BodySink<'_> {
         let n = self.place(&spill);
         self.ex.spill = spill[n..].to_vec();
         self.ex.spill.is_empty()
+    }
+
+    /// Inflates the encoded bytes held in `spill` into write blocks, `INFLATE_STEP` bytes at a time,
+    /// until they are used up or no write block is free: however much a body inflates to, memory
+    /// holds at most one step of it.
+    fn inflate(&mut self) {
+        loop {
+            if !self.ex.inflated.is_empty() {
+                let out = std::mem::take(&mut self.ex.inflated);
+                let n = self.place(&out);
+                if n < out.len() {
+                    self.ex.inflated = out;
+                    self.ex.inflated.drain(..n);
+                    return;
+                }
+                self.ex.inflated = out;
+                self.ex.inflated.clear();
+            }
+            let Some(dec) = self.ex.decoder.as_mut() else {
+                return;
+            };
+            if dec.finished() {
+                // Bytes after the end of the stream are not the file's.
+                self.ex.spill.clear();
+                return;
+            }
+            if self.ex.spill.is_empty() && !dec.has_more() {
+                return;
+            }
+            self.ex.inflated.resize(INFLATE_STEP, 0);
+            match dec.run(&self.ex.spill, &mut self.ex.inflated) {
+                Ok((used, made)) => {
+                    self.ex.spill.drain(..used);
+                    self.ex.inflated.truncate(made);
+                    if used == 0 && made == 0 {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    self.ex.inflated.clear();
+                    self.ex.spill.clear();
+                    self.ex.error = Some(Failure::retry(ExitCode::UNKNOWN, e.to_string()));
+                    return;
+                }
+            }
+        }
     }
 
     /// Copies body bytes into write blocks at their file offset, queuing full blocks. Bytes past the
@@ -889,7 +970,7 @@ impl BodySink<'_> {
 
     /// Bytes the sink can take without spilling.
     fn capacity(&self) -> usize {
-        if !self.ex.spill.is_empty() || self.ex.error.is_some() || self.ex.parked {
+        if self.ex.pending() || self.ex.error.is_some() || self.ex.parked {
             return 0;
         }
         if self.ex.phase != Phase::Body {

@@ -28,6 +28,7 @@ use url::Url;
 
 mod body;
 mod connection;
+mod credentials;
 mod pace;
 mod response;
 mod resume;
@@ -191,6 +192,10 @@ struct Engine<'a, R: Reactor<Tag>> {
     /// Full blocks waiting to be written, in the order they filled.
     flushes: Flushes,
     last_summary: Instant,
+    /// The run's cookies (`--load-cookies`, then every `Set-Cookie`; `--save-cookies` at the end).
+    cookies: crate::http::cookies::Jar,
+    /// The netrc file's credentials (none with `-n`, or when it is missing or not private).
+    netrc: Option<crate::http::auth::Netrc>,
 }
 
 fn random_gid() -> u64 {
@@ -346,11 +351,15 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         next_id: 1,
         flushes: Flushes::default(),
         last_summary: now,
+        cookies: crate::http::cookies::Jar::new(),
+        netrc: None,
     };
+    engine.load_credentials();
     let result = engine.run_loop();
     engine.drain();
     result?;
     engine.check_pool();
+    engine.save_cookies();
     Ok(std::mem::take(&mut engine.summary))
 }
 

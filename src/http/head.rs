@@ -43,6 +43,8 @@ pub struct ResponseHead {
     pub etag: Option<String>,
     /// Content-Encoding value, as sent.
     pub content_encoding: Option<String>,
+    /// Set-Cookie values, as sent, in order (the cookie jar decides which it keeps).
+    pub set_cookies: Vec<String>,
 }
 
 /// How the body of a response is delimited.
@@ -195,6 +197,7 @@ fn build_head(
     let mut last_modified = None;
     let mut etag = None;
     let mut content_encoding = None;
+    let mut set_cookies = Vec::new();
 
     for field in fields {
         // Of repeated singleton fields the first one counts.
@@ -264,6 +267,7 @@ fn build_head(
             "content-encoding" if content_encoding.is_none() => {
                 content_encoding = Some(text(field.value));
             }
+            "set-cookie" => set_cookies.push(text(field.value)),
             _ => {}
         }
     }
@@ -304,6 +308,7 @@ fn build_head(
         last_modified,
         etag,
         content_encoding,
+        set_cookies,
     })
 }
 

@@ -2,7 +2,10 @@
 //! redirects and file naming. It is a pure state machine over byte slices (no sockets, no
 //! files), so everything here is testable, and fuzzable, without a server.
 
+pub mod auth;
 mod chunked;
+pub mod cookies;
+pub mod decode;
 mod error;
 mod head;
 mod naming;

@@ -18,14 +18,25 @@ pub struct RequestSpec<'a> {
     pub headers: &'a [String],
     /// `false` sends `Connection: close`.
     pub keep_alive: bool,
+    /// `Referer` value.
+    pub referer: Option<&'a str>,
+    /// `--http-no-cache`: `Pragma: no-cache` and `Cache-Control: no-cache`.
+    pub no_cache: bool,
+    /// `Authorization` value.
+    pub authorization: Option<&'a str>,
+    /// `Cookie` value.
+    pub cookie: Option<&'a str>,
+    /// `--http-accept-gzip`: `Accept-Encoding: deflate, gzip` (aria2's value).
+    pub accept_encoding: bool,
 }
 
 /// Appends the request bytes for `spec` to `out`.
 ///
 /// Order: request line (path and query exactly as `url` holds them, percent-encoded),
 /// `Host` (with the port only when it is not the scheme's default; IPv6 in brackets),
-/// `User-Agent`, `Accept: */*`, `Range`, `Connection: close` when not keeping alive, then
-/// the user headers in their order, then the blank line. A built-in header named by a user
+/// `User-Agent`, `Accept: */*`, `Range`, `Connection: close` when not keeping alive, `Pragma` and
+/// `Cache-Control`, `Authorization`, `Referer`, `Cookie`, then the user headers in their order,
+/// then the blank line. A built-in header named by a user
 /// header (case-insensitively) is left out, so the user's line takes its place, as in
 /// aria2. User lines that are empty, have no `name:`, or contain CR or LF are skipped
 /// (they would corrupt the request).
@@ -77,6 +88,35 @@ pub fn write_request(spec: &RequestSpec, out: &mut Vec<u8>) {
     if !spec.keep_alive && !overridden("connection") {
         line("Connection: close");
     }
+    if spec.no_cache {
+        if !overridden("pragma") {
+            line("Pragma: no-cache");
+        }
+        if !overridden("cache-control") {
+            line("Cache-Control: no-cache");
+        }
+    }
+    // Values with CR or LF never get here (the options are checked); a value from elsewhere
+    // (a server's cookie, a URI) that has one is left out rather than break the request.
+    let safe = |v: &&str| !v.contains(['\r', '\n']);
+    if let Some(v) = spec.authorization.filter(safe) {
+        if !overridden("authorization") {
+            line(&format!("Authorization: {v}"));
+        }
+    }
+    if let Some(v) = spec.referer.filter(safe) {
+        if !overridden("referer") {
+            line(&format!("Referer: {v}"));
+        }
+    }
+    if let Some(v) = spec.cookie.filter(safe) {
+        if !overridden("cookie") {
+            line(&format!("Cookie: {v}"));
+        }
+    }
+    if spec.accept_encoding && !overridden("accept-encoding") {
+        line("Accept-Encoding: deflate, gzip");
+    }
     for (_, user_line) in &user {
         line(user_line);
     }
@@ -101,6 +141,11 @@ mod tests {
             user_agent: "aria2/1.37.0",
             headers,
             keep_alive,
+            referer: None,
+            no_cache: false,
+            authorization: None,
+            cookie: None,
+            accept_encoding: false,
         };
         let mut out = b"previous".to_vec();
         write_request(&spec, &mut out);
@@ -218,10 +263,57 @@ HOST: other\r\n\r\n"
             user_agent: "ua",
             headers: &[],
             keep_alive: true,
+            referer: None,
+            no_cache: false,
+            authorization: None,
+            cookie: None,
+            accept_encoding: false,
         };
         let mut out = Vec::new();
         write_request(&spec, &mut out);
         assert!(out.starts_with(b"HEAD / HTTP/1.1\r\n"));
         assert!(out.ends_with(b"Accept: */*\r\n\r\n"));
+    }
+
+    #[test]
+    fn credentials_cookies_referer_no_cache_and_user_overrides() {
+        let url = Url::parse("http://example.com/f").unwrap();
+        let headers = ["Cookie: mine=1".to_string()];
+        let spec = RequestSpec {
+            method: "GET",
+            url: &url,
+            range: None,
+            user_agent: "ua",
+            headers: &headers,
+            keep_alive: true,
+            referer: Some("http://r.example/"),
+            no_cache: true,
+            authorization: Some("Basic dTpw"),
+            cookie: Some("a=1; b=2"),
+            accept_encoding: false,
+        };
+        let mut out = Vec::new();
+        write_request(&spec, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "GET /f HTTP/1.1\r\n\
+Host: example.com\r\n\
+User-Agent: ua\r\n\
+Accept: */*\r\n\
+Pragma: no-cache\r\n\
+Cache-Control: no-cache\r\n\
+Authorization: Basic dTpw\r\n\
+Referer: http://r.example/\r\n\
+Cookie: mine=1\r\n\r\n"
+        );
+        // A value with CR or LF from elsewhere (a server's cookie) is left out, not sent.
+        let spec = RequestSpec {
+            cookie: Some("a=1\r\nX-Injected: 1"),
+            headers: &[],
+            ..spec
+        };
+        let mut out = Vec::new();
+        write_request(&spec, &mut out);
+        assert!(!String::from_utf8(out).unwrap().contains("Injected"));
     }
 }

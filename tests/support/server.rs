@@ -161,6 +161,8 @@ pub struct Route {
     fault: Option<(Fault, When)>,
     /// After this many requests, the rest are served by the other route.
     then: Option<(usize, Box<Route>)>,
+    /// Requests without this header holding this text are answered with this status instead.
+    gate: Option<(String, String, u16)>,
 }
 
 impl Route {
@@ -192,7 +194,22 @@ impl Route {
             headers: Vec::new(),
             fault: None,
             then: None,
+            gate: None,
         }
+    }
+
+    /// Answer `status` (a 401 with `WWW-Authenticate: Basic`) to every request whose header
+    /// `name` does not contain `text`: a route that needs a password or a cookie.
+    pub fn require(mut self, name: &str, text: &str, status: u16) -> Route {
+        self.gate = Some((name.to_string(), text.to_string(), status));
+        self
+    }
+
+    /// Needs Basic credentials `user:password`.
+    pub fn basic_auth(self, user: &str, password: &str) -> Route {
+        use base64::Engine as _;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        self.require("Authorization", &format!("Basic {token}"), 401)
     }
 
     /// Ignore Range headers: 200 with the whole body every time.
@@ -937,6 +954,22 @@ fn respond(shared: &Shared, conn: &mut Conn, req: &Request) -> io::Result<After>
         applies.then_some(fault)
     });
     sleep_unless_stopped(route.head_delay, &shared.stop);
+    if let Some((name, text, status)) = &route.gate {
+        if !req
+            .record
+            .header(name)
+            .is_some_and(|v| v.contains(text.as_str()))
+        {
+            let mut headers = route.headers.clone();
+            if *status == 401 {
+                headers.push((
+                    "WWW-Authenticate".to_string(),
+                    "Basic realm=\"test\"".to_string(),
+                ));
+            }
+            return simple_response(conn, req, *status, &headers);
+        }
+    }
     if let Some(Fault::Unavailable(retry_after)) = fault {
         let mut headers = route.headers.clone();
         if let Some(secs) = retry_after {
@@ -1138,7 +1171,14 @@ fn body_response(
             format!("bytes {start}-{}/{advertised}", end - 1),
         ));
     }
-    headers.push(("Content-Type".into(), "application/octet-stream".into()));
+    // A route's own Content-Type replaces the default one.
+    if !route
+        .headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+    {
+        headers.push(("Content-Type".into(), "application/octet-stream".into()));
+    }
     let framing = if fault == Some(Fault::BadChunkSize) {
         Framing::Chunked
     } else {

@@ -103,7 +103,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     }
                 }
             } else if let Some(ex) = c.ex.as_mut() {
-                if ex.spill.is_empty() {
+                if !ex.pending() {
                     let mut sink = BodySink {
                         owner: c.id,
                         ex,
@@ -153,7 +153,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.maybe_finish(dl);
             return;
         }
-        if ex.phase != Phase::Body || !ex.spill.is_empty() {
+        if ex.phase != Phase::Body || ex.pending() {
+            return;
+        }
+        if ex.body_complete && ex.decoder.as_ref().is_some_and(|d| !d.finished()) {
+            let f = Failure::retry(
+                ExitCode::UNKNOWN,
+                "the response body ended before the end of its compressed stream",
+            );
+            self.fail_conn(slot, f);
             return;
         }
         let dl = ex.dl;

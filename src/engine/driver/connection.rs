@@ -284,7 +284,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 
     pub(super) fn begin_exchange(&mut self, slot: usize, ex: Exchange) {
+        let mut ex = ex;
         let mut req = Vec::with_capacity(512);
+        let authorization = self.authorization(ex.dl, ex.mirror, &ex.url);
+        let cookie = self.cookies.header_for(&ex.url);
         let d = &self.dls[ex.dl];
         let mut headers = d.opts.headers.clone();
         if let (Some(since), None) = (&d.if_modified_since, ex.range) {
@@ -294,6 +297,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if let (Some(v), Some(_)) = (if_range, ex.range) {
             headers.push(format!("If-Range: {v}"));
         }
+        // `--referer=*`: the URI asked for (without its credentials).
+        let this_uri = {
+            let mut u = ex.url.clone();
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_fragment(None);
+            u.to_string()
+        };
+        let referer = match d.opts.referer.as_deref() {
+            Some("*") => Some(this_uri.as_str()),
+            other => other,
+        };
+        ex.sent_auth = authorization.is_some();
         http::write_request(
             &RequestSpec {
                 method: if d.opts.dry_run { "HEAD" } else { "GET" },
@@ -302,6 +318,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 user_agent: &d.opts.user_agent,
                 headers: &headers,
                 keep_alive: true,
+                referer,
+                no_cache: d.opts.http_no_cache,
+                authorization: authorization.as_deref(),
+                cookie: cookie.as_deref(),
+                // A range of an encoded body cannot be decoded on its own: only whole-file
+                // requests may get one.
+                accept_encoding: d.opts.http_accept_gzip && ex.range.is_none(),
             },
             &mut req,
         );
@@ -517,8 +540,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if ex.parked {
             return;
         }
-        if ex.phase == Phase::Decide || ex.body_complete || !ex.spill.is_empty() || c.tls_blocked {
-            if !ex.spill.is_empty() || c.tls_blocked {
+        if ex.phase == Phase::Decide || ex.body_complete || ex.pending() || c.tls_blocked {
+            if ex.pending() || c.tls_blocked {
                 c.starved = true;
             }
             return;
@@ -704,7 +727,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.console.log(
                 LogLevel::Info,
                 &format!(
-                    "CUID#{conn_id} - Restarting the download. URI={uri}: {}",
+                    "CUID#{conn_id} - Restarting the download. URI={}: {}",
+                    crate::http::auth::redact(&uri),
                     f.message
                 ),
             );
@@ -736,6 +760,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     /// aria2's one-line error for a connection that gives up on `uri`.
     pub(super) fn say_aborted(&mut self, conn: Owner, uri: &str, code: ExitCode, msg: &str) {
+        let uri = crate::http::auth::redact(uri);
         self.console.error(&format!(
             "CUID#{conn} - Download aborted. URI={uri}: errorCode={} {msg}",
             code.0

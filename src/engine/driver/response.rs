@@ -17,6 +17,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let seg_i = ex.seg;
         let status = resp.status;
         let conn_id = c.id;
+        // Every response's cookies count, a redirect's and an error's too.
+        self.cookies.store_response(&ex.url, &resp.set_cookies);
         if http::is_redirect(status) {
             let Some(loc) = resp.location.as_deref() else {
                 self.fail_conn(
@@ -51,8 +53,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 mirror: ex.mirror,
                 redirects: ex.redirects + 1,
             };
-            self.console
-                .notice(&format!("CUID#{conn_id} - Redirecting to {next}"));
+            self.console.notice(&format!(
+                "CUID#{conn_id} - Redirecting to {}",
+                crate::http::auth::redact(next.as_str())
+            ));
             // The redirect's body is not wanted; a fresh connection is simpler than skipping it.
             self.close_conn(slot);
             if !self.open(w) {
@@ -69,6 +73,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         let asked = ex.range;
         let (mirror, uri) = (ex.mirror, ex.url.to_string());
+        if status == 401 && self.answer_challenge(slot) {
+            return;
+        }
         if status == 416 && self.already_complete(dl, asked, resp.unsatisfied_length) {
             // -c over a file that is already whole (its length a multiple of 16 KiB, so the rest
             // asked for starts at its end): aria2c learns the same from its first, range-less GET.
@@ -150,6 +157,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         let framing = resp.framing(self.dls[dl].opts.dry_run);
+        // `--http-accept-gzip`: an encoded whole-file answer is inflated on its way to the file.
+        let coding = resp
+            .content_encoding
+            .as_deref()
+            .and_then(http::decode::Coding::of)
+            .filter(|_| range.is_none() && self.dls[dl].opts.http_accept_gzip);
         match range {
             None => {
                 if let Err(f) = self.accept_first_response(slot, &resp, framing) {
@@ -293,6 +306,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         let Some(ex) = c.ex.as_mut() else { return };
         ex.start_body(framing);
+        ex.decoder = coding.map(http::decode::Decoder::new);
         if !resp.keep_alive || framing == Framing::UntilClose {
             ex.unusable = true;
         }
@@ -326,7 +340,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let conn_id = c.id;
         let (dl, mirror) = (ex.dl, ex.mirror);
         let url = ex.url.clone();
+        let d_inflates = self.dls[dl].opts.http_accept_gzip
+            && resp
+                .content_encoding
+                .as_deref()
+                .and_then(http::decode::Coding::of)
+                .is_some();
         let total = match (framing, resp.status, resp.content_range) {
+            // Inflated, the file's length is known only at its end, and it cannot be split.
+            _ if d_inflates && framing != Framing::Empty => None,
             (Framing::Length(n), 200, _) => Some(n),
             (Framing::Length(n), 206, Some(cr))
                 if cr.first == 0 && cr.complete_length == Some(n) =>

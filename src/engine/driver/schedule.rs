@@ -13,13 +13,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.jobs_done = true;
             return None;
         };
-        let first = job.uris.first().cloned().unwrap_or_default();
+        // Shown in messages and the results: never with a password.
+        let first = job
+            .uris
+            .first()
+            .map(|u| crate::http::auth::redact(u))
+            .unwrap_or_default();
         let mut urls = Vec::new();
         let mut bad = None;
         for u in &job.uris {
             match crate::cli::check_uri(u).and_then(|_| Url::parse(u).map_err(|e| e.to_string())) {
                 Ok(url) => urls.push(url),
-                Err(e) => bad = Some(e),
+                Err(e) => bad = Some(crate::http::auth::redact(&e)),
             }
         }
         // A finished download's place is reused once nothing it started is still running.
