@@ -148,3 +148,95 @@ fn yt_dlp_with_cookies_downloads_through_ringdl_as_through_aria2c() {
         }
     }
 }
+
+/// apt-fast: it reads `aria2c -v`'s `Hash Algorithms:` line to decide whether to pass checksums
+/// (without the line it printed "Checksums disabled" and took a corrupt package), then runs its
+/// command line over a list of `URL`, ` checksum=sha-256=...`, ` out=NAME` entries. With one
+/// mirror serving a corrupt package, aria2c exits 32 and keeps the good ones; so must ringdl.
+#[test]
+fn apt_fast_checksums_catch_a_corrupt_package_as_with_aria2c() {
+    let server = TestServer::plain();
+    let packages: Vec<(String, Vec<u8>)> = (0..3)
+        .map(|i| {
+            (
+                format!("pkg{i}_1.0_amd64.deb"),
+                content(420 + i, 1_500_000 + i as usize),
+            )
+        })
+        .collect();
+    let mut list = String::new();
+    for (i, (name, data)) in packages.iter().enumerate() {
+        let path = format!("/pool/{name}");
+        let served = if i == 1 {
+            let mut bad = data.clone();
+            bad[700_000] ^= 0xff;
+            bad
+        } else {
+            data.clone()
+        };
+        server.route(&path, Route::bytes(served));
+        list.push_str(&format!(
+            "{}\n checksum=sha-256={}\n out={name}\n",
+            server.url(&path),
+            sha256_hex(data)
+        ));
+    }
+    let mut runs = vec![("ringdl", binary_under_test())];
+    if require_peer("aria2c", have_program("aria2c")) {
+        runs.push(("aria2c", which("aria2c")));
+    }
+    for (who, program) in runs {
+        // apt-fast's check: `aria2c -v | grep "Hash Algorithms"`, then the names it offers.
+        let version = Command::new(&program).arg("-v").output().expect("-v");
+        let version = String::from_utf8_lossy(&version.stdout);
+        let hashes = version
+            .lines()
+            .find_map(|l| l.strip_prefix("Hash Algorithms: "))
+            .unwrap_or_else(|| {
+                panic!("{who}: no Hash Algorithms line, apt-fast disables checksums")
+            });
+        assert!(
+            hashes.split(", ").any(|h| h == "sha-256"),
+            "{who}: {hashes}"
+        );
+
+        let dir = TestDir::new();
+        std::fs::write(dir.join("apt-fast.list"), &list).unwrap();
+        let args: Vec<String> = [
+            "--no-conf",
+            "-c",
+            "-j",
+            "5",
+            "-x",
+            "10",
+            "-s",
+            "8",
+            "-i",
+            "apt-fast.list",
+            "--min-split-size=1M",
+            "--stream-piece-selector=default",
+            "--connect-timeout=600",
+            "--timeout=600",
+            "-m0",
+            "--header",
+            "Accept: */*",
+            "-d",
+            &dir.arg(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let run = crate::support::run_program(&program, &dir, &args, Duration::from_secs(60));
+        assert_eq!(run.code(), 32, "{who}\n{run}");
+        assert!(run.lines_with("WARN").is_empty(), "{who}\n{run}");
+        for (i, (name, data)) in packages.iter().enumerate() {
+            let path = dir.join(name);
+            if i == 1 {
+                let same = path.exists() && sha256_file(&path) == sha256_hex(data);
+                assert!(!same, "{who}: the corrupt package cannot match its digest");
+            } else {
+                assert_eq!(sha256_file(&path), sha256_hex(data), "{who} {name}\n{run}");
+            }
+        }
+    }
+}
