@@ -227,4 +227,10 @@ cases! {
         routes: F,
         ..Case::DEFAULT
     };
+    keep_alive_off = Case {
+        args: &["--enable-http-keep-alive=false", "-x2", "-k1M", "{url}/big.bin"],
+        routes: &[R::File("/big.bin", 3_000_000)],
+        req_headers: &["Connection"],
+        ..Case::DEFAULT
+    };
 }

@@ -153,7 +153,7 @@ fn version_text() -> String {
          Hash Algorithms: {}\n\
          Libraries: rustls/{}\n\
          Engine: io_uring, O_DIRECT\n\
-         Not supported: BitTorrent, Metalink, FTP, SFTP, JSON-RPC, proxies, Firefox3 cookies\n",
+         Not supported: BitTorrent, Metalink, FTP, SFTP, JSON-RPC, Firefox3 cookies\n",
         env!("CARGO_PKG_VERSION"),
         hashes.join(", "),
         "0.23"

@@ -13,6 +13,7 @@ mod findings;
 mod generated;
 mod nginx;
 mod programs;
+mod proxies;
 mod requests;
 mod resume;
 mod support;

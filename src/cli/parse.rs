@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 /// as supported; a test keeps the two in step.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) const ACTED_ON: &[&str] = &[
+    "all-proxy",
+    "all-proxy-passwd",
+    "all-proxy-user",
     "allow-overwrite",
     "allow-piece-length-change",
     "always-resume",
@@ -31,6 +34,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "download-result",
     "dry-run",
     "enable-color",
+    "enable-http-keep-alive",
     "file-allocation",
     "force-sequential",
     "header",
@@ -39,7 +43,13 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "http-auth-challenge",
     "http-no-cache",
     "http-passwd",
+    "http-proxy",
+    "http-proxy-passwd",
+    "http-proxy-user",
     "http-user",
+    "https-proxy",
+    "https-proxy-passwd",
+    "https-proxy-user",
     "human-readable",
     "input-file",
     "load-cookies",
@@ -58,8 +68,10 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "no-conf",
     "no-file-allocation-limit",
     "no-netrc",
+    "no-proxy",
     "out",
     "piece-length",
+    "proxy-method",
     "quiet",
     "referer",
     "remote-time",
@@ -129,6 +141,8 @@ pub struct DownloadOptions {
     pub no_netrc: bool,
     /// `--http-accept-gzip`: ask for gzip/deflate bodies and inflate them.
     pub http_accept_gzip: bool,
+    /// `--enable-http-keep-alive`: false sends `Connection: close` and reuses no connection.
+    pub http_keep_alive: bool,
     /// `-c`: go on from an existing file that has no control file.
     pub continue_partial: bool,
     /// Piece length of new control files.
@@ -200,6 +214,8 @@ pub struct Settings {
     pub load_cookies: Option<PathBuf>,
     /// `--save-cookies`: where the cookies are written at the end.
     pub save_cookies: Option<PathBuf>,
+    /// The proxies (`--all-proxy`, `--http-proxy`, `--https-proxy`, the environment's, `--no-proxy`).
+    pub proxies: crate::http::proxy::Routes,
 }
 
 /// What the command line asks for.
@@ -272,7 +288,9 @@ impl Env {
             ("all_proxy", "all-proxy"),
             ("no_proxy", "no-proxy"),
         ] {
-            if let Some(v) = var(var_name).and_then(|v| v.into_string().ok()) {
+            // The lower-case name wins, as in curl and wget; the upper-case one is read too.
+            let value = var(var_name).or_else(|| var(&var_name.to_ascii_uppercase()));
+            if let Some(v) = value.and_then(|v| v.into_string().ok()) {
                 proxies.push((opt, v));
             }
         }
@@ -949,6 +967,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         http_auth_challenge: r.bool("http-auth-challenge"),
         no_netrc: r.bool("no-netrc"),
         http_accept_gzip: r.bool("http-accept-gzip"),
+        http_keep_alive: r.bool("enable-http-keep-alive"),
         continue_partial: r.bool("continue"),
         piece_length: u32::try_from(r.size("piece-length")).unwrap_or(1 << 20),
         allow_piece_length_change: r.bool("allow-piece-length-change"),
@@ -967,6 +986,35 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         file_allocation: r.raw("file-allocation").unwrap_or("prealloc").to_string(),
         no_file_allocation_limit: r.size("no-file-allocation-limit"),
     }
+}
+
+/// The proxies from resolved options: a protocol's own option, else `--all-proxy`; an empty value
+/// means none. A value that is not a proxy is aria2's bad-value error (exit 28).
+fn proxy_routes(r: &Resolved) -> Result<crate::http::proxy::Routes, UsageError> {
+    use crate::http::proxy::{Proxy, Routes};
+    let one = |name: &str| -> Result<Option<Proxy>, UsageError> {
+        let Some(v) = r.text(name).filter(|v| !v.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let user = r.text(&format!("{name}-user"));
+        let pass = r.text(&format!("{name}-passwd"));
+        Proxy::parse(&v, user.as_deref(), pass.as_deref())
+            .map(Some)
+            .map_err(|why| match defs::by_name(name) {
+                Some(def) => UsageError {
+                    message: bad_value(def, &why),
+                    exit_code: 28,
+                },
+                None => usage_error(why, 28),
+            })
+    };
+    let all = one("all-proxy")?;
+    Ok(Routes {
+        http: one("http-proxy")?.or_else(|| all.clone()),
+        https: one("https-proxy")?.or(all),
+        no_proxy: r.text("no-proxy").unwrap_or_default(),
+        tunnel: r.raw("proxy-method") == Some("tunnel"),
+    })
 }
 
 impl DownloadOptions {
@@ -1000,6 +1048,7 @@ impl DownloadOptions {
                 "http-auth-challenge" => o.http_auth_challenge = v == "true",
                 "no-netrc" => o.no_netrc = v == "true",
                 "http-accept-gzip" => o.http_accept_gzip = v == "true",
+                "enable-http-keep-alive" => o.http_keep_alive = v == "true",
                 "continue" => o.continue_partial = v == "true",
                 "piece-length" => {
                     o.piece_length = defs::parse_size(v)
@@ -1095,6 +1144,7 @@ fn build(
         save_cookies: r
             .text("save-cookies")
             .map(|p| PathBuf::from(expand_home(&p, env))),
+        proxies: proxy_routes(&r)?,
     };
     if settings.uris.is_empty() && settings.input_file.is_none() {
         return Err(usage_error("Specify at least one URL.".to_string(), 1));
@@ -1381,11 +1431,19 @@ mod tests {
             ..env()
         };
         match parse_with(["http://h/u"], &e) {
-            Ok(Command::Download(s)) => assert!(
-                s.warnings.iter().any(|w| w.contains("--http-proxy")),
-                "{:?}",
-                s.warnings
-            ),
+            Ok(Command::Download(s)) => {
+                assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+                let p = s.proxies.http.as_ref().expect("the http proxy");
+                assert_eq!((p.host.as_str(), p.port), ("proxy", 3128));
+                assert_eq!(s.proxies.https, None);
+            }
+            other => panic!("{other:?}"),
+        }
+        // The command line wins over the environment.
+        match parse_with(["--http-proxy=other:1", "http://h/u"], &e) {
+            Ok(Command::Download(s)) => {
+                assert_eq!(s.proxies.http.map(|p| p.host), Some("other".to_string()));
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -1389,8 +1389,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .default("true")
     .tags(&["#http"])
-    .input()
-    .unsupported("keep-alive control"),
+    .input(),
     opt(
         "enable-http-pipelining",
         ValueKind::Bool,
@@ -1511,7 +1510,6 @@ pub static OPTIONS: &[OptDef] = &[
         .possible("[http://][USER:PASSWORD@]HOST[:PORT]")
         .tags(&["#http"])
         .input()
-        .unsupported("proxy")
         .long(
             "Written [http://][USER:PASSWORD@]HOST[:PORT]. An empty value cancels a \
             proxy set earlier, for example in aria2.conf. See also --all-proxy.",
@@ -1521,7 +1519,6 @@ pub static OPTIONS: &[OptDef] = &[
         .possible("[http://][USER:PASSWORD@]HOST[:PORT]")
         .tags(&["#http", "#https"])
         .input()
-        .unsupported("proxy")
         .long(
             "Written [http://][USER:PASSWORD@]HOST[:PORT]. An empty value cancels a \
             proxy set earlier, for example in aria2.conf. See also --all-proxy.",
@@ -1541,7 +1538,6 @@ pub static OPTIONS: &[OptDef] = &[
         .possible("[http://][USER:PASSWORD@]HOST[:PORT]")
         .tags(&["#http", "#https", "#ftp"])
         .input()
-        .unsupported("proxy")
         .long(
             "Written [http://][USER:PASSWORD@]HOST[:PORT]. --http-proxy, \
             --https-proxy and --ftp-proxy override it for their protocol. An empty \
@@ -1556,7 +1552,6 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("HOSTNAME,DOMAIN,NETWORK/CIDR")
     .tags(&["#http", "#https", "#ftp"])
     .input()
-    .unsupported("proxy")
     .long("Networks may carry a CIDR suffix, such as 192.168.0.0/16."),
     opt(
         "proxy-method",
@@ -1568,7 +1563,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("get")
     .tags(&["#http", "#ftp"])
     .input()
-    .unsupported("proxy")
     .long(
         "'get' hands the request to the proxy; 'tunnel' opens a CONNECT tunnel \
             through it.",
@@ -1580,8 +1574,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("USER")
     .tags(&["#http"])
-    .input()
-    .unsupported("proxy"),
+    .input(),
     opt(
         "http-proxy-passwd",
         ValueKind::Text,
@@ -1589,8 +1582,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("PASSWD")
     .tags(&["#http"])
-    .input()
-    .unsupported("proxy"),
+    .input(),
     opt(
         "https-proxy-user",
         ValueKind::Text,
@@ -1598,8 +1590,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("USER")
     .tags(&["#http", "#https"])
-    .input()
-    .unsupported("proxy"),
+    .input(),
     opt(
         "https-proxy-passwd",
         ValueKind::Text,
@@ -1607,8 +1598,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("PASSWD")
     .tags(&["#http", "#https"])
-    .input()
-    .unsupported("proxy"),
+    .input(),
     opt(
         "ftp-proxy-user",
         ValueKind::Text,
@@ -1634,8 +1624,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("USER")
     .tags(&["#http", "#https", "#ftp"])
-    .input()
-    .unsupported("proxy"),
+    .input(),
     opt(
         "all-proxy-passwd",
         ValueKind::Text,
@@ -1643,8 +1632,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("PASSWD")
     .tags(&["#http", "#https", "#ftp"])
-    .input()
-    .unsupported("proxy"),
+    .input(),
     opt(
         "show-files",
         ValueKind::Bool,

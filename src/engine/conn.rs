@@ -122,6 +122,9 @@ pub struct ServerKey {
     pub https: bool,
     pub host: String,
     pub port: u16,
+    /// The proxy the connection goes through (kind, host, port): a connection is reused only
+    /// for requests that would take the same way.
+    pub via: Option<(crate::http::proxy::Kind, String, u16)>,
 }
 
 impl ServerKey {
@@ -130,6 +133,15 @@ impl ServerKey {
             https: url.scheme() == "https",
             host: url.host_str().unwrap_or_default().to_string(),
             port: url.port_or_known_default().unwrap_or(80),
+            via: None,
+        }
+    }
+
+    /// The key of a request for `url` through `proxy`.
+    pub fn through(url: &Url, proxy: Option<&crate::http::proxy::Proxy>) -> ServerKey {
+        ServerKey {
+            via: proxy.map(|p| (p.kind, p.host.clone(), p.port)),
+            ..ServerKey::of(url)
         }
     }
 }
@@ -321,6 +333,14 @@ pub struct Conn {
     pub connect_error: i32,
     /// Not reading because a rate limit's tokens are spent; a timer wakes it.
     pub throttled: bool,
+    /// The proxy this connection goes through.
+    pub proxy: Option<crate::http::proxy::Proxy>,
+    /// The tunnel through the proxy being opened; while it is, nothing else is sent or read.
+    pub tunnel: Option<crate::http::proxy::Handshake>,
+    /// A plain request written while the tunnel was being opened, sent once it is.
+    pub held_out: Vec<u8>,
+    /// `socks5://`: the target's address, resolved here.
+    pub socks_target: Option<std::net::IpAddr>,
 }
 
 /// The work a new connection is opened for.
@@ -354,6 +374,10 @@ impl Conn {
             reused: false,
             eof: false,
             tls_peer_closed: false,
+            proxy: None,
+            tunnel: None,
+            held_out: Vec::new(),
+            socks_target: None,
             starved: false,
             tls_blocked: false,
             connect_error: -libc::ECONNREFUSED,

@@ -30,6 +30,7 @@ mod body;
 mod connection;
 mod credentials;
 mod pace;
+mod proxy;
 mod response;
 mod resume;
 mod schedule;
@@ -196,6 +197,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     cookies: crate::http::cookies::Jar,
     /// The netrc file's credentials (none with `-n`, or when it is missing or not private).
     netrc: Option<crate::http::auth::Netrc>,
+    /// The proxies' addresses, resolved at the start.
+    proxy_addrs: proxy::ProxyAddrs,
 }
 
 fn random_gid() -> u64 {
@@ -353,8 +356,10 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         last_summary: now,
         cookies: crate::http::cookies::Jar::new(),
         netrc: None,
+        proxy_addrs: HashMap::new(),
     };
     engine.load_credentials();
+    engine.resolve_proxies();
     let result = engine.run_loop();
     engine.drain();
     result?;
@@ -610,7 +615,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             match result {
                 Ok(addrs) => {
                     self.dns.insert(host, port, addrs.clone());
-                    self.connect_to(slot, addrs);
+                    let socks = self.conns[slot].as_mut().filter(|c| c.proxy.is_some());
+                    if let Some(c) = socks {
+                        // socks5://: the target's address goes to the proxy.
+                        c.socks_target = addrs.first().map(SocketAddr::ip);
+                        self.connect_to_proxy(slot);
+                    } else {
+                        self.connect_to(slot, addrs);
+                    }
                 }
                 Err(e) => {
                     let f = Failure::retry(

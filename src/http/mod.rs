@@ -9,6 +9,7 @@ pub mod decode;
 mod error;
 mod head;
 mod naming;
+pub mod proxy;
 mod range;
 mod redirect;
 mod request;

@@ -28,6 +28,10 @@ pub struct RequestSpec<'a> {
     pub cookie: Option<&'a str>,
     /// `--http-accept-gzip`: `Accept-Encoding: deflate, gzip` (aria2's value).
     pub accept_encoding: bool,
+    /// Through an HTTP proxy without a tunnel: the request line names the whole URL.
+    pub absolute_form: bool,
+    /// `Proxy-Authorization` value (an HTTP proxy without a tunnel).
+    pub proxy_authorization: Option<&'a str>,
 }
 
 /// Appends the request bytes for `spec` to `out`.
@@ -56,8 +60,16 @@ pub fn write_request(spec: &RequestSpec, out: &mut Vec<u8>) {
         .collect();
     let overridden = |name: &str| user.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
 
-    let target = &spec.url[Position::BeforePath..Position::AfterQuery];
-    let target = if target.is_empty() { "/" } else { target };
+    let path = &spec.url[Position::BeforePath..Position::AfterQuery];
+    let path = if path.is_empty() { "/" } else { path };
+    // The absolute form never carries the URL's credentials or fragment.
+    let absolute = format!(
+        "{}://{}{}",
+        spec.url.scheme(),
+        &spec.url[Position::BeforeHost..Position::AfterPort],
+        path
+    );
+    let target = if spec.absolute_form { &absolute } else { path };
     let mut line = |s: &str| {
         out.extend_from_slice(s.as_bytes());
         out.extend_from_slice(b"\r\n");
@@ -117,6 +129,9 @@ pub fn write_request(spec: &RequestSpec, out: &mut Vec<u8>) {
     if spec.accept_encoding && !overridden("accept-encoding") {
         line("Accept-Encoding: deflate, gzip");
     }
+    if let Some(v) = spec.proxy_authorization.filter(safe) {
+        line(&format!("Proxy-Authorization: {v}"));
+    }
     for (_, user_line) in &user {
         line(user_line);
     }
@@ -146,6 +161,8 @@ mod tests {
             authorization: None,
             cookie: None,
             accept_encoding: false,
+            absolute_form: false,
+            proxy_authorization: None,
         };
         let mut out = b"previous".to_vec();
         write_request(&spec, &mut out);
@@ -268,6 +285,8 @@ HOST: other\r\n\r\n"
             authorization: None,
             cookie: None,
             accept_encoding: false,
+            absolute_form: false,
+            proxy_authorization: None,
         };
         let mut out = Vec::new();
         write_request(&spec, &mut out);
@@ -291,6 +310,8 @@ HOST: other\r\n\r\n"
             authorization: Some("Basic dTpw"),
             cookie: Some("a=1; b=2"),
             accept_encoding: false,
+            absolute_form: false,
+            proxy_authorization: None,
         };
         let mut out = Vec::new();
         write_request(&spec, &mut out);

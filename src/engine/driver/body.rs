@@ -46,6 +46,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Runs the protocol layers over the unprocessed bytes of the connection's read block.
     pub(super) fn pump(&mut self, slot: usize) {
         for _ in 0..4 {
+            if !self.pump_tunnel(slot) {
+                return;
+            }
             let Some(c) = self.conns[slot].as_mut() else {
                 return;
             };

@@ -34,7 +34,8 @@ impl DnsCache {
 impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Starts work `w` on an idle kept-alive connection to its server, or on a new connection.
     pub(super) fn open(&mut self, w: Want) -> bool {
-        let key = ServerKey::of(&w.url);
+        let proxy = self.s.proxies.for_url(&w.url).cloned();
+        let key = ServerKey::through(&w.url, proxy.as_ref());
         let idle = self.conns.iter().position(|c| {
             c.as_ref()
                 .is_some_and(|c| c.state == ConnState::Idle && c.server == key)
@@ -73,7 +74,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut conn = Conn::new(id, key.clone(), rbuf);
         let host = w.url.host().map(|h| h.to_owned());
         conn.want = Some(w);
+        conn.proxy = proxy.clone();
         self.conns[slot] = Some(conn);
+        if let Some(p) = proxy {
+            self.connect_via(slot, &p, host);
+            return true;
+        }
         match host {
             Some(url::Host::Ipv4(a)) => {
                 self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)])
@@ -176,6 +182,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             None => return,
         };
+        // Through a proxy, the tunnel opens first; TLS and the request wait for it.
+        self.start_tunnel(slot);
         if tls {
             if self.tls.is_none() {
                 match TlsConfig::new(self.s.ca_certificate.as_deref(), self.s.check_certificate) {
@@ -288,6 +296,20 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut req = Vec::with_capacity(512);
         let authorization = self.authorization(ex.dl, ex.mirror, &ex.url);
         let cookie = self.cookies.header_for(&ex.url);
+        // Through an HTTP proxy without a tunnel the proxy reads the request itself.
+        let (absolute_form, proxy_authorization) = match self.conns[slot].as_ref() {
+            Some(c) => match (&c.proxy, c.tunnel.is_some()) {
+                (Some(p), false)
+                    if p.kind == crate::http::proxy::Kind::Http
+                        && !c.server.https
+                        && !self.s.proxies.tunnel =>
+                {
+                    (true, p.credentials.as_ref().map(|c| c.basic()))
+                }
+                _ => (false, None),
+            },
+            None => (false, None),
+        };
         let d = &self.dls[ex.dl];
         let mut headers = d.opts.headers.clone();
         if let (Some(since), None) = (&d.if_modified_since, ex.range) {
@@ -317,7 +339,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 range: ex.range,
                 user_agent: &d.opts.user_agent,
                 headers: &headers,
-                keep_alive: true,
+                keep_alive: d.opts.http_keep_alive,
                 referer,
                 no_cache: d.opts.http_no_cache,
                 authorization: authorization.as_deref(),
@@ -325,6 +347,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 // A range of an encoded body cannot be decoded on its own: only whole-file
                 // requests may get one.
                 accept_encoding: d.opts.http_accept_gzip && ex.range.is_none(),
+                absolute_form,
+                proxy_authorization: proxy_authorization.as_deref(),
             },
             &mut req,
         );
@@ -335,6 +359,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         c.eof = false;
         if c.tls.is_some() {
             c.plain_out = req;
+        } else if c.tunnel.is_some() {
+            c.held_out = req;
         } else {
             c.out.extend_from_slice(&req);
         }

@@ -1,0 +1,385 @@
+//! Downloads through proxies: real ones packaged by Debian, started by the tests (tinyproxy for
+//! HTTP `GET` and `CONNECT`, microsocks for SOCKS5), and fake ones that misbehave (garbage for an
+//! answer, a close in the middle of the handshake, the wrong SOCKS version). Under
+//! `RINGDL_REQUIRE_PEERS=1` a missing tinyproxy or microsocks fails the test.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::server::{Route, TestServer};
+use crate::support::{
+    content, have_program, require_peer, ringdl, run_program, sha256_file, sha256_hex, Run,
+    TestDir, RUN_TIMEOUT,
+};
+
+/// A proxy process, killed when dropped.
+struct Daemon {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+fn wait_listening(port: u16) {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "proxy never listened on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// tinyproxy on a free port, allowing CONNECT to any port; `auth` adds `BasicAuth`.
+fn tinyproxy(dir: &TestDir, auth: Option<(&str, &str)>) -> Daemon {
+    let port = free_port();
+    let conf = dir.join(&format!("tinyproxy-{port}.conf"));
+    let mut text = format!(
+        "Port {port}\nListen 127.0.0.1\nTimeout 60\nAllow 127.0.0.1\nLogLevel Info\nMaxClients 64\n"
+    );
+    if let Some((u, p)) = auth {
+        text.push_str(&format!("BasicAuth {u} {p}\n"));
+    }
+    std::fs::write(&conf, text).unwrap();
+    let child = Command::new("tinyproxy")
+        .args(["-d", "-c"])
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tinyproxy");
+    wait_listening(port);
+    Daemon { child, port }
+}
+
+/// microsocks on a free port, with a user and password if given.
+fn microsocks(auth: Option<(&str, &str)>) -> Daemon {
+    let port = free_port();
+    let mut cmd = Command::new("microsocks");
+    cmd.args(["-i", "127.0.0.1", "-p", &port.to_string()]);
+    if let Some((u, p)) = auth {
+        cmd.args(["-u", u, "-P", p]);
+    }
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start microsocks");
+    wait_listening(port);
+    Daemon { child, port }
+}
+
+fn get(dir: &TestDir, opts: &[String], url: &str) -> Run {
+    let mut args: Vec<String> = vec!["--no-conf".into(), format!("-d{}", dir.path().display())];
+    args.extend(opts.iter().cloned());
+    args.push(url.to_string());
+    ringdl(dir, &args)
+}
+
+fn assert_got(run: &Run, path: &Path, data: &[u8]) {
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(path), sha256_hex(data), "{run}");
+}
+
+/// Through tinyproxy: plain http as `GET http://...` (tinyproxy adds its `Via`), https through a
+/// `CONNECT` tunnel (the origin sees TLS from the proxy's connection), plain http through a tunnel
+/// with `--proxy-method=tunnel`, the proxy from `http_proxy`/`HTTPS_PROXY`, and `--no-proxy`
+/// going direct. aria2c does the same with the same command lines (where it has the option).
+#[test]
+fn http_proxy_get_connect_environment_and_no_proxy_through_tinyproxy() {
+    if !require_peer("tinyproxy", have_program("tinyproxy")) {
+        return;
+    }
+    let dir0 = TestDir::new();
+    let proxy = tinyproxy(&dir0, None);
+    let purl = format!("http://127.0.0.1:{}", proxy.port);
+    let plain = TestServer::plain();
+    let tls = TestServer::https();
+    let data = content(501, 3 << 20);
+    plain.route("/f.bin", Route::bytes(data.clone()));
+    tls.route("/f.bin", Route::bytes(data.clone()));
+    let ca = format!("--ca-certificate={}", tls.ca_file().display());
+    let split = ["-x4".to_string(), "-k1M".to_string()];
+
+    let via = |s: &TestServer| {
+        s.requests_to("/f.bin")
+            .iter()
+            .filter(|r| r.header("Via").is_some())
+            .count()
+    };
+
+    let dir = TestDir::new();
+    let mut opts = vec![format!("--all-proxy={purl}")];
+    opts.extend(split.iter().cloned());
+    let run = get(&dir, &opts, &plain.url("/f.bin"));
+    assert_got(&run, &dir.join("f.bin"), &data);
+    let through = via(&plain);
+    assert!(through >= 2, "split requests through the proxy: {through}");
+    assert_eq!(through, plain.requests_to("/f.bin").len());
+
+    let dir = TestDir::new();
+    let mut opts = vec![format!("--https-proxy={purl}"), ca.clone()];
+    opts.extend(split.iter().cloned());
+    let run = get(&dir, &opts, &tls.url("/f.bin"));
+    assert_got(&run, &dir.join("f.bin"), &data);
+    assert_eq!(via(&tls), 0, "CONNECT: the proxy cannot see into TLS");
+
+    let dir = TestDir::new();
+    let before = plain.requests_to("/f.bin").len();
+    let opts = vec![
+        format!("--http-proxy={purl}"),
+        "--proxy-method=tunnel".into(),
+    ];
+    let run = get(&dir, &opts, &plain.url("/f.bin"));
+    assert_got(&run, &dir.join("f.bin"), &data);
+    let after = plain.requests_to("/f.bin");
+    assert!(
+        after[before..].iter().all(|r| r.header("Via").is_none()),
+        "tunnelled, not forwarded"
+    );
+
+    // --no-proxy: direct.
+    let dir = TestDir::new();
+    let before = plain.requests_to("/f.bin").len();
+    let opts = vec![
+        format!("--all-proxy={purl}"),
+        "--no-proxy=localhost,127.0.0.0/8".into(),
+    ];
+    let run = get(&dir, &opts, &plain.url("/f.bin"));
+    assert_got(&run, &dir.join("f.bin"), &data);
+    assert!(plain.requests_to("/f.bin")[before..]
+        .iter()
+        .all(|r| r.header("Via").is_none()));
+
+    // The environment: lower and upper case.
+    for (var, url, server) in [
+        ("http_proxy", plain.url("/f.bin"), &plain),
+        ("HTTPS_PROXY", tls.url("/f.bin"), &tls),
+    ] {
+        let dir = TestDir::new();
+        let before = server.requests_to("/f.bin").len();
+        let home = dir.join(".home");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut cmd = crate::support::isolated_command(
+            &crate::support::binary_under_test(),
+            dir.path(),
+            &home,
+        );
+        cmd.env(var, &purl).args([
+            "--no-conf",
+            &format!("-d{}", dir.path().display()),
+            &ca,
+            &url,
+        ]);
+        let out = cmd.output().expect("run ringdl");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{var}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert_eq!(sha256_file(&dir.join("f.bin")), sha256_hex(&data));
+        let seen = server.requests_to("/f.bin");
+        assert!(seen.len() > before);
+        if var == "http_proxy" {
+            assert!(
+                seen[before..].iter().all(|r| r.header("Via").is_some()),
+                "{var} not used"
+            );
+        }
+    }
+
+    if have_program("aria2c") {
+        let dir = TestDir::new();
+        let args = [
+            "--no-conf".to_string(),
+            format!("-d{}", dir.path().display()),
+            format!("--all-proxy={purl}"),
+            plain.url("/f.bin"),
+        ];
+        let run = run_program(Path::new("aria2c"), &dir, &args, RUN_TIMEOUT);
+        assert_got(&run, &dir.join("f.bin"), &data);
+    }
+}
+
+/// A proxy that wants credentials: without them the download fails with the proxy's reason;
+/// with `--http-proxy-user`/`--http-proxy-passwd` (or in the proxy URL) it goes through, and the
+/// origin never sees them.
+#[test]
+fn proxy_credentials_through_tinyproxy() {
+    if !require_peer("tinyproxy", have_program("tinyproxy")) {
+        return;
+    }
+    let dir0 = TestDir::new();
+    let proxy = tinyproxy(&dir0, Some(("pu", "ppw")));
+    let server = TestServer::plain();
+    let tls = TestServer::https();
+    let data = content(502, 500_000);
+    server.route("/f.bin", Route::bytes(data.clone()));
+    tls.route("/f.bin", Route::bytes(data.clone()));
+    let ca = format!("--ca-certificate={}", tls.ca_file().display());
+
+    let dir = TestDir::new();
+    let opts = vec![
+        format!("--all-proxy=127.0.0.1:{}", proxy.port),
+        "--max-tries=1".into(),
+        ca.clone(),
+    ];
+    let run = get(&dir, &opts, &tls.url("/f.bin"));
+    assert_ne!(run.code(), 0, "{run}");
+    assert!(run.output().contains("407"), "{run}");
+
+    for opts in [
+        vec![
+            format!("--all-proxy=127.0.0.1:{}", proxy.port),
+            "--all-proxy-user=pu".into(),
+            "--all-proxy-passwd=ppw".into(),
+        ],
+        vec![format!(
+            "--http-proxy=http://pu:ppw@127.0.0.1:{}",
+            proxy.port
+        )],
+    ] {
+        let dir = TestDir::new();
+        let run = get(&dir, &opts, &server.url("/f.bin"));
+        assert_got(&run, &dir.join("f.bin"), &data);
+        assert!(!run.output().contains("ppw"), "{run}");
+    }
+    let dir = TestDir::new();
+    let opts = vec![
+        format!("--https-proxy=http://pu:ppw@127.0.0.1:{}", proxy.port),
+        ca,
+    ];
+    let run = get(&dir, &opts, &tls.url("/f.bin"));
+    assert_got(&run, &dir.join("f.bin"), &data);
+    for s in [&server, &tls] {
+        assert!(s
+            .requests()
+            .iter()
+            .all(|r| r.header("Proxy-Authorization").is_none()));
+    }
+}
+
+/// SOCKS5 through microsocks: `socks5h://` (the proxy resolves `localhost`), `socks5://` (ringdl
+/// resolves it and sends the address), with a user and password, a wrong password refused, and
+/// https through the SOCKS tunnel.
+#[test]
+fn socks5_and_socks5h_through_microsocks() {
+    if !require_peer("microsocks", have_program("microsocks")) {
+        return;
+    }
+    let open = microsocks(None);
+    let locked = microsocks(Some(("su", "spw")));
+    let plain = TestServer::plain();
+    let tls = TestServer::https();
+    let data = content(503, 3 << 20);
+    plain.route("/f.bin", Route::bytes(data.clone()));
+    tls.route("/f.bin", Route::bytes(data.clone()));
+    let ca = format!("--ca-certificate={}", tls.ca_file().display());
+    let cases = [
+        (
+            format!("socks5h://127.0.0.1:{}", open.port),
+            plain.url_localhost("/f.bin"),
+        ),
+        (
+            format!("socks5://127.0.0.1:{}", open.port),
+            plain.url_localhost("/f.bin"),
+        ),
+        (
+            format!("socks5h://su:spw@127.0.0.1:{}", locked.port),
+            plain.url("/f.bin"),
+        ),
+        (
+            format!("socks5://127.0.0.1:{}", open.port),
+            tls.url("/f.bin"),
+        ),
+    ];
+    for (proxy, url) in cases {
+        let dir = TestDir::new();
+        let opts = vec![
+            format!("--all-proxy={proxy}"),
+            "-x4".into(),
+            "-k1M".into(),
+            ca.clone(),
+        ];
+        let run = get(&dir, &opts, &url);
+        assert_got(&run, &dir.join("f.bin"), &data);
+        assert!(!run.output().contains("spw"), "{run}");
+    }
+    let dir = TestDir::new();
+    let opts = vec![
+        format!("--all-proxy=socks5h://127.0.0.1:{}", locked.port),
+        "--all-proxy-user=su".into(),
+        "--all-proxy-passwd=wrong".into(),
+        "--max-tries=1".into(),
+    ];
+    let run = get(&dir, &opts, &plain.url("/f.bin"));
+    assert_eq!(run.code(), 1, "{run}");
+    assert_eq!(
+        run.lines_with("refused the user name and password").len(),
+        1,
+        "{run}"
+    );
+}
+
+/// A fake proxy: accepts connections and answers each with `answer` (then closes).
+fn fake_proxy(answer: &'static [u8]) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let mut s = s;
+            let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(answer);
+        }
+    });
+    port
+}
+
+/// Bad proxies: garbage for a CONNECT answer, a close in the middle of the handshake, a SOCKS
+/// server speaking version 4. Each is one clear error line and exit 1, never a hang.
+#[test]
+fn a_misbehaving_proxy_is_a_clear_error() {
+    let tls = TestServer::https();
+    tls.route("/f.bin", Route::bytes(content(504, 1000)));
+    let ca = format!("--ca-certificate={}", tls.ca_file().display());
+    for (scheme, answer, says) in [
+        ("http", &b"garbage garbage\r\n\r\n"[..], "not HTTP"),
+        ("http", &b"HTTP/1.1 200 Conn"[..], "EOF"),
+        ("socks5h", &[4u8, 0][..], "version 4"),
+        ("socks5h", &[][..], "EOF"),
+    ] {
+        let port = fake_proxy(answer);
+        let dir = TestDir::new();
+        let opts = vec![
+            format!("--all-proxy={scheme}://127.0.0.1:{port}"),
+            "--max-tries=1".into(),
+            ca.clone(),
+        ];
+        let run = get(&dir, &opts, &tls.url("/f.bin"));
+        assert_eq!(run.code(), 1, "{scheme} {answer:?}\n{run}");
+        let errors = run.lines_with("errorCode=1");
+        assert_eq!(errors.len(), 1, "{run}");
+        assert!(errors[0].contains(says), "{says}: {run}");
+    }
+    // A proxy option that is not a proxy: aria2's bad-value error before anything starts.
+    let dir = TestDir::new();
+    let run = get(&dir, &["--all-proxy=ftp://h:21".into()], &tls.url("/f.bin"));
+    assert_eq!(run.code(), 28, "{run}");
+}
