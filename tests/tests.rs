@@ -17,3 +17,4 @@ mod proxies;
 mod requests;
 mod resume;
 mod support;
+mod tls;

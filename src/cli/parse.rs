@@ -22,6 +22,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "auto-file-renaming",
     "auto-save-interval",
     "ca-certificate",
+    "certificate",
     "check-certificate",
     "check-integrity",
     "checksum",
@@ -64,6 +65,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "max-resume-failure-tries",
     "max-tries",
     "min-split-size",
+    "min-tls-version",
     "netrc-path",
     "no-conf",
     "no-file-allocation-limit",
@@ -71,6 +73,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "no-proxy",
     "out",
     "piece-length",
+    "private-key",
     "proxy-method",
     "quiet",
     "referer",
@@ -216,6 +219,11 @@ pub struct Settings {
     pub save_cookies: Option<PathBuf>,
     /// The proxies (`--all-proxy`, `--http-proxy`, `--https-proxy`, the environment's, `--no-proxy`).
     pub proxies: crate::http::proxy::Routes,
+    /// `--certificate` and `--private-key`: the client certificate presented to servers.
+    pub certificate: Option<PathBuf>,
+    pub private_key: Option<PathBuf>,
+    /// `--min-tls-version=TLSv1.3` (rustls has no TLS 1.1, so TLSv1.1 and TLSv1.2 mean 1.2).
+    pub tls13_only: bool,
 }
 
 /// What the command line asks for.
@@ -1145,6 +1153,13 @@ fn build(
             .text("save-cookies")
             .map(|p| PathBuf::from(expand_home(&p, env))),
         proxies: proxy_routes(&r)?,
+        certificate: r
+            .text("certificate")
+            .map(|p| PathBuf::from(expand_home(&p, env))),
+        private_key: r
+            .text("private-key")
+            .map(|p| PathBuf::from(expand_home(&p, env))),
+        tls13_only: r.raw("min-tls-version") == Some("TLSv1.3"),
     };
     if settings.uris.is_empty() && settings.input_file.is_none() {
         return Err(usage_error("Specify at least one URL.".to_string(), 1));

@@ -1229,8 +1229,7 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("VERSION")
     .possible("TLSv1.1, TLSv1.2, TLSv1.3")
     .default("TLSv1.2")
-    .tags(&["#advanced"])
-    .unsupported("TLS version selection"),
+    .tags(&["#advanced"]),
     opt(
         "socket-recv-buffer-size",
         ValueKind::Size {
@@ -1417,7 +1416,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("FILE")
     .possible("/path/to/file")
     .tags(&["#http", "#https"])
-    .unsupported("client certificates")
     .long("Its key goes in --private-key."),
     opt(
         "private-key",
@@ -1426,8 +1424,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("FILE")
     .possible("/path/to/file")
-    .tags(&["#http", "#https"])
-    .unsupported("client certificates"),
+    .tags(&["#http", "#https"]),
     // Default: None here: aria2's default is the CA bundle fixed when it was built (on Debian
     // /etc/ssl/certs/ca-certificates.crt).
     opt(

@@ -51,9 +51,44 @@ impl fmt::Display for TlsError {
 impl std::error::Error for TlsError {}
 
 fn from_rustls(e: rustls::Error) -> TlsError {
+    use rustls::CertificateError as C;
     match e {
-        e @ rustls::Error::InvalidCertificate(_) => TlsError::Certificate(e.to_string()),
+        rustls::Error::InvalidCertificate(c) => TlsError::Certificate(
+            match c {
+                C::NotValidForName | C::NotValidForNameContext { .. } => {
+                    "its certificate is for another name".to_string()
+                }
+                C::UnknownIssuer => {
+                    "its certificate is not signed by a trusted authority (self-signed, or issued by an authority this machine does not know)".to_string()
+                }
+                C::Expired | C::ExpiredContext { .. } => "its certificate has expired".to_string(),
+                C::NotValidYet | C::NotValidYetContext { .. } => {
+                    "its certificate is not valid yet (check this machine's clock)".to_string()
+                }
+                C::Revoked => "its certificate has been revoked".to_string(),
+                other => format!("its certificate was rejected: {other:?}"),
+            },
+        ),
+        rustls::Error::AlertReceived(rustls::AlertDescription::CertificateRequired) => {
+            TlsError::Protocol(
+                "the server requires a client certificate (--certificate and --private-key)"
+                    .to_string(),
+            )
+        }
         other => TlsError::Protocol(other.to_string()),
+    }
+}
+
+impl TlsError {
+    /// The message for a handshake with `host` that failed so.
+    pub fn with_host(&self, host: &str) -> String {
+        match self {
+            TlsError::Certificate(why) => format!(
+                "SSL/TLS handshake failure: {host}: {why} (--ca-certificate=FILE trusts another authority)"
+            ),
+            TlsError::Protocol(why) => format!("SSL/TLS handshake failure: {host}: {why}"),
+            TlsError::Config(_) => self.to_string(),
+        }
     }
 }
 
@@ -67,27 +102,95 @@ impl TlsConfig {
     /// `ca_file` replaces the system trust store (as `--ca-certificate` does); `verify == false`
     /// accepts any certificate (`--check-certificate=false`).
     pub fn new(ca_file: Option<&Path>, verify: bool) -> Result<TlsConfig, TlsError> {
+        TlsConfig::with(&TlsOptions {
+            ca_file,
+            verify,
+            ..TlsOptions::default()
+        })
+    }
+
+    /// The client settings from every TLS option.
+    pub fn with(o: &TlsOptions) -> Result<TlsConfig, TlsError> {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let versions: &[&'static rustls::SupportedProtocolVersion] = if o.tls13_only {
+            &[&rustls::version::TLS13]
+        } else {
+            &[&rustls::version::TLS13, &rustls::version::TLS12]
+        };
         let builder = ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
+            .with_protocol_versions(versions)
             .map_err(|e| TlsError::Config(e.to_string()))?;
-        let mut config = if verify {
-            let roots = match ca_file {
+        let builder = if o.verify {
+            let roots = match o.ca_file {
                 Some(path) => roots_from_file(path)?,
                 None => system_roots(),
             };
-            builder.with_root_certificates(roots).with_no_client_auth()
+            builder.with_root_certificates(roots)
         } else {
             builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
-                .with_no_client_auth()
+        };
+        let mut config = match o.certificate {
+            None => builder.with_no_client_auth(),
+            Some(cert_file) => {
+                let (certs, key) = client_identity(cert_file, o.private_key.unwrap_or(cert_file))?;
+                builder
+                    .with_client_auth_cert(certs, key)
+                    .map_err(|e| TlsError::Config(format!("{}: {e}", cert_file.display())))?
+            }
         };
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(TlsConfig {
             inner: Arc::new(config),
         })
     }
+}
+
+/// Everything the TLS options say.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TlsOptions<'a> {
+    /// `--ca-certificate`.
+    pub ca_file: Option<&'a Path>,
+    /// `--check-certificate`.
+    pub verify: bool,
+    /// `--certificate`: the client certificate (PEM), with its chain.
+    pub certificate: Option<&'a Path>,
+    /// `--private-key` (PEM); the certificate's file when not given.
+    pub private_key: Option<&'a Path>,
+    /// `--min-tls-version=TLSv1.3`.
+    pub tls13_only: bool,
+}
+
+/// A client certificate chain and its key, from PEM files.
+fn client_identity(
+    cert_file: &Path,
+    key_file: &Path,
+) -> Result<
+    (
+        Vec<CertificateDer<'static>>,
+        rustls::pki_types::PrivateKeyDer<'static>,
+    ),
+    TlsError,
+> {
+    use rustls::pki_types::pem::PemObject;
+    let certs = CertificateDer::pem_file_iter(cert_file)
+        .map_err(|e| TlsError::Config(format!("cannot read {}: {e}", cert_file.display())))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::Config(format!("{}: {e}", cert_file.display())))?;
+    if certs.is_empty() {
+        return Err(TlsError::Config(format!(
+            "no certificate found in {} (ringdl reads PEM files)",
+            cert_file.display()
+        )));
+    }
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
+        TlsError::Config(format!(
+            "no private key read from {} (PEM): {e}",
+            key_file.display()
+        ))
+    })?;
+    Ok((certs, key))
 }
 
 fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsError> {
@@ -516,10 +619,10 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, TlsError::Certificate(_)), "{err:?}");
-        assert!(
-            err.to_string()
-                .starts_with("SSL/TLS handshake failure: invalid peer certificate"),
-            "{err}"
+        assert_eq!(
+            err.with_host("localhost"),
+            "SSL/TLS handshake failure: localhost: its certificate is for another name \
+             (--ca-certificate=FILE trusts another authority)"
         );
     }
 

@@ -323,9 +323,18 @@ pub struct ServerBuilder {
     leaf_names: Vec<String>,
     versions: TlsVersions,
     ipv4_only: bool,
+    client_auth: bool,
 }
 
 impl ServerBuilder {
+    /// Serve HTTPS, and require a client certificate signed by the test CA (see
+    /// [`TestServer::client_identity`]).
+    pub fn tls_client_auth(mut self) -> ServerBuilder {
+        self.tls = true;
+        self.client_auth = true;
+        self
+    }
+
     /// Serve HTTPS with a leaf for `localhost`, `127.0.0.1` and `::1`.
     pub fn tls(mut self) -> ServerBuilder {
         self.tls = true;
@@ -367,6 +376,8 @@ pub struct TestServer {
 struct Pki {
     ca_der: CertificateDer<'static>,
     ca_file: PathBuf,
+    /// A client certificate signed by the CA, and its key (PEM files).
+    client: (PathBuf, PathBuf),
     _dir: tempfile::TempDir,
 }
 
@@ -402,6 +413,7 @@ impl TestServer {
             leaf_names: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             versions: TlsVersions::Both,
             ipv4_only: false,
+            client_auth: false,
         }
     }
 
@@ -417,7 +429,7 @@ impl TestServer {
 
     fn start(b: ServerBuilder) -> TestServer {
         let (pki, config) = if b.tls {
-            let (pki, config) = make_pki(&b.leaf_names, b.versions);
+            let (pki, config) = make_pki(&b.leaf_names, b.versions, b.client_auth);
             (Some(pki), Some(config))
         } else {
             (None, None)
@@ -507,6 +519,15 @@ impl TestServer {
     }
 
     /// PEM file of the CA that signed the server's certificate. Panics on a plain server.
+    /// The client certificate and key files the server accepts (with `tls_client_auth`).
+    pub fn client_identity(&self) -> (&Path, &Path) {
+        let pki = self
+            .pki
+            .as_ref()
+            .expect("client_identity() on a plain-HTTP test server");
+        (&pki.client.0, &pki.client.1)
+    }
+
     pub fn ca_file(&self) -> &Path {
         &self
             .pki
@@ -608,7 +629,11 @@ impl Drop for TestServer {
     }
 }
 
-fn make_pki(leaf_names: &[String], versions: TlsVersions) -> (Pki, Arc<ServerConfig>) {
+fn make_pki(
+    leaf_names: &[String],
+    versions: TlsVersions,
+    client_auth: bool,
+) -> (Pki, Arc<ServerConfig>) {
     use rcgen::{
         BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
         IsCa, KeyPair, KeyUsagePurpose,
@@ -643,19 +668,46 @@ fn make_pki(leaf_names: &[String], versions: TlsVersions) -> (Pki, Arc<ServerCon
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, ca.pem()).expect("write ca.pem");
 
+    let client_key = KeyPair::generate().expect("client key");
+    let mut client_params = CertificateParams::new(Vec::<String>::new()).expect("client params");
+    client_params.distinguished_name = DistinguishedName::new();
+    client_params
+        .distinguished_name
+        .push(DnType::CommonName, "ringdl test client");
+    client_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    client_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    client_params.use_authority_key_identifier_extension = true;
+    let client_cert = client_params
+        .signed_by(&client_key, &ca, &ca_key)
+        .expect("client certificate");
+    let client = (dir.path().join("client.pem"), dir.path().join("client.key"));
+    std::fs::write(&client.0, client_cert.pem()).expect("write client.pem");
+    std::fs::write(&client.1, client_key.serialize_pem()).expect("write client.key");
+
     let protocol_versions: &[&'static SupportedProtocolVersion] = match versions {
         TlsVersions::Both => &[&rustls::version::TLS13, &rustls::version::TLS12],
         TlsVersions::Tls12Only => &[&rustls::version::TLS12],
         TlsVersions::Tls13Only => &[&rustls::version::TLS13],
     };
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
-    let config = ServerConfig::builder_with_protocol_versions(protocol_versions)
-        .with_no_client_auth()
+    let builder = ServerConfig::builder_with_protocol_versions(protocol_versions);
+    let builder = if client_auth {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca.der().clone()).expect("client CA");
+        let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+            .build()
+            .expect("client verifier");
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let config = builder
         .with_single_cert(vec![leaf.der().clone()], key)
         .expect("server config");
     let pki = Pki {
         ca_der: ca.der().clone(),
         ca_file,
+        client,
         _dir: dir,
     };
     (pki, Arc::new(config))

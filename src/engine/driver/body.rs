@@ -95,11 +95,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         }
                     }
                     Err(e) => {
+                        let msg = e.with_host(&c.server.host);
                         let f = match e {
                             crate::tls::TlsError::Certificate(_) => {
-                                Failure::fatal(ExitCode::UNKNOWN, e.to_string())
+                                Failure::fatal(ExitCode::UNKNOWN, msg)
                             }
-                            _ => Failure::retry(ExitCode::UNKNOWN, e.to_string()),
+                            _ => Failure::retry(ExitCode::UNKNOWN, msg),
                         };
                         self.fail_conn(slot, f);
                         return;

@@ -186,7 +186,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         self.start_tunnel(slot);
         if tls {
             if self.tls.is_none() {
-                match TlsConfig::new(self.s.ca_certificate.as_deref(), self.s.check_certificate) {
+                let options = crate::tls::TlsOptions {
+                    ca_file: self.s.ca_certificate.as_deref(),
+                    verify: self.s.check_certificate,
+                    certificate: self.s.certificate.as_deref(),
+                    private_key: self.s.private_key.as_deref(),
+                    tls13_only: self.s.tls13_only,
+                };
+                match TlsConfig::with(&options) {
                     Ok(c) => self.tls = Some(c),
                     Err(e) => {
                         self.fail_conn(slot, Failure::fatal(ExitCode::UNKNOWN, e.to_string()));
