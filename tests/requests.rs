@@ -655,3 +655,124 @@ fn run_measuring_peak(dir: &TestDir, args: &[String]) -> (Option<i32>, u64) {
     let _ = (out.join(), err.join());
     (status.code(), peak)
 }
+
+/// Security: a name a server supplies — Content-Disposition (plain or RFC 5987), or the last
+/// segment of a redirect target — never places a file outside the download directory: `../`,
+/// absolute paths, `\`, NUL and control characters, encoded slashes, over-long names. Each such
+/// name is refused (the URL's own name is used) or made safe, and nothing is written elsewhere.
+#[test]
+fn a_server_supplied_name_never_places_a_file_outside_the_download_directory() {
+    let server = TestServer::plain();
+    let data = content(320, 10_000);
+    let long = "n".repeat(300);
+    let dispositions = [
+        "attachment; filename=\"../../escaped.bin\"".to_string(),
+        "attachment; filename=\"/tmp/escaped.bin\"".to_string(),
+        "attachment; filename*=UTF-8''..%2F..%2Fescaped.bin".to_string(),
+        "attachment; filename=\"..\\\\escaped.bin\"".to_string(),
+        "attachment; filename*=UTF-8''esc%00aped.bin".to_string(),
+        "attachment; filename*=UTF-8''esc%0Aaped.bin".to_string(),
+        "attachment; filename=\"..\"".to_string(),
+        format!("attachment; filename=\"{long}.bin\""),
+    ];
+    for (i, cd) in dispositions.iter().enumerate() {
+        let path = format!("/cd{i}.bin");
+        server.route(
+            &path,
+            Route::bytes(data.clone()).header("Content-Disposition", cd),
+        );
+        let parent = TestDir::new();
+        let dir_path = parent.join("downloads");
+        std::fs::create_dir_all(&dir_path).unwrap();
+        let args = vec![
+            "--no-conf".to_string(),
+            format!("-d{}", dir_path.display()),
+            "--content-disposition-default-utf8=true".to_string(),
+            server.url(&path),
+        ];
+        let run = ringdl(&parent, &args);
+        assert_eq!(run.code(), 0, "{cd}\n{run}");
+        let inside: Vec<String> = std::fs::read_dir(&dir_path)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            inside,
+            [format!("cd{i}.bin")],
+            "{cd}: the URL's name is used\n{run}"
+        );
+        let outside: Vec<String> = parent
+            .entries()
+            .into_iter()
+            .filter(|e| e != "downloads" && e != ".home")
+            .collect();
+        assert!(outside.is_empty(), "{cd}: {outside:?}");
+        assert!(!std::path::Path::new("/tmp/escaped.bin").exists());
+    }
+    // Redirect targets whose last segment encodes a path, or is over-long.
+    for (i, target) in [
+        "/dl/..%2F..%2Fescaped.bin".to_string(),
+        "/dl/%2Ftmp%2Fescaped.bin".to_string(),
+        format!("/dl/{}.iso", "x".repeat(400)),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let from = format!("/r{i}");
+        server.route(&from, Route::redirect(302, target.clone()));
+        server.route(target, Route::bytes(data.clone()));
+        let parent = TestDir::new();
+        let dir_path = parent.join("downloads");
+        std::fs::create_dir_all(&dir_path).unwrap();
+        let args = vec![
+            "--no-conf".to_string(),
+            format!("-d{}", dir_path.display()),
+            server.url(&from),
+        ];
+        let run = ringdl(&parent, &args);
+        assert_eq!(run.code(), 0, "{target}\n{run}");
+        let inside: Vec<String> = std::fs::read_dir(&dir_path)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(inside.len(), 1, "{target}: {inside:?}");
+        assert!(
+            inside[0].len() <= 255 && !inside[0].contains('/'),
+            "{inside:?}"
+        );
+        let outside: Vec<String> = parent
+            .entries()
+            .into_iter()
+            .filter(|e| e != "downloads" && e != ".home")
+            .collect();
+        assert!(outside.is_empty(), "{target}: {outside:?}");
+    }
+    assert!(!std::path::Path::new("/tmp/escaped.bin").exists());
+}
+
+/// Security: a redirect to a scheme ringdl does not fetch (`file:`, `ftp:`, `data:`, `gopher:`)
+/// ends that URI with one error line; nothing is read from the local disk and no file is made.
+#[test]
+fn redirects_to_unsupported_schemes_fail_cleanly() {
+    let server = TestServer::plain();
+    for (i, target) in [
+        "file:///etc/passwd",
+        "ftp://127.0.0.1/f.bin",
+        "data:text/plain,hello",
+        "gopher://127.0.0.1/x",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let from = format!("/s{i}");
+        server.route(&from, Route::redirect(302, *target));
+        let dir = TestDir::new();
+        let run = get(&dir, &["--max-tries=1"], &server.url(&from));
+        assert_ne!(run.code(), 0, "{target}\n{run}");
+        assert_eq!(run.lines_with("errorCode=").len(), 1, "{target}\n{run}");
+        let made: Vec<String> = dir.entries().into_iter().filter(|e| e != ".home").collect();
+        assert!(made.is_empty(), "{target}: {made:?}");
+    }
+}

@@ -7,6 +7,26 @@ use url::Url;
 /// The name used when a URL has no usable last path segment.
 const DEFAULT_NAME: &str = "index.html";
 
+/// The longest file name Linux filesystems take (`NAME_MAX`), in bytes.
+pub const NAME_MAX: usize = 255;
+
+/// `name` cut to `NAME_MAX` bytes at a character boundary, keeping a short extension.
+fn fit_name_max(name: String) -> String {
+    if name.len() <= NAME_MAX {
+        return name;
+    }
+    let ext = name
+        .rfind('.')
+        .map(|i| &name[i..])
+        .filter(|e| e.len() <= 16)
+        .unwrap_or("");
+    let mut stem_len = NAME_MAX - ext.len();
+    while !name.is_char_boundary(stem_len) {
+        stem_len -= 1;
+    }
+    format!("{}{ext}", &name[..stem_len])
+}
+
 /// The local file name aria2 would pick from a URL.
 ///
 /// The last path segment, percent-decoded, without the query; empty gives `index.html`.
@@ -25,7 +45,7 @@ pub fn filename_from_url(url: &Url) -> String {
     if name == "." || name == ".." {
         DEFAULT_NAME.to_string()
     } else {
-        name
+        fit_name_max(name)
     }
 }
 
@@ -148,6 +168,7 @@ pub fn filename_from_content_disposition(value: &str) -> Option<String> {
     let unsafe_name = name.is_empty()
         || name == "."
         || name == ".."
+        || name.len() > NAME_MAX
         || name.contains(['/', '\\'])
         || name.chars().any(|c| c.is_ascii_control());
     (!unsafe_name).then_some(name)
@@ -461,5 +482,17 @@ mod tests {
         ] {
             assert_eq!(cd(v), None, "{v:?}");
         }
+    }
+
+    #[test]
+    fn over_long_names_fit_the_filesystem() {
+        let long = "a".repeat(400);
+        let n = from_url(&format!("http://h/{long}.tar.gz"));
+        assert_eq!(n.len(), NAME_MAX);
+        assert!(n.ends_with(".gz"), "{n}");
+        let wide = "é".repeat(200);
+        let n = from_url(&format!("http://h/{wide}"));
+        assert!(n.len() <= NAME_MAX && n.chars().all(|c| c == 'é'), "{n}");
+        assert_eq!(cd(&format!("attachment; filename=\"{long}\"")), None);
     }
 }
