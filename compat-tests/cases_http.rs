@@ -233,4 +233,16 @@ cases! {
         req_headers: &["Connection"],
         ..Case::DEFAULT
     };
+    content_disposition_default_utf8 = Case {
+        args: &["--content-disposition-default-utf8=true", "{url}/cd.bin"],
+        routes: &[R::FileWith("/cd.bin", 10_000, &[M::Disposition("attachment; filename=\"\u{20ac} rates.txt\"")])],
+        ..Case::DEFAULT
+    };
+    content_disposition_raw_utf8_by_default = Case {
+        args: &["{url}/cd.bin"],
+        routes: &[R::FileWith("/cd.bin", 10_000, &[M::Disposition("attachment; filename=\"caf\u{e9}.txt\"")])],
+        known: &["K-CDUTF8"],
+        diffs: &[Diff::Aria2Args(&["--content-disposition-default-utf8=true", "{url}/cd.bin"])],
+        ..Case::DEFAULT
+    };
 }

@@ -30,6 +30,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "conf-path",
     "connect-timeout",
     "console-log-level",
+    "content-disposition-default-utf8",
     "continue",
     "dir",
     "download-result",
@@ -146,6 +147,8 @@ pub struct DownloadOptions {
     pub http_accept_gzip: bool,
     /// `--enable-http-keep-alive`: false sends `Connection: close` and reuses no connection.
     pub http_keep_alive: bool,
+    /// `--content-disposition-default-utf8`.
+    pub content_disposition_default_utf8: bool,
     /// `-c`: go on from an existing file that has no control file.
     pub continue_partial: bool,
     /// Piece length of new control files.
@@ -976,6 +979,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         no_netrc: r.bool("no-netrc"),
         http_accept_gzip: r.bool("http-accept-gzip"),
         http_keep_alive: r.bool("enable-http-keep-alive"),
+        content_disposition_default_utf8: r.bool("content-disposition-default-utf8"),
         continue_partial: r.bool("continue"),
         piece_length: u32::try_from(r.size("piece-length")).unwrap_or(1 << 20),
         allow_piece_length_change: r.bool("allow-piece-length-change"),
@@ -1057,6 +1061,9 @@ impl DownloadOptions {
                 "no-netrc" => o.no_netrc = v == "true",
                 "http-accept-gzip" => o.http_accept_gzip = v == "true",
                 "enable-http-keep-alive" => o.http_keep_alive = v == "true",
+                "content-disposition-default-utf8" => {
+                    o.content_disposition_default_utf8 = v == "true"
+                }
                 "continue" => o.continue_partial = v == "true",
                 "piece-length" => {
                     o.piece_length = defs::parse_size(v)

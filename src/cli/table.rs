@@ -1500,7 +1500,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#advanced", "#http"])
     .input()
-    .unsupported("Content-Disposition charset")
     .long("Instead of ISO-8859-1. The extended filename* parameter is not affected."),
     opt("http-proxy", ValueKind::Text, "Proxy for HTTP downloads")
         .value_name("PROXY")

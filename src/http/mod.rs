@@ -17,7 +17,9 @@ mod request;
 pub use chunked::{ChunkEvent, ChunkedDecoder, MAX_CHUNK_LINE, MAX_TRAILERS};
 pub use error::HttpError;
 pub use head::{parse_head, Framing, ResponseHead, MAX_HEAD, MAX_HEADERS};
-pub use naming::{filename_from_content_disposition, filename_from_url};
+pub use naming::{
+    filename_from_content_disposition, filename_from_content_disposition_with, filename_from_url,
+};
 pub use range::{parse_content_range, ContentRange};
 pub use redirect::{is_redirect, resolve_location};
 pub use request::{write_request, RequestSpec};

@@ -119,6 +119,13 @@ fn percent_encode(bytes: &[u8]) -> String {
 /// value, a repeated `filename` or `filename*`, or a name that is empty, `.`, `..`, or
 /// contains `/`, `\` or a control character gives `None`.
 pub fn filename_from_content_disposition(value: &str) -> Option<String> {
+    filename_from_content_disposition_with(value, false)
+}
+
+/// The same; with `default_utf8` (`--content-disposition-default-utf8`) the plain `filename="..."`
+/// value's bytes are read as UTF-8 rather than ISO-8859-1 (`value` holds header bytes as
+/// ISO-8859-1 characters); `filename*` names its own charset either way.
+pub fn filename_from_content_disposition_with(value: &str, default_utf8: bool) -> Option<String> {
     let mut p = Parser {
         s: value.as_bytes(),
         pos: 0,
@@ -160,6 +167,12 @@ pub fn filename_from_content_disposition(value: &str) -> Option<String> {
                 if plain.is_some() {
                     return None;
                 }
+                let v = if default_utf8 && v.chars().all(|c| (c as u32) < 256) {
+                    let bytes: Vec<u8> = v.chars().map(|c| c as u32 as u8).collect();
+                    String::from_utf8(bytes).unwrap_or(v)
+                } else {
+                    v
+                };
                 plain = Some(v);
             }
         }
@@ -494,5 +507,23 @@ mod tests {
         let n = from_url(&format!("http://h/{wide}"));
         assert!(n.len() <= NAME_MAX && n.chars().all(|c| c == 'é'), "{n}");
         assert_eq!(cd(&format!("attachment; filename=\"{long}\"")), None);
+    }
+
+    #[test]
+    fn default_utf8_reads_plain_filename_bytes_as_utf8() {
+        // "€.txt" sent as raw UTF-8 bytes, which the head parser holds as ISO-8859-1 characters.
+        let raw: String = "€.txt".bytes().map(char::from).collect();
+        let v = format!("attachment; filename=\"{raw}\"");
+        assert_eq!(
+            filename_from_content_disposition_with(&v, true).as_deref(),
+            Some("€.txt")
+        );
+        assert_eq!(filename_from_content_disposition_with(&v, false), Some(raw));
+        // filename* keeps its own charset.
+        let ext = "attachment; filename*=ISO-8859-1''%A3.txt";
+        assert_eq!(
+            filename_from_content_disposition_with(ext, true).as_deref(),
+            Some("£.txt")
+        );
     }
 }

@@ -386,7 +386,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 None => resp
                     .content_disposition
                     .as_deref()
-                    .and_then(http::filename_from_content_disposition)
+                    .and_then(|v| {
+                        http::filename_from_content_disposition_with(
+                            v,
+                            d.opts.content_disposition_default_utf8,
+                        )
+                    })
                     .unwrap_or_else(|| http::filename_from_url(&url)),
             };
             // Until the file is open, failures still name the path it would have had (as aria2).
