@@ -172,10 +172,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     summary: Summary,
     /// Built when the first https:// connection needs it.
     tls: Option<TlsConfig>,
-    /// `--max-overall-download-limit`.
-    overall: Option<super::conn::Bucket>,
-    /// When the timers in flight fire.
-    timers: Vec<Instant>,
+    /// Rate limits and the timers in flight (`pace.rs` owns them).
+    pace: pace::Pacer,
     /// Name resolution off the loop (none in the simulation, whose URLs name addresses).
     resolver: Option<Resolver>,
     wake: Option<Fd>,
@@ -193,11 +191,9 @@ struct Engine<'a, R: Reactor<Tag>> {
     /// Full blocks waiting to be written, in the order they filled.
     flushes: Flushes,
     last_summary: Instant,
-    /// The run's cookies (`--load-cookies`, then every `Set-Cookie`; `--save-cookies` at the end).
-    cookies: crate::http::cookies::Jar,
-    /// The netrc file's credentials (none with `-n`, or when it is missing or not private).
-    netrc: Option<crate::http::auth::Netrc>,
-    /// The proxies' addresses, resolved at the start.
+    /// The run's cookies and the netrc file's credentials (`credentials.rs` owns them).
+    identity: credentials::Identity,
+    /// The proxies' addresses, resolved at the start (`proxy.rs` owns them).
     proxy_addrs: proxy::ProxyAddrs,
 }
 
@@ -338,9 +334,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         jobs_done: false,
         summary: Summary::default(),
         tls: None,
-        overall: (settings.max_overall_download_limit > 0)
-            .then(|| super::conn::Bucket::new(settings.max_overall_download_limit, now)),
-        timers: Vec::new(),
+        pace: pace::Pacer::new(settings.max_overall_download_limit, now),
         resolver: outside.resolver,
         wake,
         wake_op: None,
@@ -354,9 +348,8 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         next_id: 1,
         flushes: Flushes::default(),
         last_summary: now,
-        cookies: crate::http::cookies::Jar::new(),
-        netrc: None,
-        proxy_addrs: HashMap::new(),
+        identity: credentials::Identity::default(),
+        proxy_addrs: proxy::ProxyAddrs::default(),
     };
     engine.load_credentials();
     engine.resolve_proxies();

@@ -302,7 +302,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut ex = ex;
         let mut req = Vec::with_capacity(512);
         let authorization = self.authorization(ex.dl, ex.mirror, &ex.url);
-        let cookie = self.cookies.header_for(&ex.url);
+        let cookie = self.identity.cookie_header(&ex.url);
         // Through an HTTP proxy without a tunnel the proxy reads the request itself.
         let (absolute_form, proxy_authorization) = match self.conns[slot].as_ref() {
             Some(c) => match (&c.proxy, c.tunnel.is_some()) {

@@ -4,6 +4,28 @@
 use super::*;
 use crate::http::auth::{same_origin, Credentials, Netrc};
 
+/// The run's cookies (`--load-cookies`, then every `Set-Cookie`; `--save-cookies` at the end)
+/// and the netrc file's credentials (none with `-n`, or when it is missing or not private).
+/// Private to this file: other parts ask for a request's `Cookie` value or hand over a
+/// response's cookies.
+#[derive(Default)]
+pub(super) struct Identity {
+    cookies: crate::http::cookies::Jar,
+    netrc: Option<Netrc>,
+}
+
+impl Identity {
+    /// The `Cookie` value for a request to `url`.
+    pub(super) fn cookie_header(&self, url: &Url) -> Option<String> {
+        self.cookies.header_for(url)
+    }
+
+    /// Keeps what a response to a request for `url` set.
+    pub(super) fn keep_cookies(&mut self, url: &Url, set_cookies: &[String]) {
+        self.cookies.store_response(url, set_cookies);
+    }
+}
+
 /// Where a request's credentials come from, and whether they wait for a server to ask.
 pub(super) struct Offer {
     pub credentials: Credentials,
@@ -16,7 +38,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// read is said once and the run goes on without it, as aria2c does.
     pub(super) fn load_credentials(&mut self) {
         if let Some(path) = &self.s.load_cookies {
-            match self.cookies.load_file(path) {
+            match self.identity.cookies.load_file(path) {
                 Ok(_) => {}
                 // A file that is there but not cookies: say why.
                 Err(e) if e.kind() == std::io::ErrorKind::Other => self.console.error(&format!(
@@ -32,7 +54,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         match Netrc::load(&self.s.netrc_path) {
-            Ok(netrc) => self.netrc = netrc,
+            Ok(netrc) => self.identity.netrc = netrc,
             Err(why) => self.console.log(LogLevel::Warn, &why),
         }
     }
@@ -42,7 +64,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(path) = &self.s.save_cookies else {
             return;
         };
-        if let Err(e) = self.cookies.save_file(path) {
+        if let Err(e) = self.identity.cookies.save_file(path) {
             self.console.error(&format!(
                 "Failed to save cookies to {}: {e}",
                 path.display()
@@ -84,7 +106,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return None;
         }
         let host = url.host_str()?;
-        let credentials = self.netrc.as_ref()?.lookup(host)?.clone();
+        let credentials = self.identity.netrc.as_ref()?.lookup(host)?.clone();
         Some(Offer {
             credentials,
             on_challenge: d.opts.http_auth_challenge,

@@ -12,12 +12,33 @@ fn later(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     }
 }
 
+/// What time-keeping owns: `--max-overall-download-limit`'s bucket and when the timers in flight
+/// fire (private to this file).
+pub(super) struct Pacer {
+    overall: Option<super::super::conn::Bucket>,
+    timers: Vec<Instant>,
+}
+
+impl Pacer {
+    /// `overall_limit` bytes per second for all downloads together (0: none).
+    pub(super) fn new(overall_limit: u64, now: Instant) -> Pacer {
+        Pacer {
+            overall: (overall_limit > 0)
+                .then(|| super::super::conn::Bucket::new(overall_limit, now)),
+            timers: Vec::new(),
+        }
+    }
+}
+
 impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Whether connection `slot` of download `dl` may read now; if not, it waits for a timer.
     pub(super) fn may_read(&mut self, slot: usize, dl: usize) -> bool {
         let now = self.reactor.now();
         let mut wake = self.dls[dl].bucket.as_mut().and_then(|b| b.wait_until(now));
-        wake = later(wake, self.overall.as_mut().and_then(|b| b.wait_until(now)));
+        wake = later(
+            wake,
+            self.pace.overall.as_mut().and_then(|b| b.wait_until(now)),
+        );
         match wake {
             None => true,
             Some(at) => {
@@ -36,24 +57,24 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if let Some(b) = self.dls[dl].bucket.as_mut() {
             b.charge(n, now);
         }
-        if let Some(b) = self.overall.as_mut() {
+        if let Some(b) = self.pace.overall.as_mut() {
             b.charge(n, now);
         }
     }
 
     /// Makes sure the loop wakes at `at` (a timer firing earlier will check again then).
     pub(super) fn set_timer(&mut self, at: Instant) {
-        if self.timers.iter().any(|t| *t <= at) {
+        if self.pace.timers.iter().any(|t| *t <= at) {
             return;
         }
         let d = at.saturating_duration_since(self.reactor.now());
         self.reactor.timer(Tag::Timer { at }, d);
-        self.timers.push(at);
+        self.pace.timers.push(at);
     }
 
     /// A timer fired: throttled connections read again if they may, waits that are over end.
     pub(super) fn on_timer(&mut self, at: Instant) {
-        self.timers.retain(|t| *t != at);
+        self.pace.timers.retain(|t| *t != at);
         let now = self.reactor.now();
         for slot in 0..self.conns.len() {
             let waiting = self.conns[slot].as_ref().is_some_and(|c| c.throttled);

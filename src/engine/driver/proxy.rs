@@ -6,8 +6,9 @@ use super::*;
 use crate::http::proxy::{Handshake, Kind, Proxy, Step};
 use std::net::ToSocketAddrs;
 
-/// A proxy's addresses, or why it has none.
-pub(super) type ProxyAddrs = HashMap<(String, u16), Result<Vec<SocketAddr>, String>>;
+/// Each proxy's addresses, or why it has none (private to this file).
+#[derive(Default)]
+pub(super) struct ProxyAddrs(HashMap<(String, u16), Result<Vec<SocketAddr>, String>>);
 
 impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Resolves the configured proxies' names, once, before any transfer starts (so no lookup of
@@ -19,7 +20,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .flatten()
         {
             let key = (p.host.clone(), p.port);
-            if self.proxy_addrs.contains_key(&key) {
+            if self.proxy_addrs.0.contains_key(&key) {
                 continue;
             }
             let addrs = (p.host.as_str(), p.port)
@@ -33,7 +34,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         Ok(a)
                     }
                 });
-            self.proxy_addrs.insert(key, addrs);
+            self.proxy_addrs.0.insert(key, addrs);
         }
     }
 
@@ -77,7 +78,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(p) = self.conns[slot].as_ref().and_then(|c| c.proxy.clone()) else {
             return;
         };
-        match self.proxy_addrs.get(&(p.host.clone(), p.port)) {
+        match self.proxy_addrs.0.get(&(p.host.clone(), p.port)) {
             Some(Ok(addrs)) => {
                 let addrs = addrs.clone();
                 self.connect_to(slot, addrs);

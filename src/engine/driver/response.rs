@@ -18,7 +18,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let status = resp.status;
         let conn_id = c.id;
         // Every response's cookies count, a redirect's and an error's too.
-        self.cookies.store_response(&ex.url, &resp.set_cookies);
+        self.identity.keep_cookies(&ex.url, &resp.set_cookies);
         if http::is_redirect(status) {
             let Some(loc) = resp.location.as_deref() else {
                 self.fail_conn(
