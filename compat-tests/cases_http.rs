@@ -245,4 +245,10 @@ cases! {
         diffs: &[Diff::Aria2Args(&["--content-disposition-default-utf8=true", "{url}/cd.bin"])],
         ..Case::DEFAULT
     };
+    use_head = Case {
+        args: &["--use-head=true", "{url}/f.bin"],
+        routes: F,
+        ..Case::DEFAULT
+    };
+    use_head_not_found = Case { args: &["--use-head=true", "{url}/none.bin"], routes: F, ..Case::DEFAULT };
 }

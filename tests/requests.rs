@@ -776,3 +776,30 @@ fn redirects_to_unsupported_schemes_fail_cleanly() {
         assert!(made.is_empty(), "{target}: {made:?}");
     }
 }
+
+/// `--use-head`: the first request of a download is a HEAD, then GETs fetch the file (aria2c's
+/// order too); with `--dry-run` the HEAD is all.
+#[test]
+fn use_head_asks_with_head_first() {
+    let server = TestServer::plain();
+    let data = content(330, 3 << 20);
+    server.route("/h.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let run = get(
+        &dir,
+        &["--use-head=true", "-x2", "-k1M"],
+        &server.url("/h.bin"),
+    );
+    assert_got(&run, &dir, "h.bin", &data);
+    let methods: Vec<String> = server
+        .requests_to("/h.bin")
+        .iter()
+        .map(|r| r.method.clone())
+        .collect();
+    assert_eq!(methods[0], "HEAD", "{methods:?}");
+    assert!(
+        methods[1..].iter().all(|m| m == "GET") && methods.len() >= 2,
+        "{methods:?}"
+    );
+    assert!(run.lines_with("WARN").is_empty(), "{run}");
+}

@@ -86,6 +86,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "split",
     "summary-interval",
     "timeout",
+    "use-head",
     "user-agent",
     "version",
 ];
@@ -149,6 +150,8 @@ pub struct DownloadOptions {
     pub http_keep_alive: bool,
     /// `--content-disposition-default-utf8`.
     pub content_disposition_default_utf8: bool,
+    /// `--use-head`: ask with HEAD before the first GET.
+    pub use_head: bool,
     /// `-c`: go on from an existing file that has no control file.
     pub continue_partial: bool,
     /// Piece length of new control files.
@@ -980,6 +983,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         http_accept_gzip: r.bool("http-accept-gzip"),
         http_keep_alive: r.bool("enable-http-keep-alive"),
         content_disposition_default_utf8: r.bool("content-disposition-default-utf8"),
+        use_head: r.bool("use-head"),
         continue_partial: r.bool("continue"),
         piece_length: u32::try_from(r.size("piece-length")).unwrap_or(1 << 20),
         allow_piece_length_change: r.bool("allow-piece-length-change"),
@@ -1061,6 +1065,7 @@ impl DownloadOptions {
                 "no-netrc" => o.no_netrc = v == "true",
                 "http-accept-gzip" => o.http_accept_gzip = v == "true",
                 "enable-http-keep-alive" => o.http_keep_alive = v == "true",
+                "use-head" => o.use_head = v == "true",
                 "content-disposition-default-utf8" => {
                     o.content_disposition_default_utf8 = v == "true"
                 }

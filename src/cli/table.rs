@@ -1454,8 +1454,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .default("false")
     .tags(&["#http"])
-    .input()
-    .unsupported("HEAD requests"),
+    .input(),
     opt(
         "http-auth-challenge",
         ValueKind::Bool,

@@ -207,6 +207,8 @@ pub struct Exchange {
     pub parked: bool,
     /// The request carried an `Authorization` header.
     pub sent_auth: bool,
+    /// The request was a HEAD (`--dry-run`, `--use-head`): its answer has no body.
+    pub head_request: bool,
     /// `--http-accept-gzip` and an encoded body: the inflater, and inflated bytes waiting for a
     /// write block (then `spill` holds encoded bytes not inflated yet).
     pub decoder: Option<crate::http::decode::Decoder>,
@@ -253,6 +255,7 @@ impl Exchange {
             overruled: false,
             parked: false,
             sent_auth: false,
+            head_request: false,
             decoder: None,
             inflated: Vec::new(),
         }
@@ -409,6 +412,8 @@ pub struct Download {
     pub saves: usize,
     /// A server asked for credentials (401): `--http-auth-challenge` ones go out from now on.
     pub auth_challenged: bool,
+    /// `--use-head`: the HEAD request was answered; the GETs follow.
+    pub head_done: bool,
     pub uris: Vec<Url>,
     pub bad_uris: Vec<bool>,
     pub first_uri: String,
@@ -543,6 +548,7 @@ impl Download {
             gid,
             saves: 0,
             auth_challenged: false,
+            head_done: false,
             uris,
             bad_uris: vec![false; n],
             first_uri,

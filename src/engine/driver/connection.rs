@@ -339,9 +339,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             other => other,
         };
         ex.sent_auth = authorization.is_some();
+        // `--use-head`: the first request of a download asks with HEAD, then GETs follow.
+        let probe = d.opts.use_head && !d.head_done && d.plan.is_none() && ex.range.is_none();
+        ex.head_request = d.opts.dry_run || probe;
         http::write_request(
             &RequestSpec {
-                method: if d.opts.dry_run { "HEAD" } else { "GET" },
+                method: if ex.head_request { "HEAD" } else { "GET" },
                 url: &ex.url,
                 range: ex.range,
                 user_agent: &d.opts.user_agent,

@@ -156,7 +156,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             return;
         }
-        let framing = resp.framing(self.dls[dl].opts.dry_run);
+        let head_request = self.conns[slot]
+            .as_ref()
+            .and_then(|c| c.ex.as_ref())
+            .is_some_and(|ex| ex.head_request);
+        if head_request && !self.dls[dl].opts.dry_run && range.is_none() {
+            // `--use-head`: the HEAD was answered; the GET that follows makes the file, on this
+            // connection when it can be kept.
+            self.dls[dl].head_done = true;
+            if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+                ex.start_body(Framing::Empty);
+                ex.unusable |= !resp.keep_alive;
+            }
+            self.dls[dl].wanted += 1;
+            self.release_conn(slot, dl);
+            return;
+        }
+        let framing = resp.framing(head_request);
         // `--http-accept-gzip`: an encoded whole-file answer is inflated on its way to the file.
         let coding = resp
             .content_encoding
