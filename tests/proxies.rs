@@ -383,3 +383,93 @@ fn a_misbehaving_proxy_is_a_clear_error() {
     let run = get(&dir, &["--all-proxy=ftp://h:21".into()], &tls.url("/f.bin"));
     assert_eq!(run.code(), 28, "{run}");
 }
+
+/// The in-repo proxies record what ringdl asked them: through the HTTP proxy, plain http goes as
+/// `GET` with the absolute URL and https as `CONNECT host:port`, each with `Proxy-Authorization`
+/// (which the origin never sees); through SOCKS5, `socks5h://` sends the name and `socks5://` the
+/// address, with the user and password. Split downloads take the proxy on every connection.
+#[test]
+fn in_repo_proxies_see_what_ringdl_asks() {
+    use crate::support::proxy::TestProxy;
+    let plain = TestServer::plain();
+    let tls = TestServer::https();
+    let data = content(505, 3 << 20);
+    plain.route("/f.bin", Route::bytes(data.clone()));
+    tls.route("/f.bin", Route::bytes(data.clone()));
+    let ca = format!("--ca-certificate={}", tls.ca_file().display());
+
+    let http = TestProxy::http(Some(("pu", "ppw")));
+    let dir = TestDir::new();
+    let opts = vec![
+        format!("--all-proxy=http://pu:ppw@127.0.0.1:{}", http.port()),
+        "-x4".into(),
+        "-k1M".into(),
+    ];
+    let run = get(&dir, &opts, &plain.url("/f.bin"));
+    assert_got(&run, &dir.join("f.bin"), &data);
+    let seen = http.seen();
+    assert!(seen.len() >= 2, "{seen:?}");
+    assert!(
+        seen.iter()
+            .all(|r| r.kind == "GET" && r.target == plain.url("/f.bin")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .all(|r| r.auth.as_deref() == Some("Basic cHU6cHB3")),
+        "{seen:?}"
+    );
+    assert!(plain
+        .requests()
+        .iter()
+        .all(|r| r.header("Proxy-Authorization").is_none()));
+    assert!(plain.requests().iter().all(|r| r.header("Via").is_some()));
+
+    let dir = TestDir::new();
+    let opts = vec![
+        format!("--https-proxy=http://pu:ppw@127.0.0.1:{}", http.port()),
+        ca.clone(),
+    ];
+    let before = http.seen().len();
+    let run = get(&dir, &opts, &tls.url("/f.bin"));
+    assert_got(&run, &dir.join("f.bin"), &data);
+    let connect = &http.seen()[before..];
+    let authority = format!("127.0.0.1:{}", tls.port());
+    assert!(
+        !connect.is_empty()
+            && connect
+                .iter()
+                .all(|r| r.kind == "CONNECT" && r.target == authority),
+        "{connect:?}"
+    );
+
+    let socks = TestProxy::socks5(Some(("su", "spw")));
+    for (scheme, target) in [
+        ("socks5h", format!("localhost:{}", plain.port())),
+        ("socks5", format!("127.0.0.1:{}", plain.port())),
+    ] {
+        let dir = TestDir::new();
+        let before = socks.seen().len();
+        let opts = vec![format!(
+            "--all-proxy={scheme}://su:spw@127.0.0.1:{}",
+            socks.port()
+        )];
+        // `localhost` may resolve to ::1 first: the test server listens on both.
+        let run = get(&dir, &opts, &plain.url_localhost("/f.bin"));
+        assert_got(&run, &dir.join("f.bin"), &data);
+        let seen = &socks.seen()[before..];
+        assert!(!seen.is_empty(), "{scheme}");
+        for r in seen {
+            assert_eq!(r.auth.as_deref(), Some("su:spw"), "{scheme}");
+            if scheme == "socks5h" {
+                assert_eq!(r.target, target, "{scheme}");
+            } else {
+                assert!(r.target.ends_with(&format!(":{}", plain.port())), "{r:?}");
+                assert!(
+                    !r.target.starts_with("localhost"),
+                    "socks5:// sends an address: {r:?}"
+                );
+            }
+        }
+    }
+}
