@@ -447,33 +447,7 @@ fn apt_fast_list_with_a_dead_first_mirror() {
             sha256_hex(data)
         ));
     }
-    let opts = |dir: &TestDir| -> Vec<String> {
-        std::fs::write(dir.join("apt-fast.list"), &list).unwrap();
-        [
-            "--no-conf",
-            "-c",
-            "-j",
-            "5",
-            "-x",
-            "10",
-            "-s",
-            "8",
-            "-i",
-            "apt-fast.list",
-            "--min-split-size=1M",
-            "--stream-piece-selector=default",
-            "--connect-timeout=600",
-            "--timeout=600",
-            "-m0",
-            "--header",
-            "Accept: */*",
-            "-d",
-            &dir.arg(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    };
+    let opts = |dir: &TestDir| -> Vec<String> { crate::support::apt_fast_args(dir, &list) };
     let check = |program: &str, run: &Run, dir: &TestDir| {
         assert_eq!(run.code(), 0, "{program}: the list did not complete\n{run}");
         for (name, data) in &files {

@@ -201,31 +201,7 @@ fn apt_fast_checksums_catch_a_corrupt_package_as_with_aria2c() {
         );
 
         let dir = TestDir::new();
-        std::fs::write(dir.join("apt-fast.list"), &list).unwrap();
-        let args: Vec<String> = [
-            "--no-conf",
-            "-c",
-            "-j",
-            "5",
-            "-x",
-            "10",
-            "-s",
-            "8",
-            "-i",
-            "apt-fast.list",
-            "--min-split-size=1M",
-            "--stream-piece-selector=default",
-            "--connect-timeout=600",
-            "--timeout=600",
-            "-m0",
-            "--header",
-            "Accept: */*",
-            "-d",
-            &dir.arg(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let args = crate::support::apt_fast_args(&dir, &list);
         let run = crate::support::run_program(&program, &dir, &args, Duration::from_secs(60));
         assert_eq!(run.code(), 32, "{who}\n{run}");
         assert!(run.lines_with("WARN").is_empty(), "{who}\n{run}");

@@ -692,11 +692,7 @@ fn a_server_supplied_name_never_places_a_file_outside_the_download_directory() {
         ];
         let run = ringdl(&parent, &args);
         assert_eq!(run.code(), 0, "{cd}\n{run}");
-        let inside: Vec<String> = std::fs::read_dir(&dir_path)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
+        let inside = crate::support::entries_of(&dir_path);
         assert_eq!(
             inside,
             [format!("cd{i}.bin")],
@@ -732,11 +728,7 @@ fn a_server_supplied_name_never_places_a_file_outside_the_download_directory() {
         ];
         let run = ringdl(&parent, &args);
         assert_eq!(run.code(), 0, "{target}\n{run}");
-        let inside: Vec<String> = std::fs::read_dir(&dir_path)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
+        let inside = crate::support::entries_of(&dir_path);
         assert_eq!(inside.len(), 1, "{target}: {inside:?}");
         assert!(
             inside[0].len() <= 255 && !inside[0].contains('/'),

@@ -209,20 +209,32 @@ pub struct Exchange {
     pub sent_auth: bool,
     /// The request was a HEAD (`--dry-run`, `--use-head`): its answer has no body.
     pub head_request: bool,
-    /// `--http-accept-gzip` and an encoded body: the inflater, and inflated bytes waiting for a
-    /// write block (then `spill` holds encoded bytes not inflated yet).
+    /// `--http-accept-gzip` and an encoded body: the inflater, and its output buffer (made once,
+    /// `INFLATE_STEP` bytes) whose `inflated_waiting` part still waits for a write block (then
+    /// `spill` holds encoded bytes not inflated yet).
     pub decoder: Option<crate::http::decode::Decoder>,
     pub inflated: Vec<u8>,
+    pub inflated_waiting: std::ops::Range<usize>,
 }
 
 /// Most inflated bytes made at a time: what an encoded body can hold in memory beyond its blocks.
 const INFLATE_STEP: usize = 64 * 1024;
 
 impl Exchange {
+    /// The same request again, for a fresh connection.
+    pub fn again(&self) -> Want {
+        Want {
+            dl: self.dl,
+            url: self.url.clone(),
+            mirror: self.mirror,
+            redirects: self.redirects,
+        }
+    }
+
     /// Body bytes received but not yet in a write block (spilled, or waiting to be inflated).
     pub fn pending(&self) -> bool {
         !self.spill.is_empty()
-            || !self.inflated.is_empty()
+            || !self.inflated_waiting.is_empty()
             || self.decoder.as_ref().is_some_and(|d| d.has_more())
     }
 
@@ -258,6 +270,7 @@ impl Exchange {
             head_request: false,
             decoder: None,
             inflated: Vec::new(),
+            inflated_waiting: 0..0,
         }
     }
 
@@ -883,16 +896,15 @@ impl BodySink<'_> {
     /// holds at most one step of it.
     fn inflate(&mut self) {
         loop {
-            if !self.ex.inflated.is_empty() {
+            if !self.ex.inflated_waiting.is_empty() {
                 let out = std::mem::take(&mut self.ex.inflated);
-                let n = self.place(&out);
-                if n < out.len() {
-                    self.ex.inflated = out;
-                    self.ex.inflated.drain(..n);
+                let waiting = self.ex.inflated_waiting.clone();
+                let n = self.place(&out[waiting.clone()]);
+                self.ex.inflated = out;
+                self.ex.inflated_waiting = waiting.start + n..waiting.end;
+                if !self.ex.inflated_waiting.is_empty() {
                     return;
                 }
-                self.ex.inflated = out;
-                self.ex.inflated.clear();
             }
             let Some(dec) = self.ex.decoder.as_mut() else {
                 return;
@@ -905,17 +917,19 @@ impl BodySink<'_> {
             if self.ex.spill.is_empty() && !dec.has_more() {
                 return;
             }
-            self.ex.inflated.resize(INFLATE_STEP, 0);
+            if self.ex.inflated.len() < INFLATE_STEP {
+                self.ex.inflated.resize(INFLATE_STEP, 0);
+            }
             match dec.run(&self.ex.spill, &mut self.ex.inflated) {
                 Ok((used, made)) => {
                     self.ex.spill.drain(..used);
-                    self.ex.inflated.truncate(made);
+                    self.ex.inflated_waiting = 0..made;
                     if used == 0 && made == 0 {
                         return;
                     }
                 }
                 Err(e) => {
-                    self.ex.inflated.clear();
+                    self.ex.inflated_waiting = 0..0;
                     self.ex.spill.clear();
                     self.ex.error = Some(Failure::retry(ExitCode::UNKNOWN, e.to_string()));
                     return;

@@ -73,9 +73,8 @@ pub fn redact(uri: &str) -> String {
 
 /// Whether `a` and `b` have the same origin: scheme, host and port (RFC 6454).
 pub fn same_origin(a: &Url, b: &Url) -> bool {
-    a.scheme().eq_ignore_ascii_case(b.scheme())
-        && a.host_str().map(str::to_ascii_lowercase) == b.host_str().map(str::to_ascii_lowercase)
-        && a.port_or_known_default() == b.port_or_known_default()
+    // The url crate's origin: scheme, lower-cased host, port with the scheme's default filled in.
+    a.origin() == b.origin()
 }
 
 /// A parsed netrc file: `machine NAME login USER password PASS` entries and an optional

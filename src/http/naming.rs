@@ -51,23 +51,7 @@ pub fn filename_from_url(url: &Url) -> String {
 
 /// Decodes `%XX` escapes; a `%` not followed by two hex digits stays as it is.
 fn percent_decode(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut i = 0;
-    while i < s.len() {
-        if s[i] == b'%' {
-            if let (Some(h), Some(l)) = (
-                s.get(i + 1).and_then(|&b| hex_digit(b)),
-                s.get(i + 2).and_then(|&b| hex_digit(b)),
-            ) {
-                out.push(h << 4 | l);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(s[i]);
-        i += 1;
-    }
-    out
+    percent_encoding::percent_decode(s).collect()
 }
 
 fn hex_digit(b: u8) -> Option<u8> {

@@ -56,19 +56,24 @@ impl TestDir {
 
     /// Names of the entries in the directory, sorted.
     pub fn entries(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.path)
-            .expect("read temp dir")
-            .map(|e| {
-                e.expect("dir entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .filter(|n| n != ".home")
-            .collect();
-        names.sort();
-        names
+        entries_of(&self.path)
     }
+}
+
+/// Names of the entries in directory `path` (but the tests' `.home`), sorted.
+pub fn entries_of(path: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(path)
+        .expect("read directory")
+        .map(|e| {
+            e.expect("dir entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n != ".home")
+        .collect();
+    names.sort();
+    names
 }
 
 /// The result of one ringdl run.
@@ -311,6 +316,36 @@ pub fn skip_unless(ok: bool, why: &str) -> bool {
     }
     eprintln!("SKIPPED: {test}: {why}");
     false
+}
+
+/// apt-fast's aria2c command line over its input file: `list` is written to `apt-fast.list` in
+/// `dir`, which is also the download directory.
+pub fn apt_fast_args(dir: &TestDir, list: &str) -> Vec<String> {
+    std::fs::write(dir.join("apt-fast.list"), list).expect("write apt-fast.list");
+    [
+        "--no-conf",
+        "-c",
+        "-j",
+        "5",
+        "-x",
+        "10",
+        "-s",
+        "8",
+        "-i",
+        "apt-fast.list",
+        "--min-split-size=1M",
+        "--stream-piece-selector=default",
+        "--connect-timeout=600",
+        "--timeout=600",
+        "-m0",
+        "--header",
+        "Accept: */*",
+        "-d",
+        &dir.arg(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }
 
 #[cfg(test)]

@@ -32,6 +32,15 @@ impl DnsCache {
 }
 
 impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// Starts work `w` now, or, with no connection slot or block free, leaves it to the scheduler
+    /// (one more connection wanted by its download).
+    pub(super) fn open_or_defer(&mut self, w: Want) {
+        let dl = w.dl;
+        if !self.open(w) {
+            self.dls[dl].wanted += 1;
+        }
+    }
+
     /// Starts work `w` on an idle kept-alive connection to its server, or on a new connection.
     pub(super) fn open(&mut self, w: Want) -> bool {
         let proxy = self.s.proxies.for_url(&w.url).cloned();
@@ -326,17 +335,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if let (Some(v), Some(_)) = (if_range, ex.range) {
             headers.push(format!("If-Range: {v}"));
         }
-        // `--referer=*`: the URI asked for (without its credentials).
-        let this_uri = {
-            let mut u = ex.url.clone();
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.set_fragment(None);
-            u.to_string()
-        };
-        let referer = match d.opts.referer.as_deref() {
-            Some("*") => Some(this_uri.as_str()),
-            other => other,
+        // `--referer=*`: the URI asked for (without its credentials), made only then.
+        let referer: Option<std::borrow::Cow<str>> = match d.opts.referer.as_deref() {
+            Some("*") => {
+                let mut u = ex.url.clone();
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.set_fragment(None);
+                Some(u.to_string().into())
+            }
+            other => other.map(Into::into),
         };
         ex.sent_auth = authorization.is_some();
         // `--use-head`: the first request of a download asks with HEAD, then GETs follow.
@@ -350,7 +358,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 user_agent: &d.opts.user_agent,
                 headers: &headers,
                 keep_alive: d.opts.http_keep_alive,
-                referer,
+                referer: referer.as_deref(),
                 no_cache: d.opts.http_no_cache,
                 authorization: authorization.as_deref(),
                 cookie: cookie.as_deref(),
@@ -534,17 +542,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             Phase::Head if !ex.any_bytes && c.reused => {
                 // The server dropped a kept-alive connection we reused: redo on a fresh one.
-                let w = Want {
-                    dl: ex.dl,
-                    url: ex.url.clone(),
-                    mirror: ex.mirror,
-                    redirects: ex.redirects,
-                };
-                let dl = ex.dl;
+                let w = ex.again();
                 self.abandon_exchange(slot);
-                if !self.open(w) {
-                    self.dls[dl].wanted += 1;
-                }
+                self.open_or_defer(w);
             }
             _ => {
                 let f = Failure::retry(ExitCode::UNKNOWN, "Got EOF from the server.");

@@ -128,19 +128,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if ex.sent_auth || self.offer_for(ex.dl, ex.mirror, &ex.url).is_none() {
             return false;
         }
-        let w = Want {
-            dl: ex.dl,
-            url: ex.url.clone(),
-            mirror: ex.mirror,
-            redirects: ex.redirects,
-        };
-        let dl = ex.dl;
-        self.dls[dl].auth_challenged = true;
+        let w = ex.again();
+        self.dls[w.dl].auth_challenged = true;
         // The 401's body is not wanted; a fresh connection is simpler than skipping it.
         self.close_conn(slot);
-        if !self.open(w) {
-            self.dls[dl].wanted += 1;
-        }
+        self.open_or_defer(w);
         true
     }
 }

@@ -59,9 +59,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             ));
             // The redirect's body is not wanted; a fresh connection is simpler than skipping it.
             self.close_conn(slot);
-            if !self.open(w) {
-                self.dls[dl].wanted += 1;
-            }
+            self.open_or_defer(w);
             return;
         }
         if status == 304 && self.dls[dl].if_modified_since.is_some() {
@@ -181,7 +179,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .filter(|_| range.is_none() && self.dls[dl].opts.http_accept_gzip);
         match range {
             None => {
-                if let Err(f) = self.accept_first_response(slot, &resp, framing) {
+                if let Err(f) = self.accept_first_response(slot, &resp, framing, coding.is_some()) {
                     self.fail_conn(slot, f);
                     return;
                 }
@@ -344,11 +342,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 
     /// The first response of a download: name and open the file, make the plan, ask for helpers.
+    /// `inflating`: the body is encoded and will be inflated (`--http-accept-gzip`).
     pub(super) fn accept_first_response(
         &mut self,
         slot: usize,
         resp: &http::ResponseHead,
         framing: Framing,
+        inflating: bool,
     ) -> Result<(), Failure> {
         let Some((c, ex)) = self.exchange_at(slot) else {
             return Ok(());
@@ -356,15 +356,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let conn_id = c.id;
         let (dl, mirror) = (ex.dl, ex.mirror);
         let url = ex.url.clone();
-        let d_inflates = self.dls[dl].opts.http_accept_gzip
-            && resp
-                .content_encoding
-                .as_deref()
-                .and_then(http::decode::Coding::of)
-                .is_some();
         let total = match (framing, resp.status, resp.content_range) {
             // Inflated, the file's length is known only at its end, and it cannot be split.
-            _ if d_inflates && framing != Framing::Empty => None,
+            _ if inflating && framing != Framing::Empty => None,
             (Framing::Length(n), 200, _) => Some(n),
             (Framing::Length(n), 206, Some(cr))
                 if cr.first == 0 && cr.complete_length == Some(n) =>

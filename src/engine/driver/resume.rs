@@ -271,7 +271,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let conn_id = c.id;
         self.say_from_scratch(conn_id);
         self.reset_to_scratch(slot);
-        self.accept_first_response(slot, resp, framing)
+        // The request asked for a range, so for no encoding: nothing is inflated.
+        self.accept_first_response(slot, resp, framing, false)
     }
 
     /// Forgets what the partial file of the download `slot` works for holds, so that its next

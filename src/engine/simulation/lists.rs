@@ -108,19 +108,7 @@ impl ListScenario {
         args.push(format!("--retry-wait={}", rng.below(2)));
         let alloc = ["none", "prealloc", "trunc", "falloc"][rng.below(4) as usize];
         args.push(format!("--file-allocation={alloc}"));
-        let mut faults = Faults {
-            max_chunk: [0, 1000, 20_000, 100_000][rng.below(4) as usize],
-            again: rng.below(30) as u32,
-            reset: [0, 0, 50, 200][rng.below(4) as usize],
-            stall: [0, 0, 0, 50][rng.below(4) as usize],
-            short_write: rng.below(200) as u32,
-            reorder: rng.below(2) == 0,
-            ..Faults::default()
-        };
-        if rng.below(10) == 0 {
-            faults.write_error = [5, 1000][rng.below(2) as usize];
-            faults.write_errno = [libc::ENOSPC, libc::EIO][rng.below(2) as usize];
-        }
+        let mut faults = draw_faults(&mut rng);
         match rng.below(6) {
             0 | 1 => faults.kill_at = Some(1 + rng.below(600)),
             2 => faults.interrupts.push(1 + rng.below(600)),

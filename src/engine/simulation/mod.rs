@@ -99,6 +99,26 @@ fn sha256_hex(data: &[u8]) -> String {
         .collect()
 }
 
+/// The I/O faults of a scenario, single or list: short reads, EAGAIN, resets, stalls, short
+/// writes, reordering and sometimes a write error. The draws keep their order, so seeds keep
+/// their scenarios.
+fn draw_faults(rng: &mut Rng) -> Faults {
+    let mut faults = Faults {
+        max_chunk: [0, 1000, 20_000, 100_000][rng.below(4) as usize],
+        again: rng.below(30) as u32,
+        reset: [0, 0, 50, 200][rng.below(4) as usize],
+        stall: [0, 0, 0, 50][rng.below(4) as usize],
+        short_write: rng.below(200) as u32,
+        reorder: rng.below(2) == 0,
+        ..Faults::default()
+    };
+    if rng.below(10) == 0 {
+        faults.write_error = [5, 1000][rng.below(2) as usize];
+        faults.write_errno = [libc::ENOSPC, libc::EIO][rng.below(2) as usize];
+    }
+    faults
+}
+
 impl Scenario {
     fn draw(seed: u64) -> Scenario {
         let mut rng = Rng::new(seed);
@@ -141,19 +161,7 @@ impl Scenario {
         } else if rng.below(3) == 0 {
             args.push(format!("--checksum=sha-256={}", sha256_hex(&data)));
         }
-        let mut faults = Faults {
-            max_chunk: [0, 1000, 20_000, 100_000][rng.below(4) as usize],
-            again: rng.below(30) as u32,
-            reset: [0, 0, 50, 200][rng.below(4) as usize],
-            stall: [0, 0, 0, 50][rng.below(4) as usize],
-            short_write: rng.below(200) as u32,
-            reorder: rng.below(2) == 0,
-            ..Faults::default()
-        };
-        if rng.below(10) == 0 {
-            faults.write_error = [5, 1000][rng.below(2) as usize];
-            faults.write_errno = [libc::ENOSPC, libc::EIO][rng.below(2) as usize];
-        }
+        let mut faults = draw_faults(&mut rng);
         if rng.below(5) < 2 {
             faults.kill_at = Some(1 + rng.below(400));
         }
