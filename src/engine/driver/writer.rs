@@ -38,9 +38,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut held = VecDeque::new();
         while let Some(fl) = self.flushes.0.pop_front() {
             let d = &mut self.dls[fl.dl];
-            // A file no control file can describe (length unknown) is trusted by `-c` up to its
-            // length, so it must only ever grow without a gap: one write at a time, in order.
-            let no_gaps = !d.length_known && d.writes > 0;
+            // A file no saved control file describes (length unknown, or known only once the
+            // body ended, or a save that failed) is trusted by `-c` up to its length, so it must
+            // only ever grow without a gap: one write at a time, in order.
+            let no_gaps = d.saved_generation != d.generation && d.writes > 0;
             if d.old_writes > 0
                 || d.first_save_pending
                 || no_gaps
