@@ -473,3 +473,122 @@ fn in_repo_proxies_see_what_ringdl_asks() {
         }
     }
 }
+
+/// An input file's entries choose their own proxies, as aria2's do: `all-proxy` with its user and
+/// password, `no-proxy` and `proxy-method` on an entry apply to that download alone, and an entry
+/// without them takes the command line's. aria2c, given the same list, sends the HTTP-proxy
+/// entries the same way.
+#[test]
+fn input_file_entries_take_their_own_proxies() {
+    use crate::support::proxy::TestProxy;
+    let plain = TestServer::plain();
+    let data = content(506, 300_000);
+    for name in ["a", "b", "c", "d", "e"] {
+        plain.route(&format!("/{name}.bin"), Route::bytes(data.clone()));
+    }
+    let global = TestProxy::http(None);
+    let entry = TestProxy::http(Some(("eu", "epw")));
+    let socks = TestProxy::socks5(Some(("su", "spw")));
+    let list = format!(
+        "{a}\n  all-proxy=http://127.0.0.1:{e}\n  all-proxy-user=eu\n  all-proxy-passwd=epw\n\
+         {b}\n\
+         {c}\n  no-proxy=127.0.0.1\n\
+         {d}\n  all-proxy=socks5://su:spw@127.0.0.1:{s}\n\
+         {x}\n  proxy-method=tunnel\n",
+        a = plain.url("/a.bin"),
+        b = plain.url("/b.bin"),
+        c = plain.url("/c.bin"),
+        d = plain.url("/d.bin"),
+        x = plain.url("/e.bin"),
+        e = entry.port(),
+        s = socks.port(),
+    );
+    let dir = TestDir::new();
+    std::fs::write(dir.join("list.txt"), &list).expect("write the list");
+    let args: Vec<String> = vec![
+        "--no-conf".into(),
+        format!("-d{}", dir.path().display()),
+        format!("--all-proxy=http://127.0.0.1:{}", global.port()),
+        "-j1".into(),
+        format!("-i{}", dir.join("list.txt").display()),
+    ];
+    let run = ringdl(&dir, &args);
+    for name in ["a", "b", "c", "d", "e"] {
+        assert_got(&run, &dir.join(&format!("{name}.bin")), &data);
+    }
+    let authority = format!("127.0.0.1:{}", plain.port());
+    let entry_seen = entry.seen();
+    assert!(
+        !entry_seen.is_empty()
+            && entry_seen.iter().all(|r| r.kind == "GET"
+                && r.target == plain.url("/a.bin")
+                && r.auth.as_deref() == Some("Basic ZXU6ZXB3")),
+        "{entry_seen:?}"
+    );
+    let global_seen = global.seen();
+    let targets: Vec<(&str, &str)> = global_seen
+        .iter()
+        .map(|r| (r.kind.as_str(), r.target.as_str()))
+        .collect();
+    assert!(
+        targets.contains(&("GET", plain.url("/b.bin").as_str())),
+        "{targets:?}"
+    );
+    assert!(
+        targets.contains(&("CONNECT", authority.as_str())),
+        "{targets:?}"
+    );
+    assert!(
+        targets
+            .iter()
+            .all(|t| *t == ("GET", plain.url("/b.bin").as_str()) || t.0 == "CONNECT"),
+        "only b (GET) and e (tunnel) take the command line's proxy: {targets:?}"
+    );
+    let socks_seen = socks.seen();
+    assert!(
+        !socks_seen.is_empty() && socks_seen.iter().all(|r| r.target == authority),
+        "{socks_seen:?}"
+    );
+    // c went direct: no proxy adds a Via, and no proxy saw it.
+    assert!(plain
+        .requests_to("/c.bin")
+        .iter()
+        .all(|r| r.header("Via").is_none()));
+    assert!(!targets.iter().any(|t| t.1.ends_with("/c.bin")));
+
+    if !require_peer("aria2c", have_program("aria2c")) {
+        return;
+    }
+    // aria2c has no SOCKS: its list is the HTTP-proxy entries only.
+    let http_only = list.replace(
+        &format!(
+            "{}\n  all-proxy=socks5://su:spw@127.0.0.1:{}\n",
+            plain.url("/d.bin"),
+            socks.port()
+        ),
+        "",
+    );
+    let dir = TestDir::new();
+    std::fs::write(dir.join("list.txt"), &http_only).expect("write the list");
+    let (e0, g0) = (entry.seen().len(), global.seen().len());
+    let mut args = args.clone();
+    args[1] = format!("-d{}", dir.path().display());
+    args[4] = format!("-i{}", dir.join("list.txt").display());
+    let run = run_program(Path::new("aria2c"), &dir, &args, RUN_TIMEOUT);
+    assert_eq!(run.code(), 0, "{run}");
+    let entry_aria = &entry.seen()[e0..];
+    assert!(
+        !entry_aria.is_empty() && entry_aria.iter().all(|r| r.target == plain.url("/a.bin")),
+        "aria2c: {entry_aria:?}"
+    );
+    let global_aria: Vec<String> = global.seen()[g0..]
+        .iter()
+        .map(|r| format!("{} {}", r.kind, r.target))
+        .collect();
+    assert!(
+        global_aria.contains(&format!("GET {}", plain.url("/b.bin")))
+            && global_aria.contains(&format!("CONNECT {authority}"))
+            && !global_aria.iter().any(|t| t.ends_with("/c.bin")),
+        "aria2c: {global_aria:?}"
+    );
+}

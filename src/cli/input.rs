@@ -210,6 +210,18 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_proxy_that_is_not_one_is_an_error_naming_the_line() {
+        let (es, _) = entries(b"http://a/1\n  all-proxy=ftp://p:21\n");
+        let e = es[0].as_ref().unwrap_err();
+        assert!(
+            e.contains("'--all-proxy' at line 2 of list.txt: unsupported proxy scheme ftp://"),
+            "{e}"
+        );
+        let (es, _) = entries(b"http://a/1\n  https-proxy=socks5h://p\n  no-proxy=.lan\n");
+        assert_eq!(es[0].as_ref().map(|e| e.options.len()), Ok(2));
+    }
+
+    #[test]
     fn invalid_utf8_is_percent_encoded() {
         let (es, _) = entries(b"http://h/\xff\xfe.bin\n");
         assert_eq!(es[0].as_ref().unwrap().uris, vec!["http://h/%FF%FE.bin"]);

@@ -181,6 +181,11 @@ pub struct DownloadOptions {
     pub file_allocation: String,
     /// Files smaller than this are not allocated ahead.
     pub no_file_allocation_limit: u64,
+    /// The proxies (`--all-proxy`, `--http-proxy`, `--https-proxy`, the environment's,
+    /// `--no-proxy`, `--proxy-method`).
+    pub proxies: crate::http::proxy::Routes,
+    /// The proxy options' values the routes were made from.
+    pub proxy_values: Vec<(&'static str, String)>,
 }
 
 /// Everything the engine and the UI need to know, validated.
@@ -223,8 +228,6 @@ pub struct Settings {
     pub load_cookies: Option<PathBuf>,
     /// `--save-cookies`: where the cookies are written at the end.
     pub save_cookies: Option<PathBuf>,
-    /// The proxies (`--all-proxy`, `--http-proxy`, `--https-proxy`, the environment's, `--no-proxy`).
-    pub proxies: crate::http::proxy::Routes,
     /// `--certificate` and `--private-key`: the client certificate presented to servers.
     pub certificate: Option<PathBuf>,
     pub private_key: Option<PathBuf>,
@@ -564,6 +567,9 @@ fn check_text(name: &str, v: &str) -> Result<(), String> {
         ));
     }
     match name {
+        "all-proxy" | "http-proxy" | "https-proxy" if !v.trim().is_empty() => {
+            crate::http::proxy::Proxy::parse(v, None, None).map(|_| ())
+        }
         "checksum" => {
             let (kind, digest) = v.split_once('=').ok_or("Unrecognized checksum")?;
             let hex_len = match kind {
@@ -1001,36 +1007,32 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         check_integrity: r.bool("check-integrity"),
         file_allocation: r.raw("file-allocation").unwrap_or("prealloc").to_string(),
         no_file_allocation_limit: r.size("no-file-allocation-limit"),
+        // `build` has refused values that are not proxies.
+        proxies: proxy_routes(r).unwrap_or_default(),
+        proxy_values: proxy_values(r),
     }
 }
 
-/// The proxies from resolved options: a protocol's own option, else `--all-proxy`; an empty value
-/// means none. A value that is not a proxy is aria2's bad-value error (exit 28).
+/// The proxies from resolved options. A value that is not a proxy is aria2's bad-value error
+/// (exit 28).
 fn proxy_routes(r: &Resolved) -> Result<crate::http::proxy::Routes, UsageError> {
-    use crate::http::proxy::{Proxy, Routes};
-    let one = |name: &str| -> Result<Option<Proxy>, UsageError> {
-        let Some(v) = r.text(name).filter(|v| !v.trim().is_empty()) else {
-            return Ok(None);
-        };
-        let user = r.text(&format!("{name}-user"));
-        let pass = r.text(&format!("{name}-passwd"));
-        Proxy::parse(&v, user.as_deref(), pass.as_deref())
-            .map(Some)
-            .map_err(|why| match defs::by_name(name) {
-                Some(def) => UsageError {
-                    message: bad_value(def, &why),
-                    exit_code: 28,
-                },
-                None => usage_error(why, 28),
-            })
-    };
-    let all = one("all-proxy")?;
-    Ok(Routes {
-        http: one("http-proxy")?.or_else(|| all.clone()),
-        https: one("https-proxy")?.or(all),
-        no_proxy: r.text("no-proxy").unwrap_or_default(),
-        tunnel: r.raw("proxy-method") == Some("tunnel"),
+    crate::http::proxy::Routes::from_options(|name| r.text(name)).map_err(|(name, why)| {
+        match defs::by_name(name) {
+            Some(def) => UsageError {
+                message: bad_value(def, &why),
+                exit_code: 28,
+            },
+            None => usage_error(why, 28),
+        }
     })
+}
+
+/// The proxy options' values as resolved (an input-file entry's own lines go on top of them).
+fn proxy_values(r: &Resolved) -> Vec<(&'static str, String)> {
+    crate::http::proxy::OPTIONS
+        .iter()
+        .filter_map(|&name| r.text(name).map(|v| (name, v)))
+        .collect()
 }
 
 impl DownloadOptions {
@@ -1042,7 +1044,14 @@ impl DownloadOptions {
     ) -> DownloadOptions {
         let mut o = self.clone();
         o.out = None;
+        let mut proxies_changed = false;
         for (def, v) in layer_values {
+            if let Some(name) = crate::http::proxy::OPTIONS.iter().find(|&&n| n == def.name) {
+                o.proxy_values.retain(|(n, _)| n != name);
+                o.proxy_values.push((name, v.clone()));
+                proxies_changed = true;
+                continue;
+            }
             match def.name {
                 "dir" => o.dir = PathBuf::from(expand_home(v, env)),
                 "out" => o.out = Some(v.clone()).filter(|s| !s.is_empty()),
@@ -1103,6 +1112,17 @@ impl DownloadOptions {
                 _ => {}
             }
         }
+        if proxies_changed {
+            let values = &o.proxy_values;
+            let get = |name: &str| {
+                let v = values.iter().rev().find(|(n, _)| *n == name)?;
+                Some(v.1.clone()).filter(|v| !v.is_empty())
+            };
+            // The reader refused entries whose values are not proxies.
+            if let Ok(routes) = crate::http::proxy::Routes::from_options(get) {
+                o.proxies = routes;
+            }
+        }
         o
     }
 }
@@ -1122,6 +1142,7 @@ fn build(
     let input_file = r
         .text("input-file")
         .map(|p| if p == "-" { p } else { expand_home(&p, env) });
+    proxy_routes(&r)?;
     let settings = Settings {
         download: download_options(&r, env),
         max_concurrent: r.int("max-concurrent-downloads") as usize,
@@ -1164,7 +1185,6 @@ fn build(
         save_cookies: r
             .text("save-cookies")
             .map(|p| PathBuf::from(expand_home(&p, env))),
-        proxies: proxy_routes(&r)?,
         certificate: r
             .text("certificate")
             .map(|p| PathBuf::from(expand_home(&p, env))),
@@ -1460,16 +1480,19 @@ mod tests {
         match parse_with(["http://h/u"], &e) {
             Ok(Command::Download(s)) => {
                 assert!(s.warnings.is_empty(), "{:?}", s.warnings);
-                let p = s.proxies.http.as_ref().expect("the http proxy");
+                let p = s.download.proxies.http.as_ref().expect("the http proxy");
                 assert_eq!((p.host.as_str(), p.port), ("proxy", 3128));
-                assert_eq!(s.proxies.https, None);
+                assert_eq!(s.download.proxies.https, None);
             }
             other => panic!("{other:?}"),
         }
         // The command line wins over the environment.
         match parse_with(["--http-proxy=other:1", "http://h/u"], &e) {
             Ok(Command::Download(s)) => {
-                assert_eq!(s.proxies.http.map(|p| p.host), Some("other".to_string()));
+                assert_eq!(
+                    s.download.proxies.http.map(|p| p.host),
+                    Some("other".to_string())
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -122,9 +122,9 @@ pub struct ServerKey {
     pub https: bool,
     pub host: String,
     pub port: u16,
-    /// The proxy the connection goes through (kind, host, port): a connection is reused only
-    /// for requests that would take the same way.
-    pub via: Option<(crate::http::proxy::Kind, String, u16)>,
+    /// The proxy the connection goes through: a connection is reused only for requests that
+    /// would take the same way.
+    pub via: Option<Via>,
 }
 
 impl ServerKey {
@@ -137,13 +137,33 @@ impl ServerKey {
         }
     }
 
-    /// The key of a request for `url` through `proxy`.
-    pub fn through(url: &Url, proxy: Option<&crate::http::proxy::Proxy>) -> ServerKey {
+    /// The key of a request for `url` taking `routes`.
+    pub fn through(url: &Url, routes: &crate::http::proxy::Routes) -> ServerKey {
         ServerKey {
-            via: proxy.map(|p| (p.kind, p.host.clone(), p.port)),
+            via: routes.for_url(url).map(|p| Via {
+                kind: p.kind,
+                host: p.host.clone(),
+                port: p.port,
+                tunnel: p.tunnels(url, routes.tunnel),
+            }),
             ..ServerKey::of(url)
         }
     }
+
+    /// Whether requests on this connection go through a tunnel (CONNECT or SOCKS5) opened first.
+    pub fn tunnels(&self) -> bool {
+        self.via.as_ref().is_some_and(|v| v.tunnel)
+    }
+}
+
+/// The proxy a connection goes through, and whether through a tunnel (else an HTTP proxy reads
+/// each request, its URL in absolute form).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Via {
+    pub kind: crate::http::proxy::Kind,
+    pub host: String,
+    pub port: u16,
+    pub tunnel: bool,
 }
 
 /// The write block a connection is filling: `filled` bytes destined for file offset `off`. It owns

@@ -352,7 +352,6 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         proxy_addrs: proxy::ProxyAddrs::default(),
     };
     engine.load_credentials();
-    engine.resolve_proxies();
     let result = engine.run_loop();
     engine.drain();
     result?;

@@ -97,7 +97,47 @@ pub struct Routes {
     pub tunnel: bool,
 }
 
+/// The options that choose a download's proxies (all may be set per entry of an input file).
+pub const OPTIONS: [&str; 11] = [
+    "all-proxy",
+    "all-proxy-user",
+    "all-proxy-passwd",
+    "http-proxy",
+    "http-proxy-user",
+    "http-proxy-passwd",
+    "https-proxy",
+    "https-proxy-user",
+    "https-proxy-passwd",
+    "no-proxy",
+    "proxy-method",
+];
+
 impl Routes {
+    /// The routes the proxy options give (`get` answers an option's value, if set): a protocol's
+    /// own proxy, else `--all-proxy`; an empty value means none. Err names the option whose value
+    /// is not a proxy, and why.
+    pub fn from_options(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Routes, (&'static str, String)> {
+        let one = |name: &'static str| -> Result<Option<Proxy>, (&'static str, String)> {
+            let Some(v) = get(name).filter(|v| !v.trim().is_empty()) else {
+                return Ok(None);
+            };
+            let user = get(&format!("{name}-user"));
+            let pass = get(&format!("{name}-passwd"));
+            Proxy::parse(&v, user.as_deref(), pass.as_deref())
+                .map(Some)
+                .map_err(|why| (name, why))
+        };
+        let all = one("all-proxy")?;
+        Ok(Routes {
+            http: one("http-proxy")?.or_else(|| all.clone()),
+            https: one("https-proxy")?.or(all),
+            no_proxy: get("no-proxy").unwrap_or_default(),
+            tunnel: get("proxy-method").as_deref() == Some("tunnel"),
+        })
+    }
+
     /// The proxy a request for `url` goes through, if any.
     pub fn for_url(&self, url: &Url) -> Option<&Proxy> {
         let proxy = match url.scheme() {

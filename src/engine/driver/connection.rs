@@ -43,8 +43,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     /// Starts work `w` on an idle kept-alive connection to its server, or on a new connection.
     pub(super) fn open(&mut self, w: Want) -> bool {
-        let proxy = self.s.proxies.for_url(&w.url).cloned();
-        let key = ServerKey::through(&w.url, proxy.as_ref());
+        let routes = &self.dls[w.dl].opts.proxies;
+        let proxy = routes.for_url(&w.url).cloned();
+        let key = ServerKey::through(&w.url, routes);
         let idle = self.conns.iter().position(|c| {
             c.as_ref()
                 .is_some_and(|c| c.state == ConnState::Idle && c.server == key)
@@ -314,14 +315,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let cookie = self.identity.cookie_header(&ex.url);
         // Through an HTTP proxy without a tunnel the proxy reads the request itself.
         let (absolute_form, proxy_authorization) = match self.conns[slot].as_ref() {
-            Some(c) => match (&c.proxy, c.tunnel.is_some()) {
-                (Some(p), false)
-                    if p.kind == crate::http::proxy::Kind::Http
-                        && !c.server.https
-                        && !self.s.proxies.tunnel =>
-                {
-                    (true, p.credentials.as_ref().map(|c| c.basic()))
-                }
+            Some(c) => match &c.proxy {
+                Some(p) if !c.server.tunnels() => (true, p.credentials.as_ref().map(|c| c.basic())),
                 _ => (false, None),
             },
             None => (false, None),

@@ -11,10 +11,10 @@ use std::net::ToSocketAddrs;
 pub(super) struct ProxyAddrs(HashMap<(String, u16), Result<Vec<SocketAddr>, String>>);
 
 impl<R: Reactor<Tag>> Engine<'_, R> {
-    /// Resolves the configured proxies' names, once, before any transfer starts (so no lookup of
-    /// a proxy ever waits on the loop).
-    pub(super) fn resolve_proxies(&mut self) {
-        let routes = &self.s.proxies;
+    /// Resolves the names of download `dl`'s proxies when it starts, each proxy once per run (so
+    /// no connection waits on a proxy's lookup; downloads of a list rarely name new ones).
+    pub(super) fn resolve_proxies(&mut self, dl: usize) {
+        let routes = &self.dls[dl].opts.proxies;
         for p in [routes.http.as_ref(), routes.https.as_ref()]
             .into_iter()
             .flatten()
@@ -99,13 +99,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     /// Connected to the proxy: start the tunnel if this request takes one.
     pub(super) fn start_tunnel(&mut self, slot: usize) {
-        let tunnel_all = self.s.proxies.tunnel;
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
         let Some(p) = c.proxy.as_ref() else { return };
-        let tunnels = p.kind != Kind::Http || c.server.https || tunnel_all;
-        if !tunnels {
+        if !c.server.tunnels() {
             return;
         }
         let (h, first) = Handshake::start(p, &c.server.host, c.server.port, c.socks_target);

@@ -43,6 +43,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             Some(place) => *place = d,
             None => self.dls.push(d),
         }
+        self.resolve_proxies(i);
         if self.dls[i].uris.is_empty() {
             let why = bad.unwrap_or_else(|| "no URI".to_string());
             self.dls[i].state = DlState::Active;
