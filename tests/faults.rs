@@ -873,20 +873,14 @@ impl Drop for LoopMount {
     }
 }
 
-/// A 32 MiB download into a filesystem with 8 MiB free: exit 9 (aria2c too), a one-line error
-/// about the space, and a control file; ringdl finishes it in place once space is freed, and
-/// aria2c finishes a copy of it elsewhere.
-///
-/// aria2c 1.36.0 exits 9 here but is no model for the rest: with its default allocation it
-/// leaves an empty control file (its next run exits 1), with `--file-allocation=none` and one
-/// connection a good one, with -x4 an empty one.
-fn full_disk(opts: &[&str]) {
-    let base = TestDir::new();
-    let fs = match LoopMount::new(&base, 64) {
+/// A 64 MiB ext4 filesystem with 8 MiB left free, and the file that fills the rest (None, after
+/// a loud skip, where loop mounts are refused).
+fn nearly_full(base: &TestDir) -> Option<(LoopMount, std::path::PathBuf)> {
+    let fs = match LoopMount::new(base, 64) {
         Ok(fs) => fs,
         Err(why) => {
             skip_unless(false, &format!("cannot loop-mount an ext4 image: {why}"));
-            return;
+            return None;
         }
     };
     let filler = fs.path().join("filler");
@@ -900,7 +894,21 @@ fn full_disk(opts: &[&str]) {
         assert_eq!(rc, 0, "posix_fallocate filler");
     }
     assert!(fs.free() < 9 * MIB as u64, "{} bytes free", fs.free());
+    Some((fs, filler))
+}
 
+/// A 32 MiB download into a filesystem with 8 MiB free: exit 9 (aria2c too), a one-line error
+/// about the space, and a control file; ringdl finishes it in place once space is freed, and
+/// aria2c finishes a copy of it elsewhere.
+///
+/// aria2c 1.36.0 exits 9 here but is no model for the rest: with its default allocation it
+/// leaves an empty control file (its next run exits 1), with `--file-allocation=none` and one
+/// connection a good one, with -x4 an empty one.
+fn full_disk(opts: &[&str]) {
+    let base = TestDir::new();
+    let Some((fs, filler)) = nearly_full(&base) else {
+        return;
+    };
     let server = TestServer::plain();
     let data = content(170, 32 * MIB);
     server.route(PATH, Route::bytes(data.clone()));
@@ -963,4 +971,57 @@ fn full_disk_exits_9_and_resumes_once_space_is_freed() {
 #[test]
 fn full_disk_split_without_allocation_exits_9_and_resumes() {
     full_disk(&["--file-allocation=none", "-x4", "-k1M"]);
+}
+
+/// A gzip body that inflates past the free space (a 60 KiB bomb of 40 MiB) on a disk with 8 MiB
+/// free: exit 9 with the one-line cause, and what reached the disk is the inflated bytes. An
+/// inflated file's length is unknown until its end, so no control file describes it (aria2c
+/// writes none either, and its rerun renames): once space is freed, the command line with
+/// `--allow-overwrite=true` fetches it whole in place.
+#[test]
+fn an_inflating_body_on_a_full_disk_exits_9() {
+    let base = TestDir::new();
+    let Some((fs, filler)) = nearly_full(&base) else {
+        return;
+    };
+    let inflated: Vec<u8> = (0..40 * MIB).map(|i| (i / 4096 % 251) as u8).collect();
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    std::io::Write::write_all(&mut e, &inflated).expect("gzip");
+    let gz = e.finish().expect("gzip");
+    assert!(gz.len() < MIB, "{} bytes of gzip", gz.len());
+    let server = TestServer::plain();
+    server.route(PATH, Route::bytes(gz).header("Content-Encoding", "gzip"));
+    let argv = vec![
+        "--no-conf".to_string(),
+        "-d".into(),
+        fs.arg(),
+        "--http-accept-gzip=true".into(),
+        server.url(PATH),
+    ];
+    let run = ringdl(&base, &argv);
+    assert_eq!(run.code(), 9, "{run}");
+    assert!(
+        run.lines_with("No space left on device")
+            .iter()
+            .any(|l| l.contains("errorCode=9")),
+        "no one-line error with errorCode=9 and the cause\n{run}"
+    );
+    assert_only_bytes_of(
+        &fs.path().join(NAME),
+        &inflated,
+        "inflated file on the full disk",
+    );
+
+    assert!(!fs.path().join(CTL).exists());
+
+    std::fs::remove_file(&filler).expect("remove filler");
+    let mut argv = argv;
+    argv.insert(1, "--allow-overwrite=true".into());
+    let run = ringdl(&base, &argv);
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(
+        sha256_file(&fs.path().join(NAME)),
+        sha256_hex(&inflated),
+        "refetched file differs\n{run}"
+    );
 }
