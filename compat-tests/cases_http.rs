@@ -251,4 +251,82 @@ cases! {
         ..Case::DEFAULT
     };
     use_head_not_found = Case { args: &["--use-head=true", "{url}/none.bin"], routes: F, ..Case::DEFAULT };
+
+    // ---- proxies: the test server is the proxy ({authority}); it serves absolute-form targets
+    // by their path, so the request lines show what each program asked the proxy ----
+    all_proxy_asks_in_absolute_form = Case {
+        args: &["--all-proxy={authority}", "http://files.invalid/f.bin"],
+        routes: F,
+        req_headers: &["Host", "Proxy-Authorization", "Proxy-Connection"],
+        ..Case::DEFAULT
+    };
+    http_proxy_with_user_and_password_options = Case {
+        args: &["--http-proxy=http://{authority}", "--http-proxy-user=pu", "--http-proxy-passwd=ppw", "http://files.invalid/f.bin"],
+        routes: F,
+        req_headers: &["Proxy-Authorization", "Authorization"],
+        ..Case::DEFAULT
+    };
+    all_proxy_credentials_in_the_value = Case {
+        args: &["--all-proxy=http://pu:ppw@{authority}", "http://files.invalid/f.bin"],
+        routes: F,
+        req_headers: &["Proxy-Authorization"],
+        ..Case::DEFAULT
+    };
+    proxy_split_download = Case {
+        args: &["--all-proxy={authority}", "-x4", "-s4", "-k1M", "http://files.invalid/big.bin"],
+        routes: &[R::File("/big.bin", 4 << 20)],
+        req_headers: &["Range"],
+        conns: true,
+        ..Case::DEFAULT
+    };
+    proxy_answers_404 = Case {
+        args: &["--all-proxy={authority}", "http://files.invalid/none.bin"],
+        routes: F,
+        known: &["K-ONELINE"],
+        ..Case::DEFAULT
+    };
+    https_proxy_is_not_taken_for_http = Case {
+        args: &["--https-proxy={refused}", "{url}/f.bin"],
+        routes: F,
+        ..Case::DEFAULT
+    };
+    no_proxy_goes_direct = Case {
+        args: &["--all-proxy={refused}", "--no-proxy=localhost,127.0.0.0/8", "{url}/f.bin"],
+        routes: F,
+        ..Case::DEFAULT
+    };
+    empty_http_proxy_cancels_all_proxy = Case {
+        args: &["--all-proxy={refused}", "--http-proxy=", "{url}/f.bin"],
+        routes: F,
+        ..Case::DEFAULT
+    };
+    proxy_method_tunnel_refused_by_the_proxy = Case {
+        args: &["--all-proxy={authority}", "--proxy-method=tunnel", "http://files.invalid/f.bin"],
+        routes: F,
+        req_headers: &["Host"],
+        ..Case::DEFAULT
+    };
+    bad_proxy_value = Case {
+        args: &["--all-proxy=ftp://proxy.invalid", "{url}/f.bin"],
+        routes: F,
+        known: &["K-PROXY"],
+        diffs: &[Diff::Own { exit: 28, line: "unsupported proxy scheme ftp://", no_files: true, sole: false }],
+        ..Case::DEFAULT
+    };
+    refused_proxy = Case {
+        args: &["--all-proxy={refused}", "{url}/f.bin"],
+        routes: F,
+        known: &["K-ONELINE"],
+        ..Case::DEFAULT
+    };
+    proxy_per_input_file_entry = Case {
+        args: &["-j1", "-i", "list.txt"],
+        pre: &[Pre::Text(
+            "list.txt",
+            "http://files.invalid/f.bin\n  all-proxy={authority}\n{url}/g.bin\n",
+        )],
+        routes: &[R::File("/f.bin", 70_000), R::File("/g.bin", 50_000)],
+        req_headers: &["Host"],
+        ..Case::DEFAULT
+    };
 }

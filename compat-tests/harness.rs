@@ -152,7 +152,8 @@ pub enum Diff {
 
 /// One differential case. Placeholders in `args` and `Pre::Text`: `{url}` (the server, no
 /// trailing slash), `{surl}` (nginx's HTTPS), `{ca}` (CA file), `{dir}` (the run's directory, also
-/// its working directory), `{home}`, `{refused}` (`http://127.0.0.1:PORT` where nothing listens),
+/// its working directory), `{authority}` (the test server's `127.0.0.1:PORT`, e.g. to use it as
+/// an HTTP proxy: it serves absolute-form targets by their path), `{home}`, `{refused}` (`http://127.0.0.1:PORT` where nothing listens),
 /// `{rftp}` (the same port as `ftp://`).
 #[derive(Debug, Clone, Copy)]
 pub struct Case {
@@ -382,7 +383,10 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
             for r in case.routes {
                 mount(&server, r, &base);
             }
-            let mut pairs = vec![("{url}", base)];
+            let mut pairs = vec![
+                ("{url}", base),
+                ("{authority}", format!("127.0.0.1:{}", server.port())),
+            ];
             if server.is_tls() {
                 pairs.push(("{ca}", server.ca_file().display().to_string()));
             }

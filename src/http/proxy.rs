@@ -215,8 +215,9 @@ pub enum Step {
 pub struct ProxyError(pub String);
 
 impl std::fmt::Display for ProxyError {
+    /// aria2c's words for any failed tunnel, then the reason.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        write!(f, "Proxy connection failed. {}", self.0)
     }
 }
 

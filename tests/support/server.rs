@@ -975,8 +975,20 @@ fn strip_query(target: &str) -> &str {
     target.split_once('?').map_or(target, |(p, _)| p)
 }
 
+/// The path of a request target: an absolute-form target (what a client sends an HTTP proxy,
+/// `GET http://host/path`) is routed by its path, so the server also serves as a forward proxy
+/// whose requests tests can read as sent.
+fn origin_form(target: &str) -> &str {
+    match target.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => {
+            rest.find('/').map_or("/", |i| &rest[i..])
+        }
+        _ => target,
+    }
+}
+
 fn respond(shared: &Shared, conn: &mut Conn, req: &Request) -> io::Result<After> {
-    let target = req.record.path.as_str();
+    let target = origin_form(req.record.path.as_str());
     let mounted = {
         let routes = lock(&shared.routes);
         routes
