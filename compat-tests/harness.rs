@@ -779,6 +779,10 @@ const GLOBAL_REWRITES: &[(&str, &str)] = &[
     ),
     // K-VERSION: ringdl follows aria2 1.37.0; the aria2c installed here is 1.36.0.
     ("aria2/1.36.0", "aria2/1.37.0"),
+    (
+        " --http-accept-gzip[=true|false]",
+        " --no-want-digest-header[=true|false] (1.37.0)\n\n                              Default: false\n\n --http-accept-gzip[=true|false]",
+    ),
     ("A2-1-36-0-", "A2-1-37-0-"),
     // K-HELP-A: aria2c accepts `-a` but its help does not show it.
     (" --file-allocation=METHOD", " -a, --file-allocation=METHOD"),

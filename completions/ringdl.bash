@@ -56,7 +56,7 @@ _ringdl() {
             --ftp-reuse-connection --ssh-host-key-md --http-user --http-passwd --user-agent \
             --load-cookies --save-cookies --enable-http-keep-alive --enable-http-pipelining \
             --header --certificate --private-key --ca-certificate --check-certificate --use-head \
-            --http-auth-challenge --http-no-cache --http-accept-gzip \
+            --http-auth-challenge --http-no-cache --no-want-digest-header --http-accept-gzip \
             --content-disposition-default-utf8 --http-proxy --https-proxy --ftp-proxy --all-proxy \
             --no-proxy --proxy-method --http-proxy-user --http-proxy-passwd --https-proxy-user \
             --https-proxy-passwd --ftp-proxy-user --ftp-proxy-passwd --all-proxy-user \
@@ -138,7 +138,7 @@ _ringdl() {
                 --save-not-found|--enable-color|--pause-metadata|--stderr| \
                 --keep-unfinished-download-result|-p|--ftp-pasv|--ftp-reuse-connection| \
                 --enable-http-keep-alive|--enable-http-pipelining|--check-certificate|--use-head| \
-                --http-auth-challenge|--http-no-cache|--http-accept-gzip| \
+                --http-auth-challenge|--http-no-cache|--no-want-digest-header|--http-accept-gzip| \
                 --content-disposition-default-utf8|-S|--show-files|--enable-peer-exchange| \
                 --enable-dht|--enable-dht6|--bt-require-crypto|--bt-seed-unverified| \
                 --bt-hash-check-seed|--bt-save-metadata|--bt-metadata-only|--bt-enable-lpd| \

@@ -140,6 +140,7 @@ complete -c ringdl -l 'check-certificate' -d 'Verify the server\'s certificate a
 complete -c ringdl -l 'use-head' -d 'Make the first request to a server a HEAD request' -f -a 'true false'
 complete -c ringdl -l 'http-auth-challenge' -d 'Send HTTP credentials only once the server asks for them' -f -a 'true false'
 complete -c ringdl -l 'http-no-cache' -d 'Ask for a fresh copy with Cache-Control and Pragma: no-cache' -f -a 'true false'
+complete -c ringdl -l 'no-want-digest-header' -d 'Leave the Want-Digest header out of requests' -f -a 'true false'
 complete -c ringdl -l 'http-accept-gzip' -d 'Accept gzip or deflate encoded responses and decode them' -f -a 'true false'
 complete -c ringdl -l 'content-disposition-default-utf8' -d 'Read quoted Content-Disposition file names as UTF-8' -f -a 'true false'
 complete -c ringdl -l 'http-proxy' -d 'Proxy for HTTP downloads' -x

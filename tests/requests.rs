@@ -69,6 +69,40 @@ fn referer_and_no_cache_headers() {
     assert_eq!(last("Cache-Control").as_deref(), Some("max-age=0"));
 }
 
+/// `--no-want-digest-header` (aria2 1.37) is taken quietly, on the command line and in an input
+/// file, and no request carries `Want-Digest` with it or without it (K-REQHEADERS).
+#[test]
+fn no_want_digest_header_is_accepted_and_no_digest_is_wanted() {
+    let server = TestServer::plain();
+    let data = content(302, 20_000);
+    server.route("/w.bin", Route::bytes(data.clone()));
+    server.route("/v.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let run = get(
+        &dir,
+        &["--no-want-digest-header=true"],
+        &server.url("/w.bin"),
+    );
+    assert_got(&run, &dir, "w.bin", &data);
+    assert!(
+        !run.stdout.contains("WARN") && run.stderr.is_empty(),
+        "{run}"
+    );
+    let list = format!("{}\n  no-want-digest-header=false\n", server.url("/v.bin"));
+    std::fs::write(dir.join("list.txt"), list).expect("write the list");
+    let args = [
+        "--no-conf".to_string(),
+        format!("-d{}", dir.path().display()),
+        format!("-i{}", dir.join("list.txt").display()),
+    ];
+    let run = ringdl(&dir, &args);
+    assert_got(&run, &dir, "v.bin", &data);
+    assert!(!run.stdout.contains("WARN"), "{run}");
+    for path in ["/w.bin", "/v.bin"] {
+        assert_eq!(sent(&server, path, "Want-Digest"), [None], "{path}");
+    }
+}
+
 #[test]
 fn http_user_and_password_are_sent_as_basic_credentials() {
     let server = TestServer::plain();
