@@ -252,6 +252,69 @@ cases! {
     };
     use_head_not_found = Case { args: &["--use-head=true", "{url}/none.bin"], routes: F, ..Case::DEFAULT };
 
+    // ---- netrc, cookies saved, gzip, pipelining ----
+    netrc_path_private = Case {
+        args: &["--netrc-path={dir}/netrc", "{url}/f.bin"],
+        pre: &[Pre::Private("netrc", "machine 127.0.0.1 login nu password npw\n")],
+        routes: F,
+        req_headers: &["Authorization"],
+        ..Case::DEFAULT
+    };
+    netrc_in_home_default_machine = Case {
+        args: &["{url}/f.bin"],
+        pre: &[Pre::Private("~/.netrc", "machine other.example login o password op\ndefault login du password dpw\n")],
+        routes: F,
+        req_headers: &["Authorization"],
+        ..Case::DEFAULT
+    };
+    no_netrc_short = Case {
+        args: &["-n", "{url}/f.bin"],
+        pre: &[Pre::Private("~/.netrc", "machine 127.0.0.1 login nu password npw\n")],
+        routes: F,
+        req_headers: &["Authorization"],
+        ..Case::DEFAULT
+    };
+    netrc_over_http_user = Case {
+        args: &["--http-user=cu", "--http-passwd=cpw", "{url}/f.bin"],
+        pre: &[Pre::Private("~/.netrc", "machine 127.0.0.1 login nu password npw\n")],
+        routes: F,
+        req_headers: &["Authorization"],
+        ..Case::DEFAULT
+    };
+    netrc_readable_by_others = Case {
+        args: &["--netrc-path={dir}/netrc", "{url}/f.bin"],
+        pre: &[Pre::Text("netrc", "machine 127.0.0.1 login nu password npw\n")],
+        routes: F,
+        req_headers: &["Authorization"],
+        known: &["K-CREDORIGIN"],
+        diffs: &[Diff::ExtraWarning("netrc"), Diff::Aria2Only("does not have correct permissions")],
+        ..Case::DEFAULT
+    };
+    save_cookies_from_set_cookie = Case {
+        args: &["--save-cookies=saved.txt", "{url}/sc.bin"],
+        routes: &[R::FileWith("/sc.bin", 10_000, &[M::Header("Set-Cookie", "sid=xyz; Path=/; Max-Age=3600")])],
+        known: &["K-COOKIES"],
+        diffs: &[Diff::FirstLine("saved.txt", "# Netscape HTTP Cookie File")],
+        ..Case::DEFAULT
+    };
+    http_accept_gzip_inflates = Case {
+        args: &["--http-accept-gzip=true", "{url}/gz.bin"],
+        routes: &[R::FileWith("/gz.bin", 300_000, &[M::Gzip])],
+        req_headers: &["Accept-Encoding"],
+        ..Case::DEFAULT
+    };
+    gzip_not_asked_for_is_kept = Case {
+        args: &["{url}/gz.bin"],
+        routes: &[R::FileWith("/gz.bin", 300_000, &[M::Gzip])],
+        req_headers: &["Accept-Encoding"],
+        ..Case::DEFAULT
+    };
+    pipelining_on = Case {
+        args: &["--enable-http-pipelining=true", "-j1", "-Z", "{url}/f.bin", "{url}/g.bin"],
+        routes: &[R::File("/f.bin", 100_000), R::File("/g.bin", 80_000)],
+        ..Case::DEFAULT
+    };
+
     // ---- proxies: the test server is the proxy ({authority}); it serves absolute-form targets
     // by their path, so the request lines show what each program asked the proxy ----
     all_proxy_asks_in_absolute_form = Case {

@@ -62,6 +62,8 @@ pub enum M {
     Disposition(&'static str),
     Header(&'static str, &'static str),
     Fault(Fault, When),
+    /// The body gzip-compressed, with `Content-Encoding: gzip`.
+    Gzip,
 }
 
 /// One route of the server. File contents are pseudo-random bytes seeded by the path, so both
@@ -89,6 +91,8 @@ pub enum R {
 #[derive(Debug, Clone, Copy)]
 pub enum Pre {
     Text(&'static str, &'static str),
+    /// A text file only its owner may read and write (mode 600).
+    Private(&'static str, &'static str),
     /// `len` pseudo-random bytes (seeded by the name).
     Bytes(&'static str, usize),
     Dir(&'static str),
@@ -139,6 +143,9 @@ pub enum Diff {
         no_files: bool,
         sole: bool,
     },
+    /// ringdl writes this line first in this file (relative to the run's directory); aria2c's file
+    /// gets it too before the files are compared.
+    FirstLine(&'static str, &'static str),
     /// aria2c's log lines containing this text are not expected from ringdl (it does not do
     /// what they report).
     Aria2Only(&'static str),
@@ -283,8 +290,8 @@ pub fn run(name: &str, case: &Case) {
     };
     let ours_stop = if self_check { aria2_stop } else { None };
     let (a, b) = thread::scope(|s| {
-        let a = s.spawn(|| run_side("aria2c", &aria2c, case, aria2_args, aria2_stop));
-        let b = s.spawn(|| run_side("ringdl", &ours, case, case.args, ours_stop));
+        let a = s.spawn(|| run_side("aria2c", &aria2c, case, &diffs, aria2_args, aria2_stop));
+        let b = s.spawn(|| run_side("ringdl", &ours, case, &diffs, case.args, ours_stop));
         (
             a.join().expect("aria2c side"),
             b.join().expect("ringdl side"),
@@ -431,7 +438,13 @@ fn mount(server: &TestServer, r: &R, base: &str) {
             server.route(path, Route::bytes(file_bytes(path, *len)));
         }
         R::FileWith(path, len, mods) => {
-            server.route(path, modified(Route::bytes(file_bytes(path, *len)), mods));
+            let mut bytes = file_bytes(path, *len).to_vec();
+            if mods.iter().any(|m| matches!(m, M::Gzip)) {
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                std::io::Write::write_all(&mut e, &bytes).expect("gzip");
+                bytes = e.finish().expect("gzip");
+            }
+            server.route(path, modified(Route::bytes(bytes), mods));
         }
         R::Copy(path, like, len) => {
             server.route(path, Route::bytes(file_bytes(like, *len)));
@@ -461,6 +474,7 @@ fn modified(mut route: Route, mods: &[M]) -> Route {
             M::Throttle(piece, ms) => route.throttle(piece, Duration::from_millis(ms)),
             M::Disposition(v) => route.content_disposition(v),
             M::Header(n, v) => route.header(n, v),
+            M::Gzip => route.header("Content-Encoding", "gzip"),
             M::Fault(f, w) => route.fault(f, w),
         };
     }
@@ -477,6 +491,7 @@ fn run_side(
     label: &'static str,
     program: &Path,
     case: &Case,
+    diffs: &[Diff],
     args: &[&str],
     stop_after: Option<Duration>,
 ) -> Side {
@@ -494,7 +509,7 @@ fn run_side(
 
     for p in case.pre {
         let (rel, bytes) = match p {
-            Pre::Text(rel, text) => (*rel, ph.apply(text).into_bytes()),
+            Pre::Text(rel, text) | Pre::Private(rel, text) => (*rel, ph.apply(text).into_bytes()),
             Pre::Bytes(rel, len) => (*rel, support::content(seed_of(rel), *len)),
             Pre::Dir(rel) => {
                 std::fs::create_dir_all(resolve(&dir, &home, rel)).expect("pre dir");
@@ -506,6 +521,11 @@ fn run_side(
             std::fs::create_dir_all(parent).expect("pre parent");
         }
         std::fs::write(&target, bytes).expect("pre file");
+        if matches!(p, Pre::Private(..)) {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::Permissions::from_mode(0o600);
+            std::fs::set_permissions(&target, mode).expect("pre file mode");
+        }
     }
     let pre_files = list_files(dir.path());
     let args: Vec<String> = args.iter().map(|a| ph.apply(a)).collect();
@@ -520,6 +540,16 @@ fn run_side(
         stop_after.is_some(),
     );
     let elapsed = started.elapsed();
+    for d in diffs {
+        if let (Diff::FirstLine(rel, line), "aria2c") = (d, label) {
+            let path = dir.join(rel);
+            if let Ok(body) = std::fs::read(&path) {
+                let mut with = format!("{line}\n").into_bytes();
+                with.extend(body);
+                std::fs::write(&path, with).expect("rewrite aria2c's file");
+            }
+        }
+    }
     // A file the case created that the run left alone is shown as such: its bytes may hold this
     // run's port, so its hash differs between the two runs.
     let files = list_files(dir.path())

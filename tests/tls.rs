@@ -3,9 +3,31 @@
 //! reason.
 
 use crate::support::server::{Route, TestServer, TlsVersions};
-use crate::support::{content, ringdl, sha256_file, sha256_hex, Run, TestDir};
+use crate::support::{
+    content, have_program, require_peer, ringdl, run_program, sha256_file, sha256_hex, Run,
+    TestDir, RUN_TIMEOUT,
+};
 
 fn get(dir: &TestDir, server: &TestServer, opts: &[String], path: &str) -> Run {
+    ringdl(dir, &args(dir, server, opts, path))
+}
+
+/// aria2c with the same command line, where the suite has it (None after a loud skip).
+fn aria2c_get(server: &TestServer, opts: &[String], path: &str) -> Option<(TestDir, Run)> {
+    if !require_peer("aria2c", have_program("aria2c")) {
+        return None;
+    }
+    let dir = TestDir::new();
+    let run = run_program(
+        std::path::Path::new("aria2c"),
+        &dir,
+        &args(&dir, server, opts, path),
+        RUN_TIMEOUT,
+    );
+    Some((dir, run))
+}
+
+fn args(dir: &TestDir, server: &TestServer, opts: &[String], path: &str) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "--no-conf".into(),
         format!("-d{}", dir.path().display()),
@@ -14,7 +36,7 @@ fn get(dir: &TestDir, server: &TestServer, opts: &[String], path: &str) -> Run {
     ];
     args.extend(opts.iter().cloned());
     args.push(server.url(path));
-    ringdl(dir, &args)
+    args
 }
 
 /// A server that requires a client certificate: refused without one, with a line that says what
@@ -45,6 +67,13 @@ fn client_certificate_for_a_server_that_requires_one() {
     let run = get(&dir, &server, &opts, "/c.bin");
     assert_eq!(run.code(), 0, "{run}");
     assert_eq!(sha256_file(&dir.join("c.bin")), sha256_hex(&data));
+    // aria2c agrees: refused without the certificate, served with it.
+    if let Some((_, run)) = aria2c_get(&server, &[], "/c.bin") {
+        assert_eq!(run.code(), 1, "aria2c without a certificate: {run}");
+        let (adir, run) = aria2c_get(&server, &opts, "/c.bin").expect("aria2c is here");
+        assert_eq!(run.code(), 0, "aria2c: {run}");
+        assert_eq!(sha256_file(&adir.join("c.bin")), sha256_hex(&data));
+    }
 
     let dir = TestDir::new();
     let both = dir.join("identity.pem");
@@ -95,6 +124,15 @@ fn min_tls_version() {
     let dir = TestDir::new();
     let run = get(&dir, &new, &["--min-tls-version=TLSv1.3".into()], "/n.bin");
     assert_eq!(run.code(), 0, "{run}");
+    // aria2c exits the same way in each case.
+    let v13 = ["--min-tls-version=TLSv1.3".to_string()];
+    if let Some((_, run)) = aria2c_get(&old, &[], "/o.bin") {
+        assert_eq!(run.code(), 0, "aria2c: {run}");
+        let (_, run) = aria2c_get(&old, &v13, "/o.bin").expect("aria2c is here");
+        assert_eq!(run.code(), 1, "aria2c: {run}");
+        let (_, run) = aria2c_get(&new, &v13, "/n.bin").expect("aria2c is here");
+        assert_eq!(run.code(), 0, "aria2c: {run}");
+    }
 }
 
 /// A certificate for another name and one from an unknown authority: the error line names the

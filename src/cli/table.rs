@@ -324,7 +324,10 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("/path/to/file")
     .default("$HOME/.netrc")
     .tags(&[])
-    .long("Defaults to .netrc in the home directory. -n/--no-netrc turns netrc off."),
+    .long(
+        "Defaults to .netrc in the home directory. -n/--no-netrc turns netrc off. \
+            Only machine entries are used for HTTP: a default entry is ignored, as aria2 does.",
+    ),
     opt(
         "continue",
         ValueKind::Bool,

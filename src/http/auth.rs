@@ -77,12 +77,12 @@ pub fn same_origin(a: &Url, b: &Url) -> bool {
     a.origin() == b.origin()
 }
 
-/// A parsed netrc file: `machine NAME login USER password PASS` entries and an optional
-/// `default` entry; `account` is read and ignored, `macdef` definitions are skipped.
+/// A parsed netrc file: `machine NAME login USER password PASS` entries. A `default` entry is
+/// read (so its tokens belong to no machine) and not used: aria2 takes it for FTP only, never for
+/// HTTP. `account` is read and ignored, `macdef` definitions are skipped.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Netrc {
     machines: Vec<(String, Credentials)>,
-    default: Option<Credentials>,
 }
 
 impl Netrc {
@@ -108,10 +108,11 @@ impl Netrc {
         }
         // The entry being read: its machine (None: `default`) and what it has so far.
         let mut current: Option<(Option<String>, Credentials)> = None;
-        let finish = |entry: Option<(Option<String>, Credentials)>, n: &mut Netrc| match entry {
-            Some((Some(host), c)) => n.machines.push((host.to_ascii_lowercase(), c)),
-            Some((None, c)) => n.default = n.default.take().or(Some(c)),
-            None => {}
+        // `default` (no machine): read, not used.
+        let finish = |entry: Option<(Option<String>, Credentials)>, n: &mut Netrc| {
+            if let Some((Some(host), c)) = entry {
+                n.machines.push((host.to_ascii_lowercase(), c));
+            }
         };
         let empty = || Credentials {
             user: String::new(),
@@ -151,14 +152,13 @@ impl Netrc {
         netrc
     }
 
-    /// The credentials for `host`: its own `machine` entry, else the `default` entry.
+    /// The credentials for `host`: its own `machine` entry (the first, as aria2 reads them).
     pub fn lookup(&self, host: &str) -> Option<&Credentials> {
         let host = host.to_ascii_lowercase();
         self.machines
             .iter()
             .find(|(m, _)| *m == host)
             .map(|(_, c)| c)
-            .or(self.default.as_ref())
     }
 
     /// Reads the netrc file at `path`: `Ok(None)` if there is none; `Err` (a warning to print)
@@ -257,7 +257,8 @@ mod tests {
             n.lookup("b.example").map(|c| c.password.as_str()),
             Some("pw2")
         );
-        assert_eq!(n.lookup("other").map(|c| c.user.as_str()), Some("anon"));
+        // aria2 uses `default` for FTP only: an HTTP host no machine names gets nothing.
+        assert_eq!(n.lookup("other"), None);
         let n = Netrc::parse("machine a.example login u password p");
         assert_eq!(n.lookup("other"), None);
     }
