@@ -829,3 +829,76 @@ fn use_head_asks_with_head_first() {
     );
     assert!(run.lines_with("WARN").is_empty(), "{run}");
 }
+
+/// Bad input in response heads: a Content-Disposition of 10 MB is a head over 64 KiB, so the
+/// download ends with one line and exit 22 (K-HEAD64K) at flat memory, and the partial name never
+/// reaches the disk; a flood of 1200 `Set-Cookie` fields over a redirect chain leaves at most
+/// aria2's 50 cookies for the host in `--save-cookies`, and the download completes.
+#[test]
+fn hostile_heads_a_huge_content_disposition_and_a_cookie_flood() {
+    let server = TestServer::plain();
+    let data = content(303, 40_000);
+    let name = "n".repeat(10 << 20);
+    server.route(
+        "/cd.bin",
+        Route::bytes(data.clone()).header(
+            "Content-Disposition",
+            &format!("attachment; filename=\"{name}\""),
+        ),
+    );
+    let dir = TestDir::new();
+    let run = get(&dir, &[], &server.url("/cd.bin"));
+    assert_eq!(run.code(), 22, "{run}");
+    assert_eq!(run.lines_with("errorCode=22").len(), 1, "{run}");
+    assert!(
+        run.stdout.len() + run.stderr.len() < 64 << 10,
+        "the name was not echoed"
+    );
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    assert!(names.iter().all(|n| n.len() < 256), "{names:?}");
+    let dir = TestDir::new();
+    let args = [
+        "--no-conf".to_string(),
+        format!("-d{}", dir.path().display()),
+        server.url("/cd.bin"),
+    ];
+    let (code, peak_kib) = run_measuring_peak(&dir, &args);
+    assert_eq!(code, Some(22));
+    assert!(peak_kib < 32 * 1024, "peak RSS {peak_kib} KiB");
+
+    // 10 hops of 120 cookies each, then the file.
+    for hop in 0..10 {
+        let next = if hop == 9 {
+            "/flood/f.bin".to_string()
+        } else {
+            format!("/flood/{}", hop + 1)
+        };
+        let mut route = Route::redirect(302, &next);
+        for i in 0..120 {
+            route = route.header("Set-Cookie", &format!("c{hop}_{i}=v; Path=/"));
+        }
+        server.route(&format!("/flood/{hop}"), route);
+    }
+    server.route("/flood/f.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let saved = dir.join("saved.txt");
+    let run = get(
+        &dir,
+        &[&format!("--save-cookies={}", saved.display())],
+        &server.url("/flood/0"),
+    );
+    assert_got(&run, &dir, "f.bin", &data);
+    let text = std::fs::read_to_string(&saved).expect("saved cookies");
+    let kept = text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .count();
+    assert!((1..=50).contains(&kept), "{kept} cookies kept");
+    let last = server.requests_to("/flood/f.bin");
+    let cookie = last.last().and_then(|r| r.header("Cookie")).unwrap_or("");
+    assert!(cookie.split("; ").count() <= 50, "{cookie}");
+}
