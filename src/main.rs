@@ -20,8 +20,8 @@ fn real_main() -> i32 {
             emit(&text);
             return 0;
         }
-        Ok(Command::Version) => {
-            emit(&version_text());
+        Ok(Command::Version(engine)) => {
+            emit(&version_text(engine));
             return 0;
         }
         Ok(Command::Generate(target)) => {
@@ -139,7 +139,7 @@ fn real_main() -> i32 {
 
 /// `-v`: laid out as aria2c's, whose `Enabled Features:` and `Hash Algorithms:` lines programs read
 /// (apt-fast verifies packages only with the algorithms that line names).
-fn version_text() -> String {
+fn version_text(engine: cli::EngineChoice) -> String {
     let hashes: Vec<&str> = ringdl::store::checksum::Kind::ALL
         .iter()
         .map(|k| k.name())
@@ -152,11 +152,12 @@ fn version_text() -> String {
          Enabled Features: Async DNS, GZip, HTTPS, Message Digest\n\
          Hash Algorithms: {}\n\
          Libraries: rustls/{}\n\
-         Engine: io_uring, O_DIRECT\n\
+         Engine: {}\n\
          Not supported: BitTorrent, Metalink, FTP, SFTP, JSON-RPC, Firefox3 cookies\n",
         env!("CARGO_PKG_VERSION"),
         hashes.join(", "),
-        "0.23"
+        "0.23",
+        engine::engine_report(engine)
     )
 }
 

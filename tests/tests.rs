@@ -12,6 +12,7 @@ mod faults;
 mod findings;
 mod generated;
 mod nginx;
+mod portable;
 mod programs;
 mod proxies;
 mod requests;

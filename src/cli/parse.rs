@@ -233,6 +233,29 @@ pub struct Settings {
     pub private_key: Option<PathBuf>,
     /// `--min-tls-version=TLSv1.3` (rustls has no TLS 1.1, so TLSv1.1 and TLSv1.2 mean 1.2).
     pub tls13_only: bool,
+    /// `--engine` (else `RINGDL_ENGINE`): which reactor runs the downloads.
+    pub engine: EngineChoice,
+}
+
+/// ringdl's own `--engine=auto|uring|portable`: io_uring where it works and the portable (epoll)
+/// reactor elsewhere, or either one forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineChoice {
+    #[default]
+    Auto,
+    Uring,
+    Portable,
+}
+
+impl EngineChoice {
+    pub fn parse(v: &str) -> Option<EngineChoice> {
+        match v {
+            "auto" => Some(EngineChoice::Auto),
+            "uring" | "io_uring" => Some(EngineChoice::Uring),
+            "portable" | "epoll" => Some(EngineChoice::Portable),
+            _ => None,
+        }
+    }
 }
 
 /// What the command line asks for.
@@ -241,7 +264,8 @@ pub enum Command {
     Download(Box<Settings>),
     /// Print this help text and exit 0.
     Help(String),
-    Version,
+    /// `-v`, with the engine asked for so far (it says which reactor would run).
+    Version(EngineChoice),
     /// `--generate=KIND`: print a generated document (man page, completion) and exit 0.
     Generate(super::generate::Target),
 }
@@ -262,6 +286,8 @@ pub struct Env {
     /// Proxy variables that are set: (aria2 option name, value).
     pub proxies: Vec<(&'static str, String)>,
     pub cwd: PathBuf,
+    /// `RINGDL_ENGINE`: the default of `--engine`.
+    pub engine: Option<String>,
 }
 
 impl Env {
@@ -317,6 +343,9 @@ impl Env {
             xdg_cache_home: var("XDG_CACHE_HOME").map(PathBuf::from),
             proxies,
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            engine: std::env::var("RINGDL_ENGINE")
+                .ok()
+                .filter(|v| !v.is_empty()),
         }
     }
 }
@@ -648,6 +677,17 @@ where
     let mut cli = Layer::default();
     let mut uris = Vec::new();
     let mut help_topic: Option<String> = None;
+    let mut engine = match env.engine.as_deref() {
+        None => EngineChoice::Auto,
+        Some(v) => EngineChoice::parse(v).ok_or_else(|| {
+            usage_error(
+                format!(
+                    "ringdl: RINGDL_ENGINE must be one of 'auto' 'uring' 'portable' (got '{v}')"
+                ),
+                28,
+            )
+        })?,
+    };
     loop {
         let arg = match parser.next() {
             Ok(Some(a)) => a,
@@ -682,6 +722,19 @@ where
                         exit_code: 28,
                     }),
                 };
+            }
+            Arg::Long("engine") => {
+                let v = parser.value().ok().map(os_to_string).transpose()?;
+                engine = v.as_deref().and_then(EngineChoice::parse).ok_or_else(|| {
+                    usage_error(
+                        format!(
+                            "ringdl: --engine must be one of the following: 'auto' 'uring' 'portable' (got '{}')",
+                            v.unwrap_or_default()
+                        ),
+                        28,
+                    )
+                })?;
+                continue;
             }
             Arg::Long(name) => {
                 let name = name.to_string();
@@ -719,7 +772,7 @@ where
         };
         match def.name {
             "help" => help_topic = Some(value),
-            "version" => return Ok(Command::Version),
+            "version" => return Ok(Command::Version(engine)),
             _ => cli.set(def, value),
         }
     }
@@ -754,7 +807,8 @@ where
     merged.overlay(&cli);
     unsupported_warnings(&merged, &mut warnings);
     refuse_unsupported_downloads(&merged, &uris)?;
-    let settings = build(&merged, uris, env, warnings)?;
+    let mut settings = build(&merged, uris, env, warnings)?;
+    settings.engine = engine;
     Ok(Command::Download(Box::new(settings)))
 }
 
@@ -1192,6 +1246,7 @@ fn build(
             .text("private-key")
             .map(|p| PathBuf::from(expand_home(&p, env))),
         tls13_only: r.raw("min-tls-version") == Some("TLSv1.3"),
+        engine: EngineChoice::Auto,
     };
     if settings.uris.is_empty() && settings.input_file.is_none() {
         return Err(usage_error("Specify at least one URL.".to_string(), 1));
@@ -1210,6 +1265,7 @@ mod tests {
             xdg_cache_home: None,
             proxies: Vec::new(),
             cwd: PathBuf::from("/cwd"),
+            engine: None,
         }
     }
 
@@ -1363,6 +1419,48 @@ mod tests {
     }
 
     #[test]
+    fn engine_from_the_option_or_the_environment() {
+        assert_eq!(settings(&["http://h/u"]).engine, EngineChoice::Auto);
+        assert_eq!(
+            settings(&["--engine=portable", "http://h/u"]).engine,
+            EngineChoice::Portable
+        );
+        assert_eq!(
+            settings(&["--engine", "uring", "http://h/u"]).engine,
+            EngineChoice::Uring
+        );
+        let e = Env {
+            engine: Some("portable".into()),
+            ..env()
+        };
+        let from_env = |args: &[&str]| match parse_with(args.iter().copied(), &e) {
+            Ok(Command::Download(s)) => s.engine,
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(from_env(&["http://h/u"]), EngineChoice::Portable);
+        assert_eq!(
+            from_env(&["--engine=auto", "http://h/u"]),
+            EngineChoice::Auto
+        );
+        assert!(matches!(
+            parse_with(["--engine=portable", "-v"], &env()),
+            Ok(Command::Version(EngineChoice::Portable))
+        ));
+        let bad = parse_with(["--engine=fast", "http://h/u"], &env()).unwrap_err();
+        assert_eq!(bad.exit_code, 28);
+        assert!(
+            bad.message.contains("'auto' 'uring' 'portable'"),
+            "{}",
+            bad.message
+        );
+        let e = Env {
+            engine: Some("fast".into()),
+            ..env()
+        };
+        assert_eq!(parse_with(["http://h/u"], &e).unwrap_err().exit_code, 28);
+    }
+
+    #[test]
     fn help_version_generate() {
         assert!(
             matches!(parse_with(["-h"], &env()), Ok(Command::Help(t)) if t.contains("'#basic'"))
@@ -1372,7 +1470,7 @@ mod tests {
         );
         assert!(matches!(
             parse_with(["http://h/u", "--version"], &env()),
-            Ok(Command::Version)
+            Ok(Command::Version(EngineChoice::Auto))
         ));
         assert!(matches!(
             parse_with(["--generate=man"], &env()),

@@ -6,11 +6,11 @@ use super::conn::{
     Fill, Flush, Job, Outcome, Phase, RecvInFlight, ServerKey, Validator, Want,
 };
 use super::reactor::{
-    Block, Class, Completion, Fd, Layout, OpId, Pool, Reactor, SetupError, Uring,
+    Block, Class, Completion, Epoll, Fd, Layout, OpId, Pool, Reactor, SetupError, Uring,
 };
 use super::resolver::Resolver;
 use super::sys;
-use crate::cli::{LogLevel, Settings};
+use crate::cli::{EngineChoice, LogLevel, Settings};
 use crate::http::{self, Framing, RequestSpec};
 use crate::plan::{Owner, Plan};
 use crate::store;
@@ -74,12 +74,26 @@ pub enum StartError {
     Other(String),
 }
 
+impl StartError {
+    /// Why io_uring was not used, in a few words (the notice of a run that falls back).
+    pub fn fallback_reason(&self) -> String {
+        match self {
+            StartError::NoIoUring(why) => format!("io_uring is not available ({why})"),
+            StartError::Memlock { limit, .. } => format!(
+                "io_uring's buffers do not fit the locked-memory limit ({})",
+                limit.map_or("unlimited".to_string(), |l| format!("{} KiB", l / 1024))
+            ),
+            StartError::Other(m) => m.clone(),
+        }
+    }
+}
+
 impl fmt::Display for StartError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StartError::NoIoUring(why) => write!(
                 f,
-                "io_uring is not available ({why}); ringdl needs Linux 5.6 or later with io_uring allowed (check sysctl kernel.io_uring_disabled, seccomp or container settings)"
+                "io_uring is not available ({why}); --engine=uring needs Linux 5.6 or later with io_uring allowed (check sysctl kernel.io_uring_disabled, seccomp or container settings)"
             ),
             StartError::Memlock { needed, limit } => write!(
                 f,
@@ -260,6 +274,67 @@ pub fn run(
     console: &mut Console,
 ) -> Result<Summary, StartError> {
     let slots = wanted_slots(settings, expected);
+    let io_timeout = Duration::from_secs(settings.timeout_secs);
+    let connect_timeout = Duration::from_secs(settings.connect_timeout_secs);
+    let uring = match settings.engine {
+        EngineChoice::Portable => Err(None),
+        EngineChoice::Auto | EngineChoice::Uring => {
+            uring_reactor(slots, io_timeout, connect_timeout).map_err(Some)
+        }
+    };
+    let reactor = match uring {
+        Ok(r) => Chosen::Uring(r),
+        Err(Some(e)) if settings.engine == EngineChoice::Uring => return Err(e),
+        Err(why) => {
+            if let Some(e) = why {
+                console.notice(&format!(
+                    "{}; using the portable reactor (epoll).",
+                    e.fallback_reason()
+                ));
+            }
+            // Nothing is registered with the kernel: the budget is the pool's cap, not the
+            // locked-memory limit.
+            let layout = Layout::fit(slots, MIN_INCOMING, POOL_CAP).ok_or_else(|| {
+                StartError::Other("the I/O buffers do not fit their budget".into())
+            })?;
+            let pool = Pool::new(layout)
+                .map_err(|e| StartError::Other(format!("cannot map I/O buffers: {e}")))?;
+            Chosen::Portable(
+                Epoll::new(io_timeout, connect_timeout, pool)
+                    .map_err(|e| StartError::Other(format!("cannot start epoll: {e}")))?,
+            )
+        }
+    };
+    // Before any thread starts, so every thread has the signals blocked and only the reactor sees
+    // them.
+    let signals = sys::signal_fd().ok().map(|f| Rc::new(f) as Fd);
+    let resolver =
+        Resolver::start().map_err(|e| StartError::Other(format!("cannot start resolver: {e}")))?;
+    let outside = Outside {
+        signals,
+        resolver: Some(resolver),
+    };
+    match reactor {
+        Chosen::Uring(r) => run_on(r, settings, jobs, console, outside)
+            .map_err(|e| StartError::Other(format!("io_uring failed: {e}"))),
+        Chosen::Portable(r) => run_on(r, settings, jobs, console, outside)
+            .map_err(|e| StartError::Other(format!("epoll failed: {e}"))),
+    }
+}
+
+/// The reactor a run got.
+enum Chosen {
+    Uring(Uring<Tag>),
+    Portable(Epoll<Tag>),
+}
+
+/// The io_uring reactor with a pool for `slots` connections that fits the locked-memory limit, or
+/// why there is none.
+fn uring_reactor(
+    slots: usize,
+    io_timeout: Duration,
+    connect_timeout: Duration,
+) -> Result<Uring<Tag>, StartError> {
     let read_size = MIN_INCOMING;
     let limit = sys::memlock_soft_limit();
     let budget = limit.map_or(POOL_CAP, |l| {
@@ -271,13 +346,7 @@ pub fn run(
     })?;
     let pool =
         Pool::new(layout).map_err(|e| StartError::Other(format!("cannot map I/O buffers: {e}")))?;
-    let reactor = Uring::new(
-        512,
-        Duration::from_secs(settings.timeout_secs),
-        Duration::from_secs(settings.connect_timeout_secs),
-        pool,
-    )
-    .map_err(|e| match e {
+    Uring::new(512, io_timeout, connect_timeout, pool).map_err(|e| match e {
         SetupError::Unavailable(why) => StartError::NoIoUring(why),
         SetupError::Register(e) if matches!(e.raw_os_error(), Some(libc::ENOMEM | libc::EPERM)) => {
             StartError::Memlock {
@@ -288,17 +357,21 @@ pub fn run(
         SetupError::Register(e) => {
             StartError::NoIoUring(format!("registering buffers failed: {e}"))
         }
-    })?;
-    // Before any thread starts, so every thread has the signals blocked and only the ring sees them.
-    let signals = sys::signal_fd().ok().map(|f| Rc::new(f) as Fd);
-    let resolver =
-        Resolver::start().map_err(|e| StartError::Other(format!("cannot start resolver: {e}")))?;
-    let outside = Outside {
-        signals,
-        resolver: Some(resolver),
-    };
-    run_on(reactor, settings, jobs, console, outside)
-        .map_err(|e| StartError::Other(format!("io_uring failed: {e}")))
+    })
+}
+
+/// Which reactor `choice` would run on here, and why not io_uring when it is not: what `-v` says.
+pub fn engine_report(choice: EngineChoice) -> String {
+    match choice {
+        EngineChoice::Portable => "portable (epoll), O_DIRECT; chosen by --engine=portable".into(),
+        EngineChoice::Auto | EngineChoice::Uring => {
+            match uring_reactor(1, Duration::from_secs(1), Duration::from_secs(1)) {
+                Ok(_) => "io_uring, O_DIRECT".into(),
+                Err(e) if choice == EngineChoice::Uring => format!("none: {e}"),
+                Err(e) => format!("portable (epoll), O_DIRECT; {}", e.fallback_reason()),
+            }
+        }
+    }
 }
 
 /// What the engine takes from the process besides its reactor: the signals it reads (Ctrl-C) and

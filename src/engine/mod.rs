@@ -11,4 +11,4 @@ mod simulation;
 pub mod sys;
 
 pub use conn::{Job, Outcome};
-pub use driver::{run, StartError, Summary, MAX_RESULTS};
+pub use driver::{engine_report, run, StartError, Summary, MAX_RESULTS};

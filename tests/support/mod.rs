@@ -8,6 +8,7 @@
 
 pub mod nginx;
 pub mod proxy;
+pub mod seccomp;
 pub mod server;
 
 use std::ffi::OsStr;
@@ -153,10 +154,22 @@ pub fn run_program<S: AsRef<OsStr>>(
     args: &[S],
     timeout: Duration,
 ) -> Run {
+    run_changed(program, dir, args, timeout, |_| {})
+}
+
+/// [`run_program`], with `change` applied to the command first (e.g. a seccomp filter).
+pub fn run_changed<S: AsRef<OsStr>>(
+    program: &Path,
+    dir: &TestDir,
+    args: &[S],
+    timeout: Duration,
+    change: impl FnOnce(&mut Command),
+) -> Run {
     let home = dir.join(".home");
     std::fs::create_dir_all(&home).expect("create HOME");
     let mut cmd = isolated_command(program, dir.path(), &home);
     cmd.args(args);
+    change(&mut cmd);
     let args: Vec<String> = args
         .iter()
         .map(|a| a.as_ref().to_string_lossy().into_owned())

@@ -10,11 +10,16 @@
 //! result; a reactor knows nothing of downloads. The engine cannot tell which reactor it runs on:
 //! [`Uring`] in production, [`sim::Sim`] in the simulation tests (seeded faults, in-memory
 //! servers). No safe function here takes a raw pointer.
+#[cfg(test)]
+mod contract;
+mod epoll;
 pub mod pool;
 #[cfg(test)]
 pub mod sim;
 mod uring;
+mod worker;
 
+pub use epoll::Epoll;
 pub use pool::{Block, Class, Layout, Pool};
 pub use uring::{SetupError, Uring};
 

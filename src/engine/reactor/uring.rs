@@ -1,14 +1,13 @@
 //! The io_uring reactor: one ring, the pool registered with it, and the table of operations in
 //! flight keyed by user_data (index and generation, so a stale id names nothing).
+use super::worker::Worker;
 use super::{Block, Completion, Fd, Job, OpId, Owned, Pool, RawAddr, Reactor};
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::rc::Rc;
-use std::sync::{mpsc, Arc};
-use std::thread;
 use std::time::{Duration, Instant};
 
 /// user_data of completions nobody waits for (linked timeouts, cancel requests).
@@ -71,41 +70,21 @@ pub struct Uring<T> {
     closing: bool,
 }
 
-/// The blocking-job thread: jobs go in with their user_data, results come back the same way and
-/// ring an eventfd that the reactor keeps a read on.
-struct Worker {
-    jobs: Option<mpsc::Sender<(u64, Job)>>,
-    done: mpsc::Receiver<(u64, i32)>,
-    wake: Arc<OwnedFd>,
-    /// The user_data of the read on `wake` in flight.
-    armed: Option<u64>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Worker {
-    fn start() -> io::Result<Worker> {
-        let wake = Arc::new(super::super::sys::eventfd()?);
-        let ring_it = wake.clone();
-        let (job_tx, job_rx) = mpsc::channel::<(u64, Job)>();
-        let (done_tx, done_rx) = mpsc::channel();
-        let thread = thread::Builder::new()
-            .name("file-jobs".into())
-            .spawn(move || {
-                for (ud, job) in job_rx {
-                    let res = super::completion_result(job().map(|()| 0));
-                    if done_tx.send((ud, res)).is_err() {
-                        break;
-                    }
-                    super::super::sys::eventfd_signal(ring_it.as_raw_fd());
-                }
-            })?;
-        Ok(Worker {
-            jobs: Some(job_tx),
-            done: done_rx,
-            wake,
-            armed: None,
-            thread: Some(thread),
-        })
+/// Refuses a ring whose kernel lacks an opcode the engine uses (`supported` answers the probe), so
+/// the run falls back before any operation could fail half-way.
+fn opcodes_present(supported: impl Fn(u8) -> bool) -> Result<(), SetupError> {
+    let missing: Vec<&str> = NEEDED
+        .iter()
+        .filter(|(code, _)| !supported(*code))
+        .map(|(_, name)| *name)
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(SetupError::Unavailable(format!(
+            "the kernel's io_uring lacks {}",
+            missing.join(", ")
+        )))
     }
 }
 
@@ -145,17 +124,7 @@ impl<T> Uring<T> {
         ring.submitter()
             .register_probe(&mut probe)
             .map_err(unavailable)?;
-        let missing: Vec<&str> = NEEDED
-            .iter()
-            .filter(|(code, _)| !probe.is_supported(*code))
-            .map(|(_, name)| *name)
-            .collect();
-        if !missing.is_empty() {
-            return Err(SetupError::Unavailable(format!(
-                "the kernel's io_uring lacks {}",
-                missing.join(", ")
-            )));
-        }
+        opcodes_present(|code| probe.is_supported(code))?;
         let mut r = Uring {
             ring,
             slots: Vec::new(),
@@ -294,7 +263,7 @@ impl<T> Uring<T> {
     fn worker_rang(&mut self) {
         if let Some(w) = self.worker.as_mut() {
             w.armed = None;
-            self.backlog.extend(w.done.try_iter());
+            self.backlog.extend(w.finished());
         }
         self.arm_worker();
     }
@@ -551,11 +520,7 @@ impl<T> Reactor<T> for Uring<T> {
             sink.clear();
         }
         if let Some(w) = self.worker.as_mut() {
-            w.armed = None;
-            w.jobs.take();
-            if let Some(t) = w.thread.take() {
-                let _ = t.join();
-            }
+            w.stop();
         }
     }
 
@@ -574,12 +539,8 @@ impl<T> Reactor<T> for Uring<T> {
             }
         }
         let ud = self.insert(tag, Owned::Nothing);
-        let sent = self
-            .worker
-            .as_ref()
-            .and_then(|w| w.jobs.as_ref())
-            .map(|tx| tx.send((ud, job)));
-        if !matches!(sent, Some(Ok(()))) {
+        let sent = self.worker.as_ref().is_some_and(|w| w.send(ud, job));
+        if !sent {
             self.backlog.push_back((ud, -libc::EIO));
         }
         self.arm_worker();
@@ -599,6 +560,7 @@ impl<T> Drop for Uring<T> {
 mod tests {
     use super::super::{Class, Layout};
     use super::*;
+    use std::os::fd::OwnedFd;
     use std::os::unix::net::UnixStream;
 
     fn reactor() -> Uring<u32> {
@@ -611,45 +573,6 @@ mod tests {
     fn pair() -> (Fd, UnixStream) {
         let (a, b) = UnixStream::pair().unwrap();
         (Rc::new(OwnedFd::from(a)), b)
-    }
-
-    #[test]
-    fn a_receive_hands_its_block_back_with_the_bytes() {
-        let mut r = reactor();
-        let (sock, mut peer) = pair();
-        let block = r.pool().alloc(Class::Read).unwrap();
-        r.recv(7, sock, block, 10, 100);
-        std::io::Write::write_all(&mut peer, b"hello").unwrap();
-        let mut out = Vec::new();
-        while out.is_empty() {
-            r.wait(&mut out).unwrap();
-        }
-        let c = out.pop().unwrap();
-        assert_eq!((c.tag, c.res), (7, 5));
-        let block = c.owned.into_block().unwrap();
-        assert_eq!(&block.as_slice()[10..15], b"hello");
-        assert_eq!(r.pool().outstanding(), (1, 0));
-        drop(block);
-        assert_eq!(r.pool().outstanding(), (0, 0));
-    }
-
-    #[test]
-    fn an_abandoned_receive_is_not_delivered_and_its_block_comes_back() {
-        let mut r = reactor();
-        let (sock, _peer) = pair();
-        let block = r.pool().alloc(Class::Write).unwrap();
-        let id = r.recv(1, sock, block, 0, 4096);
-        let t = r.timer(2, Duration::from_millis(20));
-        r.abandon(id);
-        // A stale id names nothing.
-        r.abandon(OpId(id.0 ^ (1 << 40)));
-        let mut out = Vec::new();
-        while out.is_empty() {
-            r.wait(&mut out).unwrap();
-        }
-        assert_eq!(out.iter().map(|c| c.tag).collect::<Vec<_>>(), [2]);
-        let _ = t;
-        assert_eq!(r.pool().outstanding(), (0, 0), "the block came back");
     }
 
     #[test]
@@ -673,50 +596,17 @@ mod tests {
     }
 
     #[test]
-    fn blocking_jobs_run_in_order_and_come_back_as_completions() {
-        let mut r = reactor();
-        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-        for i in 0..5u32 {
-            let log = log.clone();
-            r.blocking(
-                i,
-                Box::new(move || {
-                    log.lock().unwrap().push(i);
-                    if i == 3 {
-                        Err(io::Error::from_raw_os_error(libc::ENOSPC))
-                    } else {
-                        Ok(())
-                    }
-                }),
-            );
-        }
-        let mut out = Vec::new();
-        while out.len() < 5 {
-            r.wait(&mut out).unwrap();
-        }
-        let got: Vec<(u32, i32)> = out.iter().map(|c| (c.tag, c.res)).collect();
-        assert_eq!(got, [(0, 0), (1, 0), (2, 0), (3, -libc::ENOSPC), (4, 0)]);
-        assert_eq!(*log.lock().unwrap(), [0, 1, 2, 3, 4]);
-    }
-
-    #[test]
-    fn shutdown_waits_for_queued_jobs() {
-        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        {
-            let mut r = reactor();
-            for _ in 0..3 {
-                let done = done.clone();
-                r.blocking(
-                    0,
-                    Box::new(move || {
-                        std::thread::sleep(Duration::from_millis(20));
-                        done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        Ok(())
-                    }),
-                );
+    fn a_kernel_without_an_opcode_is_refused_naming_it() {
+        assert!(opcodes_present(|_| true).is_ok());
+        let e = opcodes_present(|code| {
+            code != opcode::LinkTimeout::CODE && code != opcode::Fadvise::CODE
+        });
+        match e {
+            Err(SetupError::Unavailable(why)) => {
+                assert_eq!(why, "the kernel's io_uring lacks LINK_TIMEOUT, FADVISE")
             }
+            other => panic!("{other:?}"),
         }
-        assert_eq!(done.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
 
     #[test]

@@ -1,0 +1,273 @@
+//! What every reactor promises the engine, checked on each one by the same tests: completions
+//! carry what the operation owned, abandoned operations are never delivered and give their
+//! resources back, deadlines fail with ECANCELED, timers with ETIME, blocking jobs run in order,
+//! and descriptors in error or hung up end their operations instead of leaving them waiting.
+use super::{Class, Completion, Fd, Layout, OpId, Pool, Reactor};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn pool() -> Pool {
+    Pool::new(Layout::fit(2, 72 * 1024, 2 << 20).unwrap()).unwrap()
+}
+
+fn pair() -> (Fd, UnixStream) {
+    let (a, b) = UnixStream::pair().unwrap();
+    (Rc::new(OwnedFd::from(a)), b)
+}
+
+/// Waits until `n` completions arrived (or panics after 10 s).
+fn collect<R: Reactor<u32>>(r: &mut R, n: usize) -> Vec<Completion<u32>> {
+    let start = Instant::now();
+    let mut out = Vec::new();
+    while out.len() < n {
+        assert!(start.elapsed() < Duration::from_secs(10), "no completion");
+        r.wait(&mut out).unwrap();
+    }
+    out
+}
+
+fn a_receive_hands_its_block_back_with_the_bytes<R: Reactor<u32>>(mut r: R) {
+    let (sock, mut peer) = pair();
+    let block = r.pool().alloc(Class::Read).unwrap();
+    r.recv(7, sock, block, 10, 100);
+    peer.write_all(b"hello").unwrap();
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (7, 5));
+    let block = c.owned.into_block().unwrap();
+    assert_eq!(&block.as_slice()[10..15], b"hello");
+    assert_eq!(r.pool().outstanding(), (1, 0));
+    drop(block);
+    assert_eq!(r.pool().outstanding(), (0, 0));
+}
+
+fn an_abandoned_receive_is_not_delivered_and_its_block_comes_back<R: Reactor<u32>>(mut r: R) {
+    let (sock, _peer) = pair();
+    let block = r.pool().alloc(Class::Write).unwrap();
+    let id = r.recv(1, sock, block, 0, 4096);
+    r.timer(2, Duration::from_millis(20));
+    r.abandon(id);
+    // A stale id names nothing.
+    r.abandon(OpId(id.0 ^ (1 << 40)));
+    let out = collect(&mut r, 1);
+    assert_eq!(out.iter().map(|c| c.tag).collect::<Vec<_>>(), [2]);
+    assert_eq!(r.pool().outstanding(), (0, 0), "the block came back");
+}
+
+fn blocking_jobs_run_in_order_and_come_back_as_completions<R: Reactor<u32>>(mut r: R) {
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    for i in 0..5u32 {
+        let log = log.clone();
+        r.blocking(
+            i,
+            Box::new(move || {
+                log.lock().unwrap().push(i);
+                if i == 3 {
+                    Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+                } else {
+                    Ok(())
+                }
+            }),
+        );
+    }
+    let out = collect(&mut r, 5);
+    let got: Vec<(u32, i32)> = out.iter().map(|c| (c.tag, c.res)).collect();
+    assert_eq!(got, [(0, 0), (1, 0), (2, 0), (3, -libc::ENOSPC), (4, 0)]);
+    assert_eq!(*log.lock().unwrap(), [0, 1, 2, 3, 4]);
+}
+
+fn shutdown_waits_for_queued_jobs<R: Reactor<u32>>(r: R) {
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    {
+        let mut r = r;
+        for _ in 0..3 {
+            let done = done.clone();
+            r.blocking(
+                0,
+                Box::new(move || {
+                    std::thread::sleep(Duration::from_millis(20));
+                    done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    Ok(())
+                }),
+            );
+        }
+        r.shutdown();
+    }
+    assert_eq!(done.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
+
+fn timers_complete_in_deadline_order_with_etime<R: Reactor<u32>>(mut r: R) {
+    for (tag, ms) in [(1, 60), (2, 10), (3, 30)] {
+        r.timer(tag, Duration::from_millis(ms));
+    }
+    let start = Instant::now();
+    let out = collect(&mut r, 3);
+    assert_eq!(out.iter().map(|c| c.tag).collect::<Vec<_>>(), [2, 3, 1]);
+    assert!(out.iter().all(|c| c.res == -libc::ETIME));
+    assert!(start.elapsed() >= Duration::from_millis(60));
+}
+
+/// A connect to a listener completes with 0; one to a port where nothing listens with
+/// ECONNREFUSED; a send reaches the peer.
+fn connects_and_sends<R: Reactor<u32>>(mut r: R) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sock = r.socket(&addr).unwrap();
+    r.connect(1, sock.clone(), addr);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (1, 0));
+    let (mut peer, _) = listener.accept().unwrap();
+    r.send(2, sock, b"GET / HTTP/1.1\r\n\r\n".to_vec(), 4);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (2, 14));
+    let mut got = [0u8; 14];
+    peer.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"/ HTTP/1.1\r\n\r\n");
+
+    let closed: SocketAddr = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let sock = r.socket(&closed).unwrap();
+    r.connect(3, sock, closed);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (3, -libc::ECONNREFUSED));
+}
+
+/// A socket that says nothing fails its receive with ECANCELED after the I/O timeout; one whose
+/// peer closes ends it with 0; one whose peer resets with ECONNRESET.
+fn silence_close_and_reset_end_a_receive<R: Reactor<u32>>(mut r: R) {
+    let (sock, _quiet) = pair();
+    let block = r.pool().alloc(Class::Read).unwrap();
+    let start = Instant::now();
+    r.recv(1, sock, block, 0, 100);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (1, -libc::ECANCELED));
+    assert!(start.elapsed() >= Duration::from_millis(150));
+
+    let (sock, peer) = pair();
+    let block = c.owned.into_block().unwrap();
+    r.recv(2, sock, block, 0, 100);
+    drop(peer);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (2, 0));
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sock = r.socket(&addr).unwrap();
+    r.connect(3, sock.clone(), addr);
+    assert_eq!(collect(&mut r, 1)[0].res, 0);
+    let (peer, _) = listener.accept().unwrap();
+    r.recv(4, sock, c.owned.into_block().unwrap(), 0, 100);
+    // SO_LINGER 0: the close sends a reset.
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt reads the struct from a local; the socket is open.
+    unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&peer),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+    drop(peer);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (4, -libc::ECONNRESET));
+}
+
+/// Writes and reads at offsets, with the block coming back each time.
+fn file_writes_and_reads_at_offsets<R: Reactor<u32>>(mut r: R) {
+    let path = std::env::temp_dir().join(format!("ringdl-contract-{}", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let file: Fd = Rc::new(file);
+    let mut block = r.pool().alloc(Class::Write).unwrap();
+    block.as_mut_slice()[..4].copy_from_slice(b"abcd");
+    r.write(1, file.clone(), block, 1, 3, 4096);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (1, 3));
+    r.read_file(2, file.clone(), c.owned.into_block().unwrap(), 4095);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (2, 4));
+    assert_eq!(&c.owned.into_block().unwrap().as_slice()[..4], b"\0bcd");
+    r.fallocate(3, file, 1 << 20);
+    assert_eq!(collect(&mut r, 1)[0].res, 0);
+}
+
+macro_rules! contract {
+    ($name:ident, $make:expr) => {
+        mod $name {
+            use super::*;
+            #[allow(unused_imports)]
+            use std::time::Duration;
+
+            fn make() -> impl Reactor<u32> {
+                $make
+            }
+
+            #[test]
+            fn a_receive_hands_its_block_back_with_the_bytes() {
+                super::a_receive_hands_its_block_back_with_the_bytes(make());
+            }
+            #[test]
+            fn an_abandoned_receive_is_not_delivered_and_its_block_comes_back() {
+                super::an_abandoned_receive_is_not_delivered_and_its_block_comes_back(make());
+            }
+            #[test]
+            fn blocking_jobs_run_in_order_and_come_back_as_completions() {
+                super::blocking_jobs_run_in_order_and_come_back_as_completions(make());
+            }
+            #[test]
+            fn shutdown_waits_for_queued_jobs() {
+                super::shutdown_waits_for_queued_jobs(make());
+            }
+            #[test]
+            fn timers_complete_in_deadline_order_with_etime() {
+                super::timers_complete_in_deadline_order_with_etime(make());
+            }
+            #[test]
+            fn connects_and_sends() {
+                super::connects_and_sends(make());
+            }
+            #[test]
+            fn silence_close_and_reset_end_a_receive() {
+                super::silence_close_and_reset_end_a_receive(make());
+            }
+            #[test]
+            fn file_writes_and_reads_at_offsets() {
+                super::file_writes_and_reads_at_offsets(make());
+            }
+        }
+    };
+}
+
+contract!(
+    uring,
+    super::super::Uring::new(
+        64,
+        Duration::from_millis(150),
+        Duration::from_secs(5),
+        pool()
+    )
+    .map_err(|e| format!("{e:?}"))
+    .expect("io_uring is needed for these tests")
+);
+contract!(
+    epoll,
+    super::super::Epoll::new(Duration::from_millis(150), Duration::from_secs(5), pool())
+        .expect("epoll")
+);
