@@ -636,6 +636,7 @@ fn man_page(opts: &[OptDef]) -> String {
         m.push_str(&md_to_roff(UNSUPPORTED));
     }
     m.push_str(&md_to_roff(GENERATE));
+    m.push_str(&md_to_roff(ENGINE));
 
     m.push_str(".SH OPTIONS\n");
     m.push_str(&md_to_roff(OPTIONS_INTRO));
@@ -828,6 +829,17 @@ with one clear line and exit status 1.
 const GENERATE: &str = "\
 `ringdl --generate=KIND` prints this manual page (`man`) or a completion script for `bash`, `zsh` or \
 `fish`. All of them, and `--help`, come from the one option table the parser uses.
+";
+
+const ENGINE: &str = "\
+`--engine=auto|uring|portable` is ringdl's own option; the `RINGDL_ENGINE` environment variable \
+gives its default. With `auto` (the default) ringdl runs on io_uring where it works, and on a \
+portable epoll reactor where it does not: where a seccomp profile (Docker's and containerd's \
+default ones), gVisor or `kernel.io_uring_disabled` refuses it, where the kernel lacks an \
+operation ringdl uses, where its first operation fails, or where the buffers do not fit \
+`RLIMIT_MEMLOCK`. One notice says why. The portable reactor writes the same aligned blocks with \
+`O_DIRECT` and keeps the same memory budget; it costs more CPU. `uring` fails instead of falling \
+back (exit 1); `portable` never tries io_uring. `ringdl -v` says which one runs.
 ";
 
 const OPTIONS_INTRO: &str = "\
