@@ -16,7 +16,7 @@ import sys
 
 KEEP_MARKER = "<!-- Below: measurements by other bench/ scripts; bench/run.sh keeps them. -->"
 
-TOOLS = ["ringdl", "aria2c", "curl"]
+TOOLS = ["ringdl", "portable", "aria2c", "curl"]
 SCENARIOS = {
     "https": "Large file over HTTPS",
     "http": "Large file over plain HTTP",
@@ -314,8 +314,11 @@ def scenario_table(runs, scen, tools, meta):
 
 def ratio_table(runs, scen, tools):
     lines = []
-    others = [t for t in ("aria2c", "curl") if t in tools]
-    if "ringdl" not in tools or not others:
+    pairs = [(a, b) for a in ("ringdl", "portable") for b in ("aria2c", "curl")
+             if a in tools and b in tools]
+    if "ringdl" in tools and "portable" in tools:
+        pairs.append(("ringdl", "portable"))
+    if not pairs:
         return lines
     metrics = [("cpu_s", "CPU"), ("machine_cpu_s", "machine CPU"),
                ("machine_quiet_cpu_s", "machine CPU less other processes"), ("wall_s", "wall"),
@@ -323,10 +326,10 @@ def ratio_table(runs, scen, tools):
     head = ["ratio (median of same-round pairs)"] + [m[1] for m in metrics]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
-    for other in others:
-        row = [f"ringdl / {other}"]
+    for a, b in pairs:
+        row = [f"{a} / {b}"]
         for key, _ in metrics:
-            row.append(fmt_ratio(pair_ratios(runs, scen, "ringdl", other, key)))
+            row.append(fmt_ratio(pair_ratios(runs, scen, a, b, key)))
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
@@ -377,6 +380,7 @@ def targets(runs, strace, tools, meta):
                f"after the run + sync" if pct else "")
         out.append(target_line(f"{name} page-cache residency <= {RESIDENCY_TARGET_PCT:g}% of the file",
                                ok, pct, fig, nfail, nall))
+    out += portable_targets(runs, tools)
     rall = all_runs(runs, "small", "ringdl")
     if rall and "aria2c" in tools:
         rs = ok_runs(runs, "small", "ringdl")
@@ -394,6 +398,37 @@ def targets(runs, strace, tools, meta):
             ok = e["rw_family"] < STRACE_TARGET
             out.append(f"- {label}: {'met' if ok else '**missed**'} — {e['rw_family']} "
                        f"(+ {e['rw_other']} other data syscalls; {e['io_uring_enter']} io_uring_enter)")
+    return out
+
+
+def portable_targets(runs, tools):
+    """The portable reactor: below aria2c's CPU and peak RSS, page cache flat; io_uring's lead."""
+    out = []
+    if "portable" not in tools:
+        return out
+    for scen in ("https", "http"):
+        pall = all_runs(runs, scen, "portable")
+        if not pall:
+            continue
+        ps = ok_runs(runs, scen, "portable")
+        name = "HTTPS" if scen == "https" else "HTTP"
+        nfail, nall = len(pall) - len(ps), len(pall)
+        if "aria2c" in tools:
+            for key, label in (("cpu_s", "CPU"), ("maxrss_mib", "peak RSS")):
+                xs = pair_ratios(runs, scen, "portable", "aria2c", key)
+                ok = bool(xs) and med(xs) < 1.0
+                out.append(target_line(f"{name} portable reactor {label} < aria2c's", ok, xs,
+                                       fmt_ratio(xs), nfail, nall))
+        pct = [r["resident_pct"] for r in ps if r["resident_pct"] is not None]
+        ok = bool(pct) and max(pct) <= RESIDENCY_TARGET_PCT
+        fig = f"max {max(pct):.2f}% of the output file in the page cache" if pct else ""
+        out.append(target_line(f"{name} portable reactor page-cache residency <= "
+                               f"{RESIDENCY_TARGET_PCT:g}%", ok, pct, fig, nfail, nall))
+        if "ringdl" in tools:
+            xs = pair_ratios(runs, scen, "ringdl", "portable", "cpu_s")
+            if xs:
+                out.append(f"- {name} io_uring reactor's CPU / the portable reactor's: "
+                           f"{fmt_ratio(xs)} (stated, not a target)")
     return out
 
 
@@ -429,7 +464,7 @@ def write_markdown(path, meta, runs, strace):
                  "figures are not evidence for or against any target.")
         L.append("")
     if meta.get("ringdl_status", "ok") != "ok" or any(
-            not r["ok"] for r in runs if r["tool"] == "ringdl"):
+            not r["ok"] for r in runs if r["tool"] in ("ringdl", "portable")):
         L.append("> **ringdl failed some or all of its runs** (see the failures under each table): "
                  "do not commit this file as a result.")
         L.append("")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ringdl benchmark: ringdl vs aria2c vs curl, downloading from a private nginx
+# ringdl benchmark: ringdl (io_uring, and its portable epoll reactor) vs aria2c vs curl, from a private nginx
 # on loopback, in interleaved rounds.  See bench/README.md for what each figure
 # means.  Usage: bench/run.sh [--rounds N] [--size 1G] [--quick] [--help]
 set -uo pipefail
@@ -19,7 +19,8 @@ bench/run.sh [options]
   --dir DIR         work directory on a real disk (default /var/tmp/ringdl-bench)
   --out FILE        where to write RESULTS.md (default: bench/RESULTS.md for a full run in
                     which every ringdl run succeeded; otherwise the run's results dir)
-  --tools LIST      comma list out of ringdl,aria2c,curl (default all three)
+  --tools LIST      comma list out of ringdl,portable,aria2c,curl (default all four;
+                    portable is ringdl with --engine=portable)
   --scenarios LIST  comma list out of https,http,small,strace (default all four)
   --ringdl PATH     use this ringdl binary instead of building target/release/ringdl
   --no-build        do not run cargo build --release; use target/release/ringdl as it is
@@ -49,7 +50,7 @@ to_bytes() { # 1G, 64M, 512K, 1000 -> bytes (binary units)
 
 # ---------------------------------------------------------------- options
 ROUNDS=""; SIZE=""; SMALL_N=""; QUICK=0; WORK=/var/tmp/ringdl-bench; OUT_MD=""
-TOOLS_OPT="ringdl,aria2c,curl"; SCEN_OPT="https,http,small,strace"
+TOOLS_OPT="ringdl,portable,aria2c,curl"; SCEN_OPT="https,http,small,strace"
 RINGDL_OPT=""; BUILD=1; TIMEOUT=600; STRACE_SIZE=64M; WARMUP=""
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -95,7 +96,7 @@ STRACE_BYTES=$(to_bytes "$STRACE_SIZE") || die "bad --strace-size: $STRACE_SIZE"
 ((SIZE_BYTES > 0)) || die "--size must be > 0"
 IFS=, read -r -a TOOLS <<<"$TOOLS_OPT"
 IFS=, read -r -a SCENARIOS <<<"$SCEN_OPT"
-for t in "${TOOLS[@]}"; do [[ $t =~ ^(ringdl|aria2c|curl)$ ]] || die "unknown tool: $t"; done
+for t in "${TOOLS[@]}"; do [[ $t =~ ^(ringdl|portable|aria2c|curl)$ ]] || die "unknown tool: $t"; done
 for s in "${SCENARIOS[@]}"; do [[ $s =~ ^(https|http|small|strace)$ ]] || die "unknown scenario: $s"; done
 has_scen() { [[ ",$SCEN_OPT," == *",$1,"* ]]; }
 has_tool() { [[ ",$TOOLS_OPT," == *",$1,"* ]]; }
@@ -153,7 +154,7 @@ trap 'exit 130' INT TERM
 RINGDL_STATUS=ok
 if [[ -n $RINGDL_OPT ]]; then
     RINGDL=$RINGDL_OPT
-elif has_tool ringdl; then
+elif has_tool ringdl || has_tool portable; then
     RINGDL="$REPO/target/release/ringdl"
     if [[ $BUILD == 1 ]]; then
         note "cargo build --release"
@@ -389,10 +390,11 @@ tool_cmd() { # tool scenario outdir
             [[ $scen == http ]] && base=$HTTP_BASE
             [[ $scen == strace ]] && name=$STRACE_NAME
             case $tool in
-                ringdl|aria2c)
-                    local bin=aria2c; [[ $tool == ringdl ]] && bin=$RINGDL
+                ringdl|portable|aria2c)
+                    local bin=aria2c; [[ $tool != aria2c ]] && bin=$RINGDL
                     CMD=("$bin" -x8 -s8 "--ca-certificate=$CA" --allow-overwrite=true -d "$out"
-                         --console-log-level=warn --summary-interval=0 "$base/$name") ;;
+                         --console-log-level=warn --summary-interval=0 "$base/$name")
+                    [[ $tool == portable ]] && CMD+=(--engine=portable) ;;
                 curl)
                     CMD=(curl -sS --fail --cacert "$CA" -o "$out/$name" "$base/$name") ;;
             esac ;;
@@ -400,10 +402,12 @@ tool_cmd() { # tool scenario outdir
             local urls=() f
             for f in "$SMALL_DIR"/*.bin; do urls+=("$HTTPS_BASE/small/n$SMALL_N/${f##*/}"); done
             case $tool in
-                ringdl|aria2c)
-                    local bin=aria2c; [[ $tool == ringdl ]] && bin=$RINGDL
+                ringdl|portable|aria2c)
+                    local bin=aria2c; [[ $tool != aria2c ]] && bin=$RINGDL
                     CMD=("$bin" -Z -j16 "--ca-certificate=$CA" --allow-overwrite=true -d "$out"
-                         --console-log-level=warn --summary-interval=0 "${urls[@]}") ;;
+                         --console-log-level=warn --summary-interval=0)
+                    [[ $tool == portable ]] && CMD+=(--engine=portable)
+                    CMD+=("${urls[@]}") ;;
                 curl)
                     CMD=(curl -sS --fail -Z --parallel-max 16 --cacert "$CA" --output-dir "$out"
                          --remote-name-all "${urls[@]}") ;;
@@ -473,7 +477,7 @@ run_one() { # round scenario tool pos
     local fail="" rc=0 t0=0 t1=0 b0=0 b1=0 n0=0 n1=0 k0=0 k1=0 o0=0 o1=0 s0=0 s1=0 l0 l1 res=0 fbytes=0 fok=0 ftot=1
     local srcpct
     srcpct=$(warm_source "$scen")
-    if [[ $tool == ringdl && $RINGDL_STATUS != ok ]]; then
+    if [[ ($tool == ringdl || $tool == portable) && $RINGDL_STATUS != ok ]]; then
         fail="ringdl-$RINGDL_STATUS"; rc=127
         l0=$(log_offset); l1=$l0
     else
@@ -545,7 +549,7 @@ run_strace() { # tool
     local tool=$1 out="$OUTBASE/strace-$1"
     rm -rf "$out"; mkdir -p "$out"
     local sf="$RES/strace/$tool.txt" lg="$RES/logs/strace-$tool.log" ok=0 rc
-    if [[ $tool == ringdl && $RINGDL_STATUS != ok ]]; then
+    if [[ ($tool == ringdl || $tool == portable) && $RINGDL_STATUS != ok ]]; then
         echo "ringdl-$RINGDL_STATUS" >"$sf.fail"; return
     fi
     tool_cmd "$tool" strace "$out"
@@ -600,7 +604,7 @@ run_strace() { # tool
     printf 'nginx_workers\t%s\n' "$(nginx_pids; echo $((${#NG_PIDS[@]} - 1)))"
     printf 'source_resident\t%s\n' "$([[ -f $DOCROOT/$BIG_NAME ]] && resident_bytes "$DOCROOT/$BIG_NAME")"
     for s in https http small; do
-        for t in ringdl aria2c curl; do printf 'cmd_%s_%s\t%s\n' "$s" "$t" "$(cmd_for_display "$t" "$s")"; done
+        for t in ringdl portable aria2c curl; do printf 'cmd_%s_%s\t%s\n' "$s" "$t" "$(cmd_for_display "$t" "$s")"; done
     done
     printf 'strace_cmd\t%s\n' "strace -f -c -o \$RESULT <the https command above, for the ${STRACE_BYTES}-byte file>"
 } >"$RES/meta.tsv"
@@ -654,9 +658,9 @@ if [[ -z $OUT_MD ]]; then
     OUT_MD="$RES/RESULTS.md"
     if [[ $QUICK == 0 ]]; then
         nfail=$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "fail") f = i; next }
-                             $3 == "ringdl" && $f != "-"' "$RUNS_TSV" | wc -l)
-        nring=$(awk -F'\t' 'NR > 1 && $3 == "ringdl"' "$RUNS_TSV" | wc -l)
-        if has_tool ringdl && ((nring > 0 && nfail == 0)) && [[ $TOOLS_OPT == "ringdl,aria2c,curl" ]]; then
+                             ($3 == "ringdl" || $3 == "portable") && $f != "-"' "$RUNS_TSV" | wc -l)
+        nring=$(awk -F'\t' 'NR > 1 && ($3 == "ringdl" || $3 == "portable")' "$RUNS_TSV" | wc -l)
+        if has_tool ringdl && ((nring > 0 && nfail == 0)) && [[ $TOOLS_OPT == "ringdl,portable,aria2c,curl" ]]; then
             OUT_MD="$BENCH_DIR/RESULTS.md"
         else
             note "not writing bench/RESULTS.md: ringdl failed $nfail of $nring runs or the tool set is partial (use --out to force)"

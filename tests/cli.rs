@@ -35,7 +35,11 @@ fn help_all_lists_the_same_options_as_aria2c() {
     let (a, b) = (listed_names(&ours.stdout), listed_names(&theirs));
     assert!(b.len() >= 190, "aria2c listed only {}", b.len());
     let missing: Vec<_> = b.difference(&a).collect();
-    let extra: Vec<_> = a.difference(&b).collect();
+    // The one aria2 1.37 option the 1.36 oracle lacks (K-VERSION).
+    let extra: Vec<_> = a
+        .difference(&b)
+        .filter(|n| n.as_str() != "no-want-digest-header")
+        .collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
         "missing {missing:?}, extra {extra:?}"
