@@ -93,7 +93,7 @@ fn io_uring_refused_falls_back_to_the_portable_reactor() {
         1,
         "{run}"
     );
-    let run = ringdl(&dir, &["-v", "--engine=auto"]);
+    let run = ringdl(&dir, &["--engine=auto", "-v"]);
     assert_eq!(
         run.lines_with("Engine: io_uring, O_DIRECT").len(),
         1,
@@ -102,7 +102,7 @@ fn io_uring_refused_falls_back_to_the_portable_reactor() {
 }
 
 /// `--engine=uring` where io_uring is refused: one line saying so and what to check, exit 1,
-/// nothing written. `--engine=portable` there needs no io_uring and prints no notice.
+/// nothing written, nothing sent, no panic. `--engine=portable` there needs no io_uring and prints no notice.
 #[test]
 fn forced_engines_where_io_uring_is_refused() {
     let server = TestServer::plain();
