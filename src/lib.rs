@@ -5,6 +5,8 @@
 //! owns the ring and every byte in flight, `ui` shows progress and results.
 pub mod cli;
 pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod plan;
 pub mod store;

@@ -10,6 +10,7 @@ mod download;
 mod engine;
 mod faults;
 mod findings;
+mod fuzz_regressions;
 mod generated;
 mod nginx;
 mod portable;

@@ -8,7 +8,7 @@ pub mod cookies;
 pub mod decode;
 mod error;
 mod head;
-mod naming;
+pub(crate) mod naming;
 pub mod proxy;
 mod range;
 mod redirect;

@@ -1,0 +1,178 @@
+//! Entry points for the coverage-guided fuzz targets (`bench/fuzz/`, run by `bench/fuzz.sh`) and
+//! for the regression tests made from what they find (`tests/fuzz_regressions.rs`). Each takes
+//! arbitrary bytes, runs one parser of input a stranger controls, and checks what must hold
+//! whatever the input; a panic, in the parser or in a check, is a finding.
+use crate::http::{self, ChunkEvent, ChunkedDecoder};
+use std::io::Cursor;
+
+/// The bytes as header text (ISO-8859-1, each byte one character), as the engine hands headers on.
+fn latin1(data: &[u8]) -> String {
+    data.iter().map(|&b| char::from(b)).collect()
+}
+
+fn text(data: &[u8]) -> String {
+    String::from_utf8_lossy(data).into_owned()
+}
+
+/// A response head: parsed, or refused, or waiting for more; never past the bytes it was given,
+/// and a parsed head has a framing whatever its fields say.
+pub fn response_head(data: &[u8]) {
+    if let Ok(Some((head, body_at))) = http::parse_head(data) {
+        assert!(body_at <= data.len());
+        let _ = head.framing(false);
+        let _ = head.framing(true);
+        // The same head with the body cut off parses the same way.
+        let again = http::parse_head(&data[..body_at]);
+        assert!(matches!(again, Ok(Some((_, n))) if n == body_at));
+    }
+}
+
+/// What a chunked decoder makes of `input` fed in pieces of `piece` bytes (each call sees what
+/// earlier calls left unconsumed plus the next piece): the body, and whether it ended or failed.
+fn decode_chunked(input: &[u8], piece: usize) -> (Vec<u8>, bool, bool) {
+    let mut dec = ChunkedDecoder::new();
+    let mut body = Vec::new();
+    let mut held: Vec<u8> = Vec::new();
+    for part in input.chunks(piece.max(1)) {
+        held.extend_from_slice(part);
+        loop {
+            match dec.decode(&held) {
+                Ok((used, ev)) => {
+                    assert!(used <= held.len());
+                    if let Some(ChunkEvent::Data(r)) = &ev {
+                        assert!(r.end == used && r.start <= r.end);
+                        body.extend_from_slice(&held[r.clone()]);
+                    }
+                    let done = matches!(ev, Some(ChunkEvent::Done));
+                    held.drain(..used);
+                    if done {
+                        return (body, true, false);
+                    }
+                    if ev.is_none() {
+                        // All consumed; more is needed.
+                        assert!(held.is_empty());
+                        break;
+                    }
+                }
+                Err(_) => return (body, false, true),
+            }
+        }
+    }
+    (body, false, false)
+}
+
+/// The chunked decoder: the first byte sets a piece size, the rest is the body as sent. However
+/// the bytes are split, the decoded body, its end and its failure are the same as in one piece.
+pub fn chunked(data: &[u8]) {
+    let Some((&piece, body)) = data.split_first() else {
+        return;
+    };
+    let whole = decode_chunked(body, body.len().max(1));
+    let split = decode_chunked(body, usize::from(piece % 17) + 1);
+    assert_eq!(whole, split);
+}
+
+/// A name a file may be given: not empty, not `.` or `..`, no separator, NUL or control
+/// character, within `NAME_MAX`.
+fn assert_safe_name(name: &str) {
+    assert!(!name.is_empty() && name != "." && name != "..", "{name:?}");
+    assert!(!name.contains(['/', '\0']), "{name:?}");
+    assert!(name.len() <= http::naming::NAME_MAX, "{} bytes", name.len());
+}
+
+/// Content-Disposition values, read either way `--content-disposition-default-utf8` reads them:
+/// any name that comes out is one a file may safely be given (after the engine's own fitting).
+pub fn content_disposition(data: &[u8]) {
+    let value = latin1(data);
+    for utf8 in [false, true] {
+        if let Some(name) = http::filename_from_content_disposition_with(&value, utf8) {
+            assert!(!name.is_empty() && name != "." && name != "..", "{name:?}");
+            assert!(!name.contains(['/', '\\', '\0']), "{name:?}");
+            assert!(!name.chars().any(char::is_control), "{name:?}");
+        }
+    }
+}
+
+/// The name a URI gives a file: always a safe one.
+pub fn uri_name(data: &[u8]) {
+    let Ok(url) = url::Url::parse(&text(data)) else {
+        return;
+    };
+    assert_safe_name(&http::filename_from_url(&url));
+}
+
+/// A control file: refused, or read into ranges that encode and read back the same.
+pub fn control_file(data: &[u8]) {
+    let Ok(cf) = crate::store::control::ControlFile::decode(data) else {
+        return;
+    };
+    let _ = cf.done_bytes();
+    if cf.check().is_ok() {
+        let again = crate::store::control::ControlFile::decode(&cf.encode())
+            .expect("an encoded control file reads back");
+        assert_eq!(again.done_ranges(), cf.done_ranges());
+    }
+}
+
+/// An `-i` list: every entry read or refused with a reason, never more entries than lines.
+pub fn input_list(data: &[u8]) {
+    let lines = data.split(|&b| b == b'\n').count();
+    let reader = crate::cli::input::InputReader::new(Cursor::new(data), "fuzz");
+    let mut n = 0;
+    for entry in reader {
+        n += 1;
+        assert!(n <= lines);
+        if entry.is_err() {
+            break;
+        }
+    }
+}
+
+/// An `aria2.conf`.
+pub fn config(data: &[u8]) {
+    let mut warnings = Vec::new();
+    let _ = crate::cli::parse::parse_config(&text(data), &mut warnings);
+}
+
+/// A cookie file and `Set-Cookie` values: what is kept saves and loads back to as many cookies,
+/// and the jar stays within its bounds.
+pub fn cookies(data: &[u8]) {
+    let mut jar = http::cookies::Jar::new();
+    jar.load_netscape(&text(data));
+    let url = url::Url::parse("https://example.com/a/b").expect("a fixed URL");
+    let set: Vec<String> = data.split(|&b| b == b'\n').take(200).map(latin1).collect();
+    jar.store_response(&url, &set);
+    let _ = jar.header_for(&url);
+    assert!(jar.len() <= http::cookies::MAX_COOKIES);
+    let saved = jar.to_netscape();
+    let mut back = http::cookies::Jar::new();
+    back.load_netscape(&saved);
+    assert_eq!(back.len(), jar.len(), "{saved}");
+}
+
+/// A netrc file.
+pub fn netrc(data: &[u8]) {
+    let n = http::auth::Netrc::parse(&text(data));
+    let _ = n.lookup("example.com");
+}
+
+#[cfg(test)]
+mod tests {
+    /// Each entry point runs on ordinary input (the fuzzers start from nothing; these show the
+    /// checks hold where the answer is known).
+    #[test]
+    fn entry_points_accept_ordinary_input() {
+        super::response_head(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc");
+        super::chunked(b"\x03" as &[u8]);
+        super::chunked(b"\x05a\r\n0123456789\r\n3\r\nabc\r\n0\r\n\r\n");
+        super::content_disposition(b"attachment; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf");
+        super::uri_name(b"http://h/a/%2e%2e");
+        super::uri_name(b"http://h/dir/");
+        super::input_list(b"http://h/a\n  out=x\n  split=abc\n");
+        super::config(b"split=4\n# c\nbad line\n");
+        super::cookies(b".example.com\tTRUE\t/\tTRUE\t0\tsid\t1\nsid=2; Path=/\n");
+        super::netrc(b"machine example.com login u password p\ndefault login d password d\n");
+        let cf = crate::store::control::ControlFile::from_done(1 << 20, 1 << 16, &[0..65536]);
+        super::control_file(&cf.encode());
+    }
+}
