@@ -172,7 +172,11 @@ mod tests {
         super::config(b"split=4\n# c\nbad line\n");
         super::cookies(b".example.com\tTRUE\t/\tTRUE\t0\tsid\t1\nsid=2; Path=/\n");
         super::netrc(b"machine example.com login u password p\ndefault login d password d\n");
-        let cf = crate::store::control::ControlFile::from_done(1 << 20, 1 << 16, &[0..65536]);
+        let cf = crate::store::control::ControlFile::from_done(
+            1 << 20,
+            1 << 16,
+            &[0..65536, 131_072..196_608],
+        );
         super::control_file(&cf.encode());
     }
 }
