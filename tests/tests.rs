@@ -18,5 +18,6 @@ mod programs;
 mod proxies;
 mod requests;
 mod resume;
+mod soak;
 mod support;
 mod tls;

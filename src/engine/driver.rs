@@ -795,6 +795,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             );
         }
         self.console.tick(&active);
+        let (reads, writes) = self.reactor.pool().outstanding();
+        self.console.log(
+            LogLevel::Debug,
+            &format!(
+                "engine: {} operations in flight, {} connections, {reads} read and {writes} write blocks out, {} downloads held",
+                self.reactor.in_flight(),
+                self.conns.iter().filter(|c| c.is_some()).count(),
+                self.dls.len(),
+            ),
+        );
         for (dl, speed) in speeds {
             self.check_slow(dl, speed);
         }

@@ -546,6 +546,10 @@ impl<T> Reactor<T> for Epoll<T> {
         &self.pool
     }
 
+    fn in_flight(&self) -> usize {
+        self.live
+    }
+
     fn now(&self) -> Instant {
         Instant::now()
     }

@@ -135,4 +135,6 @@ pub trait Reactor<T> {
     fn wait(&mut self, out: &mut Vec<Completion<T>>) -> io::Result<()>;
     /// Abandons everything and waits until nothing is in flight.
     fn shutdown(&mut self);
+    /// Operations submitted and not yet delivered or dropped (what the soak watches stay flat).
+    fn in_flight(&self) -> usize;
 }

@@ -666,6 +666,10 @@ impl<T> Reactor<T> for Sim<T> {
         &self.pool
     }
 
+    fn in_flight(&self) -> usize {
+        self.live
+    }
+
     fn now(&self) -> Instant {
         self.base + self.clock
     }

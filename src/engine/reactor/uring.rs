@@ -280,6 +280,10 @@ impl<T> Reactor<T> for Uring<T> {
         &self.pool
     }
 
+    fn in_flight(&self) -> usize {
+        self.live
+    }
+
     fn now(&self) -> Instant {
         Instant::now()
     }
