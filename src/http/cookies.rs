@@ -80,6 +80,9 @@ impl Jar {
                 continue;
             };
             let (name, value) = (f[5], f.get(6).copied().unwrap_or(""));
+            if !fits_a_line(name, value) {
+                continue;
+            }
             if expires != 0 && expires <= now {
                 continue;
             }
@@ -150,6 +153,9 @@ impl Jar {
             let Ok(raw) = cookie::Cookie::parse(value.as_str()) else {
                 continue;
             };
+            if !fits_a_line(raw.name(), raw.value()) {
+                continue;
+            }
             if raw.secure().unwrap_or(false) && url.scheme() != "https" {
                 continue;
             }
@@ -249,6 +255,13 @@ impl Jar {
 /// Whether a cookie may be scoped to `domain` and its subdomains: a name with an inner dot, not a
 /// top-level domain (`com`) nor an address. Without a public-suffix list this lets `co.uk`
 /// through; it stops the worst case, a cookie for every `.com` host.
+/// A cookie's name and value may go into a `Cookie` header and onto one line of a cookie file:
+/// no control character (a tab would split the file's line, a CR or LF the header; browsers
+/// refuse control characters in cookies too).
+fn fits_a_line(name: &str, value: &str) -> bool {
+    !name.chars().chain(value.chars()).any(char::is_control)
+}
+
 fn is_registrable(domain: &str) -> bool {
     let d = domain.trim_end_matches('.');
     d.contains('.') && d.parse::<std::net::IpAddr>().is_err()
@@ -363,5 +376,30 @@ mod tests {
         );
         let again = jar(&text);
         assert_eq!(again.to_netscape(), text);
+    }
+
+    /// Found by the cookies fuzz target: a `Set-Cookie` whose name held a tab was kept, written
+    /// by `--save-cookies` as a line of eight fields, and lost when the file was read back.
+    #[test]
+    fn control_characters_in_a_cookie_are_refused() {
+        let url = Url::parse("http://example.com/a").unwrap();
+        let mut jar = Jar::new();
+        jar.store_response(
+            &url,
+            &[
+                "\u{d7}\t\u{c0}=".to_string(),
+                "a=b\rX-Injected: 1".to_string(),
+                "c=d\u{1}".to_string(),
+                "ok=1".to_string(),
+            ],
+        );
+        assert_eq!(jar.len(), 1);
+        assert_eq!(jar.header_for(&url).as_deref(), Some("ok=1"));
+        let mut back = Jar::new();
+        assert_eq!(back.load_netscape(&jar.to_netscape()), 1);
+        assert_eq!(
+            back.load_netscape("example.com\tFALSE\t/\tFALSE\t0\tn\tv\u{7f}\n"),
+            0
+        );
     }
 }
