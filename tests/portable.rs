@@ -120,11 +120,23 @@ fn forced_engines_where_io_uring_is_refused() {
     assert!(!dir.join("f.bin").exists());
     assert!(server.requests().is_empty());
 
-    let args = get_args(&dir, &server, "/f.bin", &["--engine=portable"]);
+    let log = dir.join("run.log");
+    let log_arg = format!("-l{}", log.display());
+    let args = get_args(
+        &dir,
+        &server,
+        "/f.bin",
+        &["--engine=portable", &log_arg, "--log-level=debug"],
+    );
     let run = under_filter(&dir, &args, &IO_URING, libc::EPERM);
     assert_eq!(run.code(), 0, "{run}");
     assert!(run.lines_with(NOTICE).is_empty(), "{run}");
     assert_eq!(sha256_file(&dir.join("f.bin")), sha256_hex(&data));
+    let text = std::fs::read_to_string(&log).expect("the log");
+    assert!(
+        text.contains("[DEBUG] engine: portable reactor (epoll)"),
+        "{text}"
+    );
 }
 
 /// A download cut on one reactor (its control file left) finishes on the other with `-c`, both

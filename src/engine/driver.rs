@@ -314,6 +314,13 @@ pub fn run(
         signals,
         resolver: Some(resolver),
     };
+    console.log(
+        LogLevel::Debug,
+        match reactor {
+            Chosen::Uring(_) => "engine: io_uring reactor",
+            Chosen::Portable(_) => "engine: portable reactor (epoll)",
+        },
+    );
     match reactor {
         Chosen::Uring(r) => run_on(r, settings, jobs, console, outside)
             .map_err(|e| StartError::Other(format!("io_uring failed: {e}"))),
