@@ -13,6 +13,7 @@
 //!
 //! Everything completes through `wait`, never inside the call that submitted it, so the engine
 //! above sees the same order of events whichever reactor it runs on.
+use super::table::Table;
 use super::worker::Worker;
 use super::{Block, Completion, Fd, Job, OpId, Owned, Pool, Reactor};
 use std::cmp::Reverse;
@@ -70,11 +71,6 @@ struct Entry<T> {
     abandoned: bool,
 }
 
-struct Slot<T> {
-    generation: u32,
-    entry: Option<Entry<T>>,
-}
-
 /// The operations waiting on one descriptor, and its epoll registration.
 struct Watch {
     /// The descriptor as the operations hold it: once it is gone (closed), so is its
@@ -91,9 +87,7 @@ pub struct Epoll<T> {
     timer: OwnedFd,
     /// When the timerfd is set to fire, if it is.
     timer_at: Option<Instant>,
-    slots: Vec<Slot<T>>,
-    free: Vec<u32>,
-    live: usize,
+    table: Table<Entry<T>>,
     /// Finished operations, delivered by the next `wait` in this order.
     ready: VecDeque<(u64, i32)>,
     watches: HashMap<RawFd, Watch>,
@@ -161,9 +155,7 @@ impl<T> Epoll<T> {
             ep,
             timer,
             timer_at: None,
-            slots: Vec::new(),
-            free: Vec::new(),
-            live: 0,
+            table: Table::default(),
             ready: VecDeque::new(),
             watches: HashMap::new(),
             deadlines: BinaryHeap::new(),
@@ -192,50 +184,21 @@ impl<T> Epoll<T> {
     }
 
     fn insert(&mut self, tag: T, owned: Owned, op: Op) -> u64 {
-        self.live += 1;
-        let entry = Some(Entry {
+        self.table.insert(Entry {
             tag,
             owned,
             op,
             deadline: None,
             abandoned: false,
-        });
-        let index = match self.free.pop() {
-            Some(i) => {
-                let s = &mut self.slots[i as usize];
-                s.generation = s.generation.wrapping_add(1) & 0x7fff_ffff;
-                s.entry = entry;
-                i
-            }
-            None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    entry,
-                });
-                (self.slots.len() - 1) as u32
-            }
-        };
-        (u64::from(self.slots[index as usize].generation) << 32) | u64::from(index)
+        })
     }
 
     fn entry(&mut self, ud: u64) -> Option<&mut Entry<T>> {
-        let slot = self.slots.get_mut((ud & 0xffff_ffff) as usize)?;
-        if u64::from(slot.generation) != ud >> 32 {
-            return None;
-        }
-        slot.entry.as_mut()
+        self.table.get_mut(ud)
     }
 
     fn take(&mut self, ud: u64) -> Option<Entry<T>> {
-        let index = (ud & 0xffff_ffff) as u32;
-        let slot = self.slots.get_mut(index as usize)?;
-        if u64::from(slot.generation) != ud >> 32 {
-            return None;
-        }
-        let e = slot.entry.take()?;
-        self.free.push(index);
-        self.live -= 1;
-        Some(e)
+        self.table.take(ud)
     }
 
     /// Marks `ud` finished with `res`; its completion goes out with the next `wait`.
@@ -265,11 +228,7 @@ impl<T> Epoll<T> {
         let mut out = Vec::new();
         for w in self.watches.values() {
             for &ud in &w.ops {
-                let slot = self.slots.get((ud & 0xffff_ffff) as usize);
-                let entry = slot
-                    .filter(|s| u64::from(s.generation) == ud >> 32)
-                    .and_then(|s| s.entry.as_ref());
-                if let Some((when, _)) = entry.and_then(|e| e.deadline) {
+                if let Some((when, _)) = self.table.get(ud).and_then(|e| e.deadline) {
                     out.push((ud, when));
                 }
             }
@@ -391,8 +350,7 @@ impl<T> Epoll<T> {
         };
         let mut interest = 0;
         for &ud in &w.ops {
-            let slot = self.slots.get((ud & 0xffff_ffff) as usize);
-            if let Some(e) = slot.and_then(|s| s.entry.as_ref()) {
+            if let Some(e) = self.table.get(ud) {
                 interest |= e.op.interest();
             }
         }
@@ -582,7 +540,7 @@ impl<T> Reactor<T> for Epoll<T> {
     }
 
     fn in_flight(&self) -> usize {
-        self.live
+        self.table.live()
     }
 
     fn now(&self) -> Instant {
@@ -796,18 +754,11 @@ impl<T> Reactor<T> for Epoll<T> {
     /// Abandons everything; blocking jobs are waited for (a control file is saved or removed before
     /// the process ends), then the worker stops.
     fn shutdown(&mut self) {
-        let ids: Vec<OpId> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.entry.is_some())
-            .map(|(i, s)| OpId((u64::from(s.generation) << 32) | i as u64))
-            .collect();
-        for id in ids {
-            self.abandon(id);
+        for id in self.table.ids(|_| true) {
+            self.abandon(OpId(id));
         }
         let mut sink = Vec::new();
-        while self.live > 0 {
+        while self.table.live() > 0 {
             if self.wait(&mut sink).is_err() {
                 break;
             }

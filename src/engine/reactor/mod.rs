@@ -16,6 +16,7 @@ mod epoll;
 pub mod pool;
 #[cfg(test)]
 pub mod sim;
+mod table;
 mod uring;
 mod worker;
 

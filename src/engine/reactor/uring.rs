@@ -1,5 +1,6 @@
 //! The io_uring reactor: one ring, the pool registered with it, and the table of operations in
 //! flight keyed by user_data (index and generation, so a stale id names nothing).
+use super::table::Table;
 use super::worker::Worker;
 use super::{Block, Completion, Fd, Job, OpId, Owned, Pool, RawAddr, Reactor};
 use io_uring::{opcode, squeue, types, IoUring, Probe};
@@ -46,17 +47,10 @@ struct Entry<T> {
     abandoned: bool,
 }
 
-struct Slot<T> {
-    generation: u32,
-    entry: Option<Entry<T>>,
-}
-
 /// The ring, the table of operations in flight, and the pool registered with it.
 pub struct Uring<T> {
     ring: IoUring,
-    slots: Vec<Slot<T>>,
-    free: Vec<u32>,
-    live: usize,
+    table: Table<Entry<T>>,
     /// Completions reaped while making room in the submission queue, delivered at the next `wait`.
     backlog: VecDeque<(u64, i32)>,
     /// The linked timeouts' timespecs; the kernel reads them when the entries are submitted.
@@ -127,9 +121,7 @@ impl<T> Uring<T> {
         opcodes_present(|code| probe.is_supported(code))?;
         let mut r = Uring {
             ring,
-            slots: Vec::new(),
-            free: Vec::new(),
-            live: 0,
+            table: Table::default(),
             backlog: VecDeque::new(),
             deadlines: Box::new([timespec(io_timeout), timespec(connect_timeout)]),
             broken: false,
@@ -157,40 +149,15 @@ impl<T> Uring<T> {
     }
 
     fn insert_entry(&mut self, tag: Option<T>, owned: Owned) -> u64 {
-        self.live += 1;
-        let entry = Some(Entry {
+        self.table.insert(Entry {
             tag,
             owned,
             abandoned: false,
-        });
-        let index = match self.free.pop() {
-            Some(i) => {
-                let s = &mut self.slots[i as usize];
-                s.generation = s.generation.wrapping_add(1) & 0x7fff_ffff;
-                s.entry = entry;
-                i
-            }
-            None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    entry,
-                });
-                (self.slots.len() - 1) as u32
-            }
-        };
-        (u64::from(self.slots[index as usize].generation) << 32) | u64::from(index)
+        })
     }
 
     fn take(&mut self, ud: u64) -> Option<Entry<T>> {
-        let index = (ud & 0xffff_ffff) as u32;
-        let slot = self.slots.get_mut(index as usize)?;
-        if u64::from(slot.generation) != ud >> 32 {
-            return None;
-        }
-        let e = slot.entry.take()?;
-        self.free.push(index);
-        self.live -= 1;
-        Some(e)
+        self.table.take(ud)
     }
 
     /// Stages entries as one unit (a linked pair must not be split by a submission). When the queue
@@ -281,7 +248,7 @@ impl<T> Reactor<T> for Uring<T> {
     }
 
     fn in_flight(&self) -> usize {
-        self.live
+        self.table.live()
     }
 
     fn now(&self) -> Instant {
@@ -430,13 +397,9 @@ impl<T> Reactor<T> for Uring<T> {
     /// Gives up on an operation: the kernel is asked to cancel it, and when its completion arrives
     /// it is dropped here with what it owned. A stale id does nothing.
     fn abandon(&mut self, id: OpId) {
-        let index = (id.0 & 0xffff_ffff) as usize;
-        let current = self.slots.get_mut(index).and_then(|s| {
-            (u64::from(s.generation) == id.0 >> 32)
-                .then_some(s.entry.as_mut())
-                .flatten()
-        });
-        let Some(e) = current else { return };
+        let Some(e) = self.table.get_mut(id.0) else {
+            return;
+        };
         if e.abandoned {
             return;
         }
@@ -493,32 +456,24 @@ impl<T> Reactor<T> for Uring<T> {
     fn shutdown(&mut self) {
         // Everything but the worker's read is abandoned; blocking jobs cannot be, and are waited
         // for (a control file is saved or removed before the process ends). Then the read goes.
-        let ids: Vec<OpId> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.entry.as_ref().is_some_and(|e| e.tag.is_some()))
-            .map(|(i, s)| OpId((u64::from(s.generation) << 32) | i as u64))
-            .collect();
-        for id in ids {
-            self.abandon(id);
+        for id in self.table.ids(|e| e.tag.is_some()) {
+            self.abandon(OpId(id));
         }
         let mut sink = Vec::new();
         loop {
             let internal = self.worker.as_ref().and_then(|w| w.armed);
-            if self.live <= usize::from(internal.is_some()) {
+            if self.table.live() <= usize::from(internal.is_some()) {
                 self.closing = true;
                 match internal {
-                    Some(ud) if self.live == 1 => self.abandon(OpId(ud)),
+                    Some(ud) if self.table.live() == 1 => self.abandon(OpId(ud)),
                     _ => {}
                 }
-                if self.live == 0 {
+                if self.table.live() == 0 {
                     break;
                 }
             }
             if self.wait(&mut sink).is_err() {
-                std::mem::forget(std::mem::take(&mut self.slots));
-                self.live = 0;
+                std::mem::forget(std::mem::take(&mut self.table));
                 return;
             }
             sink.clear();
