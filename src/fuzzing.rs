@@ -150,6 +150,25 @@ pub fn cookies(data: &[u8]) {
     assert_eq!(back.len(), jar.len(), "{saved}");
 }
 
+/// The packer: body bytes in pieces of any size (the second byte), Content-Length or chunked (the
+/// first byte's low bit), unframed into aligned write blocks; the blocks, written where they say,
+/// make exactly the file the body stands for, with no hole and no byte written twice.
+pub fn pack_body(data: &[u8]) {
+    let [mode, _, body @ ..] = data else {
+        return;
+    };
+    let expected = if mode & 1 == 1 {
+        let (decoded, done, failed) = decode_chunked(body, body.len().max(1));
+        (done && !failed).then_some(decoded)
+    } else {
+        Some(body.to_vec())
+    };
+    if expected.as_ref().is_some_and(Vec::is_empty) {
+        return;
+    }
+    crate::engine::packing::pack_body(data, expected);
+}
+
 /// A netrc file.
 pub fn netrc(data: &[u8]) {
     let n = http::auth::Netrc::parse(&text(data));
@@ -171,6 +190,14 @@ mod tests {
         super::input_list(b"http://h/a\n  out=x\n  split=abc\n");
         super::config(b"split=4\n# c\nbad line\n");
         super::cookies(b".example.com\tTRUE\t/\tTRUE\t0\tsid\t1\nsid=2; Path=/\n");
+        super::pack_body(
+            &[0, 7]
+                .iter()
+                .copied()
+                .chain((0..300_000u32).map(|i| i as u8))
+                .collect::<Vec<u8>>(),
+        );
+        super::pack_body(b"\x01\x03a\r\n0123456789\r\n3\r\nabc\r\n0\r\n\r\n");
         super::netrc(b"machine example.com login u password p\ndefault login d password d\n");
         let cf = crate::store::control::ControlFile::from_done(
             1 << 20,

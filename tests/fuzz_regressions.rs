@@ -7,7 +7,7 @@ use std::path::Path;
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 9] = [
+const TARGETS: [(&str, Target); 10] = [
     ("response_head", ringdl::fuzzing::response_head),
     ("chunked", ringdl::fuzzing::chunked),
     ("content_disposition", ringdl::fuzzing::content_disposition),
@@ -17,6 +17,7 @@ const TARGETS: [(&str, Target); 9] = [
     ("config", ringdl::fuzzing::config),
     ("cookies", ringdl::fuzzing::cookies),
     ("netrc", ringdl::fuzzing::netrc),
+    ("pack_body", ringdl::fuzzing::pack_body),
 ];
 
 #[test]

@@ -4,6 +4,7 @@
 //! driver is split by job. README.md in this folder says which part owns what.
 mod conn;
 mod driver;
+pub(crate) mod packing;
 mod reactor;
 mod resolver;
 #[cfg(test)]

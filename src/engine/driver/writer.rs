@@ -28,6 +28,12 @@ impl Flushes {
     pub(in crate::engine) fn drop_all(&mut self) {
         self.0.clear();
     }
+
+    /// Every waiting block, in the order it filled, for a check that plays the writer's part
+    /// (the packer's fuzz entry point, `engine::packing`); the engine's writer is `submit_flushes`.
+    pub(in crate::engine) fn take_all(&mut self) -> Vec<Flush> {
+        self.0.drain(..).collect()
+    }
 }
 
 impl<R: Reactor<Tag>> Engine<'_, R> {
