@@ -104,6 +104,14 @@ struct Soaker {
     samples: Vec<Sample>,
 }
 
+impl Drop for Soaker {
+    /// A failed check must not leave the other process running: it is killed with the test.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn start(engine: &'static str, plain: &TestServer, tls: &TestServer, entries: usize) -> Soaker {
     let dir = TestDir::new();
     let mut list = String::new();
