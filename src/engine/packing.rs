@@ -56,22 +56,10 @@ pub(crate) fn pack_body(data: &[u8], expected: Option<Vec<u8>>) {
         }
         any
     };
-    let step = usize::from(*piece).max(1);
-    for part in body.chunks(step) {
-        let mut sink = BodySink {
-            owner,
-            ex: &mut ex,
-            fill: &mut fill,
-            blocks: &pool,
-            plan: Some(&mut plan),
-            ranges_unconfirmed: false,
-            flushes: &mut flushes,
-        };
-        sink.feed(part);
-        // Free blocks as the writer would, until the spill is placed or nothing moves.
-        loop {
-            drain(&mut flushes);
-            let placed = BodySink {
+    // The sink borrows the exchange's state afresh for each call, as the engine's does.
+    macro_rules! sink {
+        () => {
+            BodySink {
                 owner,
                 ex: &mut ex,
                 fill: &mut fill,
@@ -80,7 +68,15 @@ pub(crate) fn pack_body(data: &[u8], expected: Option<Vec<u8>>) {
                 ranges_unconfirmed: false,
                 flushes: &mut flushes,
             }
-            .drain_spill();
+        };
+    }
+    let step = usize::from(*piece).max(1);
+    for part in body.chunks(step) {
+        sink!().feed(part);
+        // Free blocks as the writer would, until the spill is placed or nothing moves.
+        loop {
+            drain(&mut flushes);
+            let placed = sink!().drain_spill();
             if placed || !drain(&mut flushes) {
                 break;
             }
