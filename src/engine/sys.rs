@@ -55,6 +55,45 @@ pub fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// A listening TCP socket bound to `addr`, close-on-exec, with `SO_REUSEADDR` (a restarted daemon
+/// binds at once) and, for IPv6, `IPV6_V6ONLY` (the IPv4 socket is bound on its own).
+pub fn tcp_listener(addr: &SocketAddr) -> io::Result<OwnedFd> {
+    let fd = tcp_socket(addr)?;
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+    let one: libc::c_int = 1;
+    let set = |level, name| {
+        // SAFETY: setsockopt reads one c_int from a local.
+        unsafe {
+            libc::setsockopt(
+                raw,
+                level,
+                name,
+                &one as *const _ as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    set(libc::SOL_SOCKET, libc::SO_REUSEADDR);
+    if addr.is_ipv6() {
+        set(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY);
+    }
+    let a = raw_addr(addr);
+    // SAFETY: bind reads the address from the box, borrowed for the call; listen takes the
+    // descriptor only.
+    let rc = unsafe {
+        libc::bind(
+            raw,
+            &a.storage as *const libc::sockaddr_storage as *const libc::sockaddr,
+            a.len,
+        )
+    };
+    // SAFETY: as above.
+    if rc < 0 || unsafe { libc::listen(raw, 1024) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
 /// A socket address in the C layout that `connect` takes.
 pub struct RawAddr {
     pub storage: libc::sockaddr_storage,

@@ -5,7 +5,7 @@
 use super::{Class, Completion, Fd, Layout, OpId, Pool, Reactor};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -208,6 +208,56 @@ fn file_writes_and_reads_at_offsets<R: Reactor<u32>>(mut r: R) {
     assert_eq!(collect(&mut r, 1)[0].res, 0);
 }
 
+fn accepts_and_reads_a_socket_and_an_abandoned_accept_closes_its_connection<R: Reactor<u32>>(
+    mut r: R,
+) {
+    let listener = r.listen(&"127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = {
+        let probe = std::mem::ManuallyDrop::new(unsafe {
+            // SAFETY: borrows the listener's descriptor to ask its address; never closed here.
+            <TcpListener as std::os::fd::FromRawFd>::from_raw_fd(listener.as_raw_fd())
+        });
+        probe.local_addr().unwrap().port()
+    };
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    r.accept(1, listener.clone());
+    let mut client = std::net::TcpStream::connect(addr).unwrap();
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!(c.tag, 1);
+    assert!(c.res >= 0, "accept failed: {}", c.res);
+    let conn: Fd = Rc::new(c.owned.into_accepted().expect("the accepted socket"));
+    client.write_all(b"ping").unwrap();
+    r.read(2, conn.clone(), vec![0; 16]);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (2, 4));
+    assert_eq!(&c.owned.into_bytes().unwrap()[..4], b"ping");
+    drop(conn);
+    // The client sees the end of a connection the engine dropped.
+    let mut rest = Vec::new();
+    client.read_to_end(&mut rest).unwrap();
+
+    // An accept abandoned after its connection may have arrived: once the listener is gone too,
+    // the connection is closed (accepted and dropped, or reset from the backlog), not leaked,
+    // whichever way the race went.
+    let id = r.accept(3, listener);
+    let mut late = std::net::TcpStream::connect(addr).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    r.abandon(id);
+    r.timer(4, Duration::from_millis(20));
+    let out = collect(&mut r, 1);
+    assert_eq!(out.iter().map(|c| c.tag).collect::<Vec<_>>(), [4]);
+    late.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut rest = Vec::new();
+    if let Err(e) = late.read_to_end(&mut rest) {
+        assert_eq!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset,
+            "the abandoned accept's connection is still open"
+        );
+    }
+    assert_eq!(r.in_flight(), 0);
+}
+
 macro_rules! contract {
     ($name:ident, $make:expr) => {
         mod $name {
@@ -246,6 +296,12 @@ macro_rules! contract {
             #[test]
             fn silence_close_and_reset_end_a_receive() {
                 super::silence_close_and_reset_end_a_receive(make());
+            }
+            #[test]
+            fn accepts_and_reads_a_socket_and_an_abandoned_accept_closes_its_connection() {
+                super::accepts_and_reads_a_socket_and_an_abandoned_accept_closes_its_connection(
+                    make(),
+                );
             }
             #[test]
             fn file_writes_and_reads_at_offsets() {

@@ -42,6 +42,8 @@ enum Op {
     Send {
         from: usize,
     },
+    /// An accept on a listening socket.
+    Accept,
     /// A read of an eventfd or signalfd into the operation's buffer.
     Read,
     Timer,
@@ -55,7 +57,7 @@ impl Op {
     fn interest(self) -> u32 {
         match self {
             Op::Connect { .. } | Op::Send { .. } => libc::EPOLLOUT as u32,
-            Op::Recv { .. } | Op::Read => libc::EPOLLIN as u32,
+            Op::Recv { .. } | Op::Read | Op::Accept => libc::EPOLLIN as u32,
             Op::Timer | Op::Job | Op::Finished => 0,
         }
     }
@@ -290,6 +292,24 @@ impl<T> Epoll<T> {
                 };
                 Self::unless_again(rc)
             }
+            (Op::Accept, Owned::Accept(listener, conn)) => {
+                // SAFETY: accept4 with no address out-parameters; the listener is open.
+                let rc = unsafe {
+                    libc::accept4(
+                        listener.as_raw_fd(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                    )
+                };
+                let res = Self::unless_again(rc as isize)?;
+                if res >= 0 {
+                    // SAFETY: a fresh descriptor from accept4 that nobody else owns.
+                    *conn = Some(unsafe { OwnedFd::from_raw_fd(res) });
+                    return Some(0);
+                }
+                Some(res)
+            }
             (Op::Read, Owned::Bytes(fd, buf)) => {
                 // SAFETY: writes at most `buf.len()` bytes into the operation's buffer.
                 let rc = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -452,9 +472,12 @@ impl<T> Epoll<T> {
     /// Takes `ud` off the descriptor it waits on, if any.
     fn unwatch(&mut self, ud: u64) {
         let raw = match self.entry(ud).map(|e| &e.owned) {
-            Some(Owned::Connect(fd, _) | Owned::Block(fd, _) | Owned::Bytes(fd, _)) => {
-                fd.as_raw_fd()
-            }
+            Some(
+                Owned::Connect(fd, _)
+                | Owned::Block(fd, _)
+                | Owned::Bytes(fd, _)
+                | Owned::Accept(fd, _),
+            ) => fd.as_raw_fd(),
             _ => return,
         };
         if let Some(w) = self.watches.get_mut(&raw) {
@@ -551,6 +574,18 @@ impl<T> Reactor<T> for Epoll<T> {
         let sock = super::super::sys::tcp_socket(addr)?;
         set_nonblocking(sock.as_raw_fd());
         Ok(Rc::new(sock))
+    }
+
+    fn listen(&mut self, addr: &SocketAddr) -> io::Result<Fd> {
+        let sock = super::super::sys::tcp_listener(addr)?;
+        set_nonblocking(sock.as_raw_fd());
+        Ok(Rc::new(sock))
+    }
+
+    fn accept(&mut self, tag: T, listener: Fd) -> OpId {
+        let ud = self.insert(tag, Owned::Accept(listener.clone(), None), Op::Accept);
+        self.submit_on(&listener, ud);
+        OpId(ud)
     }
 
     fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId {

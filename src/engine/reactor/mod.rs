@@ -48,6 +48,9 @@ pub enum Owned {
     Block(Fd, Block),
     Bytes(Fd, Vec<u8>),
     Timer(Box<io_uring::types::Timespec>),
+    /// An accept: the listening socket, and once the accept succeeded the connection it made,
+    /// owned from the moment the kernel handed it over (an abandoned accept closes it).
+    Accept(Fd, Option<std::os::fd::OwnedFd>),
     /// Nothing to hold (the simulated reactor's timers).
     Nothing,
 }
@@ -58,6 +61,23 @@ impl Owned {
         match self {
             Owned::Block(_, b) => Some(b),
             _ => None,
+        }
+    }
+
+    /// The connection an accept made.
+    pub fn into_accepted(self) -> Option<std::os::fd::OwnedFd> {
+        match self {
+            Owned::Accept(_, conn) => conn,
+            _ => None,
+        }
+    }
+
+    /// Takes ownership of the descriptor a successful accept returned as its result, so that it
+    /// is closed with the operation's resources if nobody takes it.
+    pub(crate) fn adopt(&mut self, res: i32) {
+        if let (Owned::Accept(_, conn @ None), true) = (self, res >= 0) {
+            // SAFETY: the kernel returned a fresh descriptor for this accept; nobody else has it.
+            *conn = Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(res) });
         }
     }
 
@@ -101,6 +121,11 @@ pub trait Reactor<T> {
     fn now(&self) -> Instant;
     /// A new TCP socket for `addr`'s family.
     fn socket(&mut self, addr: &SocketAddr) -> io::Result<Fd>;
+    /// A listening TCP socket bound to `addr` (the RPC server's).
+    fn listen(&mut self, addr: &SocketAddr) -> io::Result<Fd>;
+    /// Accepts one connection on `listener`; a result of 0 or more means the completion's
+    /// `Owned::Accept` holds the new socket. No deadline.
+    fn accept(&mut self, tag: T, listener: Fd) -> OpId;
     /// Connects `sock` to `addr`, failing with ECANCELED after the connect timeout.
     fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId;
     /// Receives into `block[at..at + len]`, failing with ECANCELED after the I/O timeout.
@@ -123,7 +148,7 @@ pub trait Reactor<T> {
     fn writeback(&mut self, tag: T, file: Fd, offset: u64, len: usize) -> OpId;
     /// Allocates `len` bytes of `file` from offset 0.
     fn fallocate(&mut self, tag: T, file: Fd, len: u64) -> OpId;
-    /// Reads from an eventfd or signalfd.
+    /// Reads from an eventfd, a signalfd or a socket, with no deadline.
     fn read(&mut self, tag: T, fd: Fd, buf: Vec<u8>) -> OpId;
     /// Completes after `after`.
     fn timer(&mut self, tag: T, after: Duration) -> OpId;

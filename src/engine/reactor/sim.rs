@@ -559,9 +559,11 @@ impl<T> Sim<T> {
 
 fn fd_of(owned: &Owned) -> RawFd {
     match owned {
-        Owned::Fd(f) | Owned::Connect(f, _) | Owned::Block(f, _) | Owned::Bytes(f, _) => {
-            f.as_raw_fd()
-        }
+        Owned::Fd(f)
+        | Owned::Connect(f, _)
+        | Owned::Block(f, _)
+        | Owned::Bytes(f, _)
+        | Owned::Accept(f, _) => f.as_raw_fd(),
         Owned::Timer(_) | Owned::Nothing => -1,
     }
 }
@@ -677,6 +679,16 @@ impl<T> Reactor<T> for Sim<T> {
     fn socket(&mut self, _addr: &SocketAddr) -> io::Result<Fd> {
         self.next_sock += 1;
         Ok(Rc::new(SimSock(self.next_sock)))
+    }
+
+    /// The simulation has no RPC clients: a listener accepts nothing.
+    fn listen(&mut self, _addr: &SocketAddr) -> io::Result<Fd> {
+        self.next_sock += 1;
+        Ok(Rc::new(SimSock(self.next_sock)))
+    }
+
+    fn accept(&mut self, tag: T, listener: Fd) -> OpId {
+        self.insert(tag, Owned::Accept(listener, None), Kind::Never)
     }
 
     fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId {

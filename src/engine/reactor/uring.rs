@@ -20,6 +20,7 @@ const NEEDED: &[(u8, &str)] = &[
     (opcode::ReadFixed::CODE, "READ_FIXED"),
     (opcode::WriteFixed::CODE, "WRITE_FIXED"),
     (opcode::Connect::CODE, "CONNECT"),
+    (opcode::Accept::CODE, "ACCEPT"),
     (opcode::Send::CODE, "SEND"),
     (opcode::Read::CODE, "READ"),
     (opcode::Timeout::CODE, "TIMEOUT"),
@@ -260,6 +261,20 @@ impl<T> Reactor<T> for Uring<T> {
     }
 
     /// Connects `sock` to `addr`, failing with ECANCELED after the connect timeout.
+    fn listen(&mut self, addr: &SocketAddr) -> io::Result<Fd> {
+        Ok(Rc::new(super::super::sys::tcp_listener(addr)?))
+    }
+
+    fn accept(&mut self, tag: T, listener: Fd) -> OpId {
+        let raw: RawFd = listener.as_raw_fd();
+        let ud = self.insert(tag, Owned::Accept(listener, None));
+        let a = opcode::Accept::new(types::Fd(raw), std::ptr::null_mut(), std::ptr::null_mut())
+            .flags(libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(ud);
+        self.stage(ud, &[a])
+    }
+
     fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId {
         let addr: Box<RawAddr> = super::super::sys::raw_addr(&addr);
         let fd = sock.as_raw_fd();
@@ -436,7 +451,8 @@ impl<T> Reactor<T> for Uring<T> {
             if ud == IGNORE {
                 continue;
             }
-            let Some(e) = self.take(ud) else { continue };
+            let Some(mut e) = self.take(ud) else { continue };
+            e.owned.adopt(res);
             match e.tag {
                 None => self.worker_rang(),
                 Some(tag) if !e.abandoned => out.push(Completion {
