@@ -326,7 +326,9 @@ mod tests {
     #[test]
     fn split_at_every_pair_of_boundaries() {
         let all = whole();
-        for i in 0..=all.len() {
+        // Under Miri every fifth first cut (with every second cut after it).
+        let step = if cfg!(miri) { 5 } else { 1 };
+        for i in (0..=all.len()).step_by(step) {
             for j in i..=all.len() {
                 let (body, rest) = feed(&[&all[..i], &all[i..j], &all[j..]]).unwrap();
                 assert_eq!((body.as_slice(), rest.as_slice()), (BODY, NEXT), "{i} {j}");
