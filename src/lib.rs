@@ -9,6 +9,7 @@ pub mod engine;
 pub mod fuzzing;
 pub mod http;
 pub mod plan;
+pub mod rpc;
 pub mod store;
 pub mod tls;
 pub mod ui;

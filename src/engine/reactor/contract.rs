@@ -5,7 +5,7 @@
 use super::{Class, Completion, Fd, Layout, OpId, Pool, Reactor};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::rc::Rc;
 use std::sync::Arc;
