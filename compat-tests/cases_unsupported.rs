@@ -62,16 +62,6 @@ cases! {
     };
 
     // ---- downloads that need them: one line, exit 1 ----
-    enable_rpc = Case {
-        args: &["--enable-rpc", "{url}/f.bin"],
-        routes: F,
-        known: &["K-UNSUPPORTED"],
-        diffs: &[
-            Diff::Aria2Runs(1500),
-            Diff::Own { exit: 1, line: "RPC", no_files: true, sole: true },
-        ],
-        ..Case::DEFAULT
-    };
     ftp_uri = Case {
         args: &["{rftp}/pub/f.bin"],
         routes: F,

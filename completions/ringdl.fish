@@ -62,11 +62,11 @@ complete -c ringdl -l 'server-stat-of' -d 'Save the server performance profile t
 complete -c ringdl -s 'R' -l 'remote-time' -d 'Give the saved file the server\'s modification time, when it is known' -f -a 'true false'
 complete -c ringdl -l 'max-file-not-found' -d 'Fail after N \'not found\' answers without any data; 0 disables' -x
 complete -c ringdl -l 'event-poll' -d 'Event polling method: epoll, poll or select' -x -a 'epoll poll select'
-complete -c ringdl -l 'enable-rpc' -d 'Run the JSON-RPC/XML-RPC server' -f -a 'true false'
+complete -c ringdl -l 'enable-rpc' -d 'Run the JSON-RPC server (over HTTP and WebSocket)' -f -a 'true false'
 complete -c ringdl -l 'rpc-listen-port' -d 'TCP port the RPC server listens on' -x
 complete -c ringdl -l 'rpc-user' -d 'User name for the RPC server (deprecated; use --rpc-secret)' -x
 complete -c ringdl -l 'rpc-passwd' -d 'Password for the RPC server (deprecated; use --rpc-secret)' -x
-complete -c ringdl -l 'rpc-max-request-size' -d 'Largest RPC request accepted; a bigger one closes the connection' -x
+complete -c ringdl -l 'rpc-max-request-size' -d 'Largest RPC request accepted; a bigger one is refused (HTTP 413)' -x
 complete -c ringdl -l 'rpc-listen-all' -d 'Accept RPC connections on every interface, not only loopback' -f -a 'true false'
 complete -c ringdl -l 'rpc-allow-origin-all' -d 'Add \'Access-Control-Allow-Origin: *\' to RPC responses' -f -a 'true false'
 complete -c ringdl -l 'rpc-certificate' -d 'PEM certificate for the RPC server\'s TLS' -r -F

@@ -60,6 +60,9 @@ fn real_main() -> i32 {
     for w in &settings.warnings {
         console.log(cli::LogLevel::Warn, w);
     }
+    if settings.rpc.is_some() {
+        return serve(&settings, &mut console);
+    }
     let input = match open_input(&settings, &mut console) {
         Ok(i) => i,
         Err((msg, code)) => {
@@ -99,6 +102,16 @@ fn real_main() -> i32 {
         // A second Ctrl-C: the writes in flight ended and control files were saved; no report.
         return i32::from(ExitCode::UNFINISHED.0);
     }
+    show_results(&settings, &mut console, &summary);
+    if let Some(e) = input_error.borrow().as_ref() {
+        eprintln!("{e}");
+        return 28;
+    }
+    exit_code(&summary)
+}
+
+/// The results table (`--download-result`).
+fn show_results(settings: &Settings, console: &mut Console, summary: &ringdl::engine::Summary) {
     let rows: Vec<ResultRow> = summary
         .results
         .iter()
@@ -124,10 +137,10 @@ fn real_main() -> i32 {
         })
         .collect();
     console.results(&rows, settings.download_result);
-    if let Some(e) = input_error.borrow().as_ref() {
-        eprintln!("{e}");
-        return 28;
-    }
+}
+
+/// aria2's exit code for a run.
+fn exit_code(summary: &ringdl::engine::Summary) -> i32 {
     // aria2: the last error among finished downloads wins; unfinished ones without errors give 7.
     let code = match summary.last_error {
         Some(c) => c,
@@ -135,6 +148,116 @@ fn real_main() -> i32 {
         None => ExitCode::OK,
     };
     i32::from(code.0)
+}
+
+/// Daemon mode (`--enable-rpc`): the command line's and `-i`'s downloads are queued (an entry's
+/// `gid=` and `pause=true` kept, so a saved session comes back as it was), `-D` detaches, and the
+/// engine serves RPC until `aria2.shutdown` or a signal.
+fn serve(settings: &Settings, console: &mut Console) -> i32 {
+    let rpc = match settings.rpc.as_ref() {
+        Some(r) => r,
+        None => return 1,
+    };
+    let mut pending = Vec::new();
+    let one = |uris: Vec<String>, out: Option<String>| {
+        let out_def = cli::defs::by_name("out");
+        ringdl::engine::Pending {
+            gid: settings.download.gid.unwrap_or(0),
+            uris,
+            options: out.zip(out_def).map(|(v, d)| (d, v)).into_iter().collect(),
+            paused: rpc.pause,
+            known: None,
+        }
+    };
+    match &settings.input_file {
+        Some(path) => {
+            let (file, name) = match open_list(path) {
+                Ok(f) => f,
+                Err(m) => {
+                    console.finish();
+                    eprintln!("{m}");
+                    return 1;
+                }
+            };
+            let mut reader = match rewound(&file, &name) {
+                Ok(r) => r,
+                Err(m) => {
+                    console.finish();
+                    eprintln!("{m}");
+                    return 1;
+                }
+            };
+            while let Some(entry) = reader.next_entry() {
+                for w in reader.warnings.drain(..) {
+                    console.log(cli::LogLevel::Warn, &w);
+                }
+                let entry = match entry {
+                    Ok(e) => e,
+                    Err(e) => {
+                        console.finish();
+                        eprintln!("{e}");
+                        return if e.starts_with("We encountered") {
+                            28
+                        } else {
+                            1
+                        };
+                    }
+                };
+                let mut p = one(entry.uris, None);
+                for (def, v) in entry.options {
+                    match def.name {
+                        "gid" => p.gid = cli::parse_gid(&v).unwrap_or(0),
+                        "pause" => p.paused = v == "true",
+                        _ => p.options.push((def, v)),
+                    }
+                }
+                pending.push(p);
+            }
+        }
+        None if settings.force_sequential => {
+            for u in &settings.uris {
+                pending.push(one(vec![u.clone()], None));
+            }
+        }
+        None if !settings.uris.is_empty() => {
+            pending.push(one(settings.uris.clone(), settings.download.out.clone()));
+        }
+        None => {}
+    }
+    if rpc.secret.is_none() && rpc.user.is_none() {
+        console.log(
+            cli::LogLevel::Warn,
+            "Neither --rpc-secret nor a combination of --rpc-user and --rpc-passwd is set. This is insecure. It is extremely recommended to specify --rpc-secret with the adequate secrecy or now deprecated --rpc-user and --rpc-passwd.",
+        );
+    }
+    let mut settings = settings.clone();
+    if settings.daemon {
+        // The working directory becomes /: a relative --dir is taken from where ringdl started.
+        if settings.download.dir.is_relative() {
+            if let Ok(cwd) = std::env::current_dir() {
+                settings.download.dir = cwd.join(&settings.download.dir);
+            }
+        }
+        if let Err(e) = ringdl::engine::sys::daemonize() {
+            console.finish();
+            eprintln!("ringdl: cannot run as a daemon: {e}");
+            return 1;
+        }
+    }
+    let settings = &settings;
+    let summary = match engine::serve(settings, pending, console) {
+        Ok(s) => s,
+        Err(e) => {
+            console.finish();
+            eprintln!("ringdl: {e}");
+            return 1;
+        }
+    };
+    if summary.emergency {
+        return i32::from(ExitCode::UNFINISHED.0);
+    }
+    show_results(settings, console, &summary);
+    exit_code(&summary)
 }
 
 /// `-v`: laid out as aria2c's, whose `Enabled Features:` and `Hash Algorithms:` lines programs read

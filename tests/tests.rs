@@ -18,6 +18,7 @@ mod programs;
 mod proxies;
 mod requests;
 mod resume;
+mod rpc;
 mod soak;
 mod support;
 mod tls;

@@ -9,6 +9,6 @@ pub(crate) mod parse;
 mod table;
 
 pub use parse::{
-    check_uri, check_value, parse_args, parse_with, Command, DownloadOptions, EngineChoice, Env,
-    LogLevel, ResultMode, Settings, UsageError,
+    check_uri, check_value, parse_args, parse_gid, parse_with, Command, DownloadOptions,
+    EngineChoice, Env, LogLevel, ResultMode, RpcSettings, Settings, UsageError,
 };

@@ -32,13 +32,16 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "console-log-level",
     "content-disposition-default-utf8",
     "continue",
+    "daemon",
     "dir",
     "download-result",
     "dry-run",
     "enable-color",
     "enable-http-keep-alive",
+    "enable-rpc",
     "file-allocation",
     "force-sequential",
+    "gid",
     "header",
     "help",
     "http-accept-gzip",
@@ -54,6 +57,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "https-proxy-user",
     "human-readable",
     "input-file",
+    "keep-unfinished-download-result",
     "load-cookies",
     "log",
     "log-level",
@@ -61,6 +65,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "max-concurrent-downloads",
     "max-connection-per-server",
     "max-download-limit",
+    "max-download-result",
     "max-file-not-found",
     "max-overall-download-limit",
     "max-resume-failure-tries",
@@ -73,6 +78,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "no-netrc",
     "no-proxy",
     "out",
+    "pause",
     "piece-length",
     "private-key",
     "proxy-method",
@@ -81,6 +87,13 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "remote-time",
     "remove-control-file",
     "retry-wait",
+    "rpc-allow-origin-all",
+    "rpc-listen-all",
+    "rpc-listen-port",
+    "rpc-max-request-size",
+    "rpc-passwd",
+    "rpc-secret",
+    "rpc-user",
     "save-cookies",
     "show-console-readout",
     "split",
@@ -126,6 +139,8 @@ pub enum ResultMode {
 pub struct DownloadOptions {
     pub dir: PathBuf,
     pub out: Option<String>,
+    /// `--gid`: the download's GID (else a random one).
+    pub gid: Option<u64>,
     pub max_conn_per_server: usize,
     pub split: usize,
     pub min_split_size: u64,
@@ -235,6 +250,31 @@ pub struct Settings {
     pub tls13_only: bool,
     /// `--engine` (else `RINGDL_ENGINE`): which reactor runs the downloads.
     pub engine: EngineChoice,
+    /// `--enable-rpc`: the RPC server's settings.
+    pub rpc: Option<RpcSettings>,
+    /// `-D`: detach and run in the background.
+    pub daemon: bool,
+    /// Every option's value as resolved (the user's, else the default; cumulative ones joined with
+    /// newlines): what `aria2.getGlobalOption` reports.
+    pub option_values: Vec<(&'static str, String)>,
+}
+
+/// The RPC server's options.
+#[derive(Debug, Clone)]
+pub struct RpcSettings {
+    pub port: u16,
+    pub listen_all: bool,
+    pub secret: Option<String>,
+    /// `--rpc-user` and `--rpc-passwd` (deprecated): HTTP basic authentication.
+    pub user: Option<String>,
+    pub passwd: Option<String>,
+    pub allow_origin_all: bool,
+    pub max_request_size: u64,
+    /// `--pause`: downloads are added paused.
+    pub pause: bool,
+    /// `--max-download-result`: stopped downloads `tellStopped` keeps.
+    pub max_download_result: usize,
+    pub keep_unfinished_download_result: bool,
 }
 
 /// ringdl's own `--engine=auto|uring|portable`: io_uring where it works and the portable (epoll)
@@ -963,10 +1003,8 @@ fn refuse_unsupported_downloads(layer: &Layer, uris: &[String]) -> Result<(), Us
             })
     };
     for (name, feature) in [
-        ("enable-rpc", "JSON-RPC"),
         ("torrent-file", "BitTorrent"),
         ("metalink-file", "Metalink"),
-        ("daemon", "daemon mode"),
     ] {
         if on(name) {
             return Err(fail(format!(
@@ -1027,6 +1065,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
     DownloadOptions {
         dir,
         out: r.text("out"),
+        gid: r.text("gid").as_deref().and_then(parse_gid),
         max_conn_per_server: r.int("max-connection-per-server") as usize,
         split: r.int("split") as usize,
         min_split_size: r.size("min-split-size"),
@@ -1067,6 +1106,60 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
     }
 }
 
+/// A GID as aria2 writes it: 16 hex digits, not all zero.
+pub fn parse_gid(v: &str) -> Option<u64> {
+    if v.len() != 16 || !v.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(v, 16).ok().filter(|g| *g != 0)
+}
+
+/// `--enable-rpc`'s settings, if it is on. An empty `--rpc-secret` is refused, as aria2 does.
+fn rpc_settings(r: &Resolved) -> Result<Option<RpcSettings>, UsageError> {
+    if !r.bool("enable-rpc") {
+        return Ok(None);
+    }
+    if r.layer.get("rpc-secret") == Some("") {
+        if let Some(def) = defs::by_name("rpc-secret") {
+            return Err(UsageError {
+                message: bad_value(def, "The secret must not be empty."),
+                exit_code: 28,
+            });
+        }
+    }
+    Ok(Some(RpcSettings {
+        port: u16::try_from(r.int("rpc-listen-port")).unwrap_or(6800),
+        listen_all: r.bool("rpc-listen-all"),
+        secret: r.text("rpc-secret"),
+        user: r.text("rpc-user"),
+        passwd: r.text("rpc-passwd"),
+        allow_origin_all: r.bool("rpc-allow-origin-all"),
+        max_request_size: r.size("rpc-max-request-size"),
+        pause: r.bool("pause"),
+        max_download_result: usize::try_from(r.int("max-download-result")).unwrap_or(1000),
+        keep_unfinished_download_result: r.bool("keep-unfinished-download-result"),
+    }))
+}
+
+/// Every option that has a value, as resolved.
+fn option_values(r: &Resolved) -> Vec<(&'static str, String)> {
+    defs::OPTIONS
+        .iter()
+        .filter_map(|d| {
+            let v = if d.cumulative {
+                let all = r.all(d.name);
+                if all.is_empty() {
+                    return None;
+                }
+                all.join("\n")
+            } else {
+                r.raw(d.name)?.to_string()
+            };
+            Some((d.name, v))
+        })
+        .collect()
+}
+
 /// The proxies from resolved options. A value that is not a proxy is aria2's bad-value error
 /// (exit 28).
 fn proxy_routes(r: &Resolved) -> Result<crate::http::proxy::Routes, UsageError> {
@@ -1098,6 +1191,7 @@ impl DownloadOptions {
     ) -> DownloadOptions {
         let mut o = self.clone();
         o.out = None;
+        o.gid = None;
         let mut proxies_changed = false;
         for (def, v) in layer_values {
             if let Some(name) = crate::http::proxy::OPTIONS.iter().find(|&&n| n == def.name) {
@@ -1109,6 +1203,7 @@ impl DownloadOptions {
             match def.name {
                 "dir" => o.dir = PathBuf::from(expand_home(v, env)),
                 "out" => o.out = Some(v.clone()).filter(|s| !s.is_empty()),
+                "gid" => o.gid = parse_gid(v),
                 "max-connection-per-server" => {
                     o.max_conn_per_server = v.parse().unwrap_or(o.max_conn_per_server)
                 }
@@ -1247,8 +1342,11 @@ fn build(
             .map(|p| PathBuf::from(expand_home(&p, env))),
         tls13_only: r.raw("min-tls-version") == Some("TLSv1.3"),
         engine: EngineChoice::Auto,
+        rpc: rpc_settings(&r)?,
+        daemon: r.bool("daemon"),
+        option_values: option_values(&r),
     };
-    if settings.uris.is_empty() && settings.input_file.is_none() {
+    if settings.uris.is_empty() && settings.input_file.is_none() && settings.rpc.is_none() {
         return Err(usage_error("Specify at least one URL.".to_string(), 1));
     }
     Ok(settings)
@@ -1560,9 +1658,16 @@ mod tests {
             "{:?}",
             s.warnings
         );
-        let e = err(&["--enable-rpc", "http://h/u"]);
+        let e = err(&["--torrent-file=x.torrent", "http://h/u"]);
         assert_eq!(e.exit_code, 1);
-        assert!(e.message.contains("JSON-RPC"));
+        assert!(e.message.contains("BitTorrent"));
+        // The RPC server needs no URI, and an empty secret is refused.
+        let s = settings(&["--enable-rpc", "--rpc-secret=t", "--rpc-listen-port=7000"]);
+        let rpc = s.rpc.expect("rpc settings");
+        assert_eq!((rpc.port, rpc.secret.as_deref()), (7000, Some("t")));
+        assert!(!rpc.listen_all && rpc.max_request_size == 2 << 20);
+        assert_eq!(err(&["--enable-rpc", "--rpc-secret="]).exit_code, 28);
+        assert!(settings(&["http://h/u"]).rpc.is_none());
         assert!(err(&["ftp://h/f"]).message.contains("does not support FTP"));
         assert!(err(&["magnet:?xt=urn:btih:abc"])
             .message

@@ -158,7 +158,6 @@ pub static OPTIONS: &[OptDef] = &[
     .short('D')
     .default("false")
     .tags(&["#advanced"])
-    .unsupported("daemon mode")
     .long(
         "The working directory becomes / and standard input, output and error go \
             to /dev/null.",
@@ -624,11 +623,10 @@ pub static OPTIONS: &[OptDef] = &[
     opt(
         "enable-rpc",
         ValueKind::Bool,
-        "Run the JSON-RPC/XML-RPC server",
+        "Run the JSON-RPC server (over HTTP and WebSocket)",
     )
     .default("false")
     .tags(&["#rpc"])
-    .unsupported("JSON-RPC")
     .long(
         "Set a secret token with --rpc-secret; the port comes from \
             --rpc-listen-port.",
@@ -644,37 +642,33 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("PORT")
     .possible("1024-65535")
     .default("6800")
-    .tags(&["#rpc"])
-    .unsupported("JSON-RPC"),
+    .tags(&["#rpc"]),
     opt(
         "rpc-user",
         ValueKind::Text,
         "User name for the RPC server (deprecated; use --rpc-secret)",
     )
     .value_name("USER")
-    .tags(&["#rpc", "#deprecated"])
-    .unsupported("JSON-RPC"),
+    .tags(&["#rpc", "#deprecated"]),
     opt(
         "rpc-passwd",
         ValueKind::Text,
         "Password for the RPC server (deprecated; use --rpc-secret)",
     )
     .value_name("PASSWD")
-    .tags(&["#rpc", "#deprecated"])
-    .unsupported("JSON-RPC"),
+    .tags(&["#rpc", "#deprecated"]),
     opt(
         "rpc-max-request-size",
         ValueKind::Size {
             min: 0,
             max: ANY_SIZE,
         },
-        "Largest RPC request accepted; a bigger one closes the connection",
+        "Largest RPC request accepted; a bigger one is refused (HTTP 413)",
     )
     .value_name("SIZE")
     .possible("0-*")
     .default("2M")
     .tags(&["#rpc"])
-    .unsupported("JSON-RPC")
     .long("Takes a K or M suffix."),
     opt(
         "rpc-listen-all",
@@ -682,16 +676,14 @@ pub static OPTIONS: &[OptDef] = &[
         "Accept RPC connections on every interface, not only loopback",
     )
     .default("false")
-    .tags(&["#rpc"])
-    .unsupported("JSON-RPC"),
+    .tags(&["#rpc"]),
     opt(
         "rpc-allow-origin-all",
         ValueKind::Bool,
         "Add 'Access-Control-Allow-Origin: *' to RPC responses",
     )
     .default("false")
-    .tags(&["#rpc"])
-    .unsupported("JSON-RPC"),
+    .tags(&["#rpc"]),
     opt(
         "rpc-certificate",
         ValueKind::Path,
@@ -957,7 +949,6 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("0-*")
     .default("1000")
     .tags(&["#advanced"])
-    .no_effect("it only bounds the RPC interface's history")
     .long(
         "Results of completed, failed and removed downloads are kept first in, \
             first out; 0 keeps none. Unfinished downloads are kept anyway; see \
@@ -1033,8 +1024,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .default("false")
     .tags(&["#advanced", "#rpc"])
-    .input()
-    .unsupported("JSON-RPC"),
+    .input(),
     opt(
         "download-result",
         ValueKind::Choice(&["default", "full", "hide"]),
@@ -1150,7 +1140,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("GID")
     .tags(&["#advanced"])
     .input()
-    .unsupported("sessions")
     .long(
         "The GID names a download in RPC calls and session files. Leading zeros \
             count, all zeros is reserved, and it must not clash with another \
@@ -1180,8 +1169,7 @@ pub static OPTIONS: &[OptDef] = &[
         "Secret token that RPC clients must send",
     )
     .value_name("TOKEN")
-    .tags(&["#rpc"])
-    .unsupported("JSON-RPC"),
+    .tags(&["#rpc"]),
     opt(
         "dscp",
         ValueKind::Int { min: 0, max: ANY },
@@ -1280,7 +1268,6 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .default("true")
     .tags(&["#advanced"])
-    .no_effect("it only bounds the RPC interface's history")
     .long(
         "Makes sure every unfinished download reaches the --save-session file; \
             there is no upper bound on how many are kept.",

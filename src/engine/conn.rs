@@ -725,6 +725,18 @@ impl Download {
         (got.saturating_sub(b0) as f64 / secs) as u64
     }
 
+    /// The speed over the samples the readout took (bytes/s), without taking one.
+    pub fn speed(&self, now: Instant) -> u64 {
+        let Some(&(t0, b0)) = self.samples.front() else {
+            return 0;
+        };
+        let secs = now.duration_since(t0).as_secs_f64();
+        if secs < 0.05 {
+            return 0;
+        }
+        (self.received().saturating_sub(b0) as f64 / secs) as u64
+    }
+
     /// The file length, when known.
     pub fn total(&self) -> Option<u64> {
         if self.length_known {

@@ -29,10 +29,13 @@ use url::Url;
 mod body;
 mod connection;
 mod credentials;
+pub(crate) mod daemon;
+mod methods;
 mod pace;
 mod proxy;
 mod response;
 mod resume;
+mod rpc;
 mod schedule;
 mod verify;
 mod writer;
@@ -158,6 +161,24 @@ pub(crate) enum Tag {
         file: FileOf,
     },
     ControlRemoved,
+    /// The RPC server: an accept on listener `listener`, a client's read or send, an answer held
+    /// back for a refused token.
+    RpcAccept {
+        listener: usize,
+    },
+    RpcRead {
+        slot: usize,
+        id: u64,
+    },
+    RpcSent {
+        slot: usize,
+        id: u64,
+        sent: usize,
+    },
+    RpcHeld {
+        slot: usize,
+        id: u64,
+    },
     Tick,
     Wake,
     Signal,
@@ -209,6 +230,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     identity: credentials::Identity,
     /// The proxies' addresses, resolved at the start (`proxy.rs` owns them).
     proxy_addrs: proxy::ProxyAddrs,
+    /// Daemon mode (`--enable-rpc`): the queue and the RPC server.
+    daemon: Option<Box<daemon::Daemon>>,
 }
 
 fn random_gid() -> u64 {
@@ -273,6 +296,35 @@ pub fn run(
     expected: Option<usize>,
     console: &mut Console,
 ) -> Result<Summary, StartError> {
+    start(settings, jobs, expected, console, None)
+}
+
+/// Runs as a daemon (`--enable-rpc`): `pending` are the downloads given at start (command line,
+/// `-i`, a session), queued; the RPC server adds and controls the rest until `aria2.shutdown` or a
+/// signal.
+pub fn serve(
+    settings: &Settings,
+    pending: Vec<daemon::Pending>,
+    console: &mut Console,
+) -> Result<Summary, StartError> {
+    let dm = daemon::Daemon::new(settings, pending)
+        .ok_or_else(|| StartError::Other("--enable-rpc is not set".into()))?;
+    start(
+        settings,
+        &mut std::iter::empty(),
+        None,
+        console,
+        Some(Box::new(dm)),
+    )
+}
+
+fn start(
+    settings: &Settings,
+    jobs: &mut dyn Iterator<Item = Job>,
+    expected: Option<usize>,
+    console: &mut Console,
+    daemon: Option<Box<daemon::Daemon>>,
+) -> Result<Summary, StartError> {
     let slots = wanted_slots(settings, expected);
     let io_timeout = Duration::from_secs(settings.timeout_secs);
     let connect_timeout = Duration::from_secs(settings.connect_timeout_secs);
@@ -313,6 +365,7 @@ pub fn run(
     let outside = Outside {
         signals,
         resolver: Some(resolver),
+        daemon,
     };
     console.log(
         LogLevel::Debug,
@@ -386,6 +439,8 @@ pub fn engine_report(choice: EngineChoice) -> String {
 pub(crate) struct Outside {
     pub signals: Option<Fd>,
     pub resolver: Option<Resolver>,
+    /// Daemon mode's queue and RPC server.
+    pub daemon: Option<Box<daemon::Daemon>>,
 }
 
 /// Runs every job to its end on `reactor`, which brings its pool (one read block per connection).
@@ -430,8 +485,13 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         last_summary: now,
         identity: credentials::Identity::default(),
         proxy_addrs: proxy::ProxyAddrs::default(),
+        daemon: outside.daemon,
     };
     engine.load_credentials();
+    if let Err(e) = engine.rpc_start() {
+        engine.drain();
+        return Err(std::io::Error::other(e));
+    }
     let result = engine.run_loop();
     engine.drain();
     result?;
@@ -447,7 +507,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut done = Vec::with_capacity(256);
         loop {
             self.schedule();
-            if self.jobs_done && self.dls.iter().all(|d| d.state == DlState::Finished) {
+            if self.jobs_done
+                && self.dls.iter().all(|d| d.state == DlState::Finished)
+                && self.rpc_done()
+            {
                 return Ok(());
             }
             if self.tick_op.is_none() {
@@ -507,6 +570,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         for slot in 0..self.conns.len() {
             self.close_conn(slot);
         }
+        self.daemon = None;
         self.flushes.drop_all();
         self.reactor.shutdown();
     }
@@ -597,6 +661,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             Tag::ControlSaved { file } => self.on_control_saved(file, res),
             Tag::ControlRemoved => {}
+            Tag::RpcAccept { listener } => self.on_rpc_accept(listener, res, owned),
+            Tag::RpcRead { slot, id } => self.on_rpc_read(slot, id, res, owned),
+            Tag::RpcSent { slot, id, sent } => self.on_rpc_sent(slot, id, sent, res, owned),
+            Tag::RpcHeld { slot, id } => self.on_rpc_held(slot, id),
             Tag::Tick => {
                 self.tick_op = None;
                 self.on_tick();
@@ -722,6 +790,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// one drops what is not on disk yet and leaves as soon as the writes in flight end (they are
     /// never abandoned: a control file then claims only what they wrote).
     fn on_signal(&mut self) {
+        if let (Some(d), false) = (self.daemon.as_deref_mut(), self.stopping) {
+            d.shutdown.get_or_insert(Instant::now());
+        }
         if self.stopping {
             if !self.emergency {
                 self.emergency = true;
@@ -768,6 +839,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     fn on_tick(&mut self) {
         self.autosave();
+        self.rpc_tick();
         // A verification that found no free block waits for one here.
         for dl in 0..self.dls.len() {
             let d = &self.dls[dl];

@@ -12,4 +12,5 @@ mod simulation;
 pub mod sys;
 
 pub use conn::{Job, Outcome};
-pub use driver::{engine_report, run, StartError, Summary, MAX_RESULTS};
+pub use driver::daemon::Pending;
+pub use driver::{engine_report, run, serve, StartError, Summary, MAX_RESULTS};

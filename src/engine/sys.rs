@@ -140,6 +140,16 @@ pub fn raw_addr(addr: &SocketAddr) -> Box<RawAddr> {
     })
 }
 
+/// `-D`: detaches from the terminal as aria2c does (daemon(3): a new session, the working
+/// directory `/`, standard input, output and error on /dev/null). Call before any thread starts.
+pub fn daemonize() -> io::Result<()> {
+    // SAFETY: daemon(3) forks; the process is still single-threaded here.
+    if unsafe { libc::daemon(0, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A non-blocking eventfd, for the resolver thread to wake the ring.
 pub fn eventfd() -> io::Result<OwnedFd> {
     // SAFETY: plain syscall; on success we own the descriptor.

@@ -52,6 +52,15 @@ impl RangeSet {
         &self.ranges
     }
 
+    /// Whether every byte of `r` is in the set.
+    pub fn covers(&self, r: Range<u64>) -> bool {
+        r.is_empty()
+            || self
+                .ranges
+                .iter()
+                .any(|x| x.start <= r.start && r.end <= x.end)
+    }
+
     /// Bytes covered.
     pub fn len(&self) -> u64 {
         self.ranges.iter().map(|r| r.end - r.start).sum()

@@ -3,6 +3,7 @@
 //! and the server side of HTTP and WebSocket. The engine serves the bytes on its ring and answers
 //! the methods (`Service`); everything here is a pure function of what arrived.
 pub mod http;
+pub mod status;
 pub mod ws;
 
 use serde_json::{Map, Value};

@@ -24,6 +24,8 @@ impl ExitCode {
     pub const TOO_MANY_REDIRECTS: ExitCode = ExitCode(23);
     pub const HTTP_AUTH: ExitCode = ExitCode(24);
     pub const BAD_OPTION: ExitCode = ExitCode(28);
+    /// Removed by an RPC call (a result's errorCode, never a process exit code).
+    pub const REMOVED: ExitCode = ExitCode(31);
     pub const SERVICE_UNAVAILABLE: ExitCode = ExitCode(29);
     pub const CHECKSUM: ExitCode = ExitCode(32);
 

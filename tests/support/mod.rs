@@ -8,6 +8,7 @@
 
 pub mod nginx;
 pub mod proxy;
+pub mod rpc;
 pub mod seccomp;
 pub mod server;
 

@@ -28,6 +28,11 @@ impl Pacer {
             timers: Vec::new(),
         }
     }
+
+    /// `changeGlobalOption(max-overall-download-limit)`: the new limit applies at once.
+    pub(super) fn set_overall_limit(&mut self, limit: u64, now: Instant) {
+        self.overall = (limit > 0).then(|| super::super::conn::Bucket::new(limit, now));
+    }
 }
 
 impl<R: Reactor<Tag>> Engine<'_, R> {

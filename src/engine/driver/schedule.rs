@@ -9,9 +9,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if self.jobs_done {
             return None;
         }
-        let Some(job) = self.jobs.next() else {
-            self.jobs_done = true;
-            return None;
+        let job = match self.daemon.as_deref_mut() {
+            // A daemon's queue may be empty now and not later.
+            Some(dm) => dm.take_next()?.1,
+            None => match self.jobs.next() {
+                Some(job) => job,
+                None => {
+                    self.jobs_done = true;
+                    return None;
+                }
+            },
         };
         // Shown in messages and the results: never with a password.
         let first = job
@@ -38,7 +45,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             serial: self.next_id,
         };
         self.next_id += 1;
-        let d = Download::new(id, random_gid(), urls, first, job.opts, self.reactor.now());
+        let gid = job.opts.gid.unwrap_or_else(random_gid);
+        let d = Download::new(id, gid, urls, first, job.opts, self.reactor.now());
         match self.dls.get_mut(i) {
             Some(place) => *place = d,
             None => self.dls.push(d),
@@ -61,7 +69,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .iter()
             .filter(|d| d.state == DlState::Active)
             .count();
-        let mut room = self.s.max_concurrent.saturating_sub(active);
+        let mut room = self.max_concurrent().saturating_sub(active);
         while room > 0 {
             let Some(i) = self.next_download() else { break };
             if self.dls[i].state == DlState::Waiting {
@@ -84,6 +92,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 
     pub(super) fn start_download(&mut self, i: usize) {
+        let gid = self.dls[i].gid;
+        self.notify("aria2.onDownloadStart", gid);
         let d = &mut self.dls[i];
         d.state = DlState::Active;
         let now = self.reactor.now();
@@ -340,6 +350,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             total: d.total(),
             seconds,
         };
+        if self.daemon.is_some() && self.ended(dl, &outcome) {
+            // Paused or restarted: back in the queue, not a result.
+            return;
+        }
         let sum = &mut self.summary;
         sum.total += 1;
         if outcome.code != ExitCode::OK {

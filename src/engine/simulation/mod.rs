@@ -319,6 +319,7 @@ fn run(
     let outside = Outside {
         signals: Some(signal_fd()),
         resolver: None,
+        daemon: None,
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_on(sim, &settings, &mut jobs, &mut console, outside)

@@ -1,0 +1,471 @@
+//! Daemon mode (`--enable-rpc`): the queue aria2's RPC methods act on. Downloads wait in order
+//! (paused ones among them), become the engine's downloads as `-j` allows, and end as results kept
+//! for `tellStopped` (at most `--max-download-result`). Waiting entries keep only their URIs and
+//! their own option lines, so a long queue stays small; the options are resolved when one starts.
+use super::*;
+use crate::cli::defs::OptDef;
+use crate::cli::DownloadOptions;
+use crate::rpc::status::{Status, StatusView, UriState};
+use crate::rpc::RpcError;
+
+/// A download not running: not started yet, or paused. A `gid` of 0 asks for a new one.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub gid: u64,
+    pub uris: Vec<String>,
+    /// Its own options (as an input-file entry's lines), on top of the global ones.
+    pub options: Vec<(&'static OptDef, String)>,
+    pub paused: bool,
+    /// What an earlier run of it had reached (it was paused while active).
+    pub known: Option<Known>,
+}
+
+/// How far a download had got.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    pub total: u64,
+    pub completed: u64,
+    pub path: String,
+}
+
+/// Why an active download is being stopped by a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// `pause`: back to the front of the queue, paused.
+    Pause,
+    /// `remove`: a result with errorCode 31.
+    Remove,
+    /// `changeOption` on an option that needs it: back to the front, to start again at once.
+    Restart,
+    /// Shutting down: kept as waiting for the session.
+    Shutdown,
+}
+
+/// What a running download was given (its own options, its URIs as sent).
+#[derive(Debug, Clone)]
+pub(crate) struct Running {
+    pub uris: Vec<String>,
+    pub options: Vec<(&'static OptDef, String)>,
+    pub stop: Option<Stop>,
+}
+
+/// A download that ended.
+#[derive(Debug, Clone)]
+pub(crate) struct Stopped {
+    pub gid: u64,
+    pub status: Status,
+    pub code: ExitCode,
+    pub message: String,
+    pub total: u64,
+    pub completed: u64,
+    pub dir: String,
+    pub path: String,
+    pub uris: Vec<String>,
+    pub options: Vec<(&'static OptDef, String)>,
+    pub piece_length: u32,
+}
+
+/// The daemon's state besides the engine's downloads.
+pub(crate) struct Daemon {
+    pub waiting: VecDeque<Pending>,
+    pub running: HashMap<u64, Running>,
+    pub stopped: VecDeque<Stopped>,
+    pub stopped_total: u64,
+    pub max_results: usize,
+    pub max_concurrent: usize,
+    /// The options new downloads start from (changed by `changeGlobalOption`).
+    pub base: DownloadOptions,
+    /// The global option values `getGlobalOption` reports.
+    pub options: Vec<(&'static str, String)>,
+    pub env: crate::cli::Env,
+    pub session_id: [u8; 20],
+    /// `shutdown` was called: when, and whether forced.
+    pub shutdown: Option<Instant>,
+    /// The RPC server (listeners and client connections).
+    pub server: super::rpc::Server,
+}
+
+impl Daemon {
+    pub(crate) fn new(settings: &Settings, pending: Vec<Pending>) -> Option<Daemon> {
+        let rpc = settings.rpc.as_ref()?;
+        let mut session_id = [0u8; 20];
+        for (i, chunk) in session_id.chunks_mut(8).enumerate() {
+            let r = random_gid().wrapping_add(i as u64).to_be_bytes();
+            chunk.copy_from_slice(&r[..chunk.len()]);
+        }
+        let mut dm = Daemon {
+            waiting: VecDeque::new(),
+            running: HashMap::new(),
+            stopped: VecDeque::new(),
+            stopped_total: 0,
+            max_results: rpc.max_download_result,
+            max_concurrent: settings.max_concurrent,
+            base: settings.download.clone(),
+            options: settings.option_values.clone(),
+            env: crate::cli::Env::from_process(),
+            session_id,
+            shutdown: None,
+            server: super::rpc::Server::new(rpc),
+        };
+        // GID 0: one is made; a GID given twice is made anew the second time.
+        for mut p in pending {
+            if p.gid == 0 || dm.known_gid(p.gid) {
+                p.gid = dm.new_gid(|_| false);
+            }
+            dm.waiting.push_back(p);
+        }
+        Some(dm)
+    }
+
+    /// Takes the first waiting download that is not paused.
+    pub(crate) fn take_next(&mut self) -> Option<(u64, Job)> {
+        let at = self.waiting.iter().position(|p| !p.paused)?;
+        let p = self.waiting.remove(at)?;
+        let mut opts = self.base.with_entry(&p.options, &self.env);
+        opts.gid = Some(p.gid);
+        self.running.insert(
+            p.gid,
+            Running {
+                uris: p.uris.clone(),
+                options: p.options,
+                stop: None,
+            },
+        );
+        Some((p.gid, Job { uris: p.uris, opts }))
+    }
+
+    /// Keeps a result, dropping the oldest past `--max-download-result`.
+    pub(crate) fn keep(&mut self, s: Stopped) {
+        self.stopped_total += 1;
+        if self.max_results == 0 {
+            return;
+        }
+        while self.stopped.len() >= self.max_results {
+            self.stopped.pop_front();
+        }
+        self.stopped.push_back(s);
+    }
+
+    /// A GID not in use anywhere.
+    pub(crate) fn new_gid(&self, in_engine: impl Fn(u64) -> bool) -> u64 {
+        loop {
+            let g = random_gid();
+            if g != 0 && !in_engine(g) && !self.known_gid(g) {
+                return g;
+            }
+        }
+    }
+
+    pub(crate) fn known_gid(&self, g: u64) -> bool {
+        self.running.contains_key(&g)
+            || self.waiting.iter().any(|p| p.gid == g)
+            || self.stopped.iter().any(|s| s.gid == g)
+    }
+
+    /// Every GID the daemon knows (running, waiting, stopped).
+    pub(crate) fn all_gids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.running
+            .keys()
+            .copied()
+            .chain(self.waiting.iter().map(|p| p.gid))
+            .chain(self.stopped.iter().map(|s| s.gid))
+    }
+
+    /// A waiting download's status.
+    pub(crate) fn pending_view(&self, p: &Pending) -> StatusView {
+        let opts_dir = p
+            .options
+            .iter()
+            .rev()
+            .find(|(d, _)| d.name == "dir")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| self.base.dir.display().to_string());
+        let known = p.known.clone().unwrap_or_default();
+        StatusView {
+            gid: p.gid,
+            status: if p.paused {
+                Status::Paused
+            } else {
+                Status::Waiting
+            },
+            total: known.total,
+            completed: known.completed,
+            speed: 0,
+            connections: 0,
+            dir: opts_dir,
+            path: known.path,
+            uris: p
+                .uris
+                .iter()
+                .map(|u| (u.clone(), UriState::Waiting))
+                .collect(),
+            piece_length: u64::from(self.base.piece_length),
+            bitfield: None,
+            error: None,
+        }
+    }
+}
+
+/// A stopped download's status.
+pub(crate) fn stopped_view(s: &Stopped) -> StatusView {
+    StatusView {
+        gid: s.gid,
+        status: s.status,
+        total: s.total,
+        completed: s.completed,
+        speed: 0,
+        connections: 0,
+        dir: s.dir.clone(),
+        path: s.path.clone(),
+        uris: s.uris.iter().map(|u| (u.clone(), UriState::Used)).collect(),
+        piece_length: u64::from(s.piece_length),
+        bitfield: None,
+        error: Some((s.code.0, s.message.clone())),
+    }
+}
+
+/// Where a GID is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Running: its place in the engine's downloads.
+    Active(usize),
+    Waiting(usize),
+    Stopped(usize),
+}
+
+fn gid_text(g: u64) -> String {
+    format!("{g:016x}")
+}
+
+/// aria2's `GID#...` wording.
+pub(crate) fn gid_err(fmt_: &str, g: u64) -> RpcError {
+    RpcError::new(fmt_.replace("{}", &gid_text(g)))
+}
+
+impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// The daemon, when the engine runs as one.
+    pub(super) fn daemon(&mut self) -> Option<&mut Daemon> {
+        self.daemon.as_deref_mut()
+    }
+
+    /// `-j`: from the command line, or as `changeGlobalOption` set it.
+    pub(super) fn max_concurrent(&self) -> usize {
+        self.daemon
+            .as_ref()
+            .map_or(self.s.max_concurrent, |d| d.max_concurrent)
+    }
+
+    /// The place of the running download with `gid`.
+    pub(super) fn active_place(&self, gid: u64) -> Option<usize> {
+        self.dls
+            .iter()
+            .position(|d| d.gid == gid && d.state != DlState::Finished)
+    }
+
+    /// Finds a GID from its text: all 16 digits, or any unique prefix of them (aria2's rules and
+    /// words).
+    pub(super) fn resolve_gid(&self, text: &str) -> Result<u64, RpcError> {
+        let Some(dm) = self.daemon.as_ref() else {
+            return Err(RpcError::new("No daemon"));
+        };
+        let valid =
+            !text.is_empty() && text.len() <= 16 && text.bytes().all(|b| b.is_ascii_hexdigit());
+        if !valid {
+            return Err(RpcError::new(format!("Invalid GID {text}")));
+        }
+        // A GID names a download the daemon still holds, whole or by a unique prefix.
+        let lower = text.to_ascii_lowercase();
+        let mut found = None;
+        for g in dm.all_gids() {
+            if gid_text(g).starts_with(&lower) {
+                if found.is_some_and(|f| f != g) {
+                    return Err(RpcError::new(format!("GID {text} is not unique")));
+                }
+                found = Some(g);
+            }
+        }
+        found.ok_or_else(|| RpcError::new(format!("GID {text} is not found")))
+    }
+
+    pub(super) fn place(&self, gid: u64) -> Option<Place> {
+        if let Some(i) = self.active_place(gid) {
+            return Some(Place::Active(i));
+        }
+        let dm = self.daemon.as_ref()?;
+        if let Some(i) = dm.waiting.iter().position(|p| p.gid == gid) {
+            return Some(Place::Waiting(i));
+        }
+        dm.stopped
+            .iter()
+            .position(|s| s.gid == gid)
+            .map(Place::Stopped)
+    }
+
+    /// A running download's status.
+    pub(super) fn active_view(&self, dl: usize) -> StatusView {
+        let d = &self.dls[dl];
+        let now = self.reactor.now();
+        let total = d.total().unwrap_or(0);
+        let piece = u64::from(d.piece_length.max(1));
+        let bitfield = (total > 0).then(|| {
+            let pieces = total.div_ceil(piece);
+            let mut bits = vec![0u8; pieces.div_ceil(8) as usize];
+            for p in 0..pieces {
+                let (a, b) = (p * piece, ((p + 1) * piece).min(total));
+                if d.written.covers(a..b) {
+                    bits[(p / 8) as usize] |= 0x80 >> (p % 8);
+                }
+            }
+            bits.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        });
+        let uris = d
+            .uris
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                let state = if i == 0 || d.bad_uris[i] {
+                    UriState::Used
+                } else {
+                    UriState::Waiting
+                };
+                (u.to_string(), state)
+            })
+            .collect();
+        StatusView {
+            gid: d.gid,
+            status: Status::Active,
+            total,
+            completed: d.received(),
+            speed: d.speed(now),
+            connections: self.conn_count(dl) as u64,
+            dir: d.opts.dir.display().to_string(),
+            path: d.path_text(),
+            uris,
+            piece_length: piece,
+            bitfield,
+            error: None,
+        }
+    }
+
+    /// Any download's status.
+    pub(super) fn view(&self, gid: u64) -> Option<StatusView> {
+        let dm = self.daemon.as_ref()?;
+        match self.place(gid)? {
+            Place::Active(i) => Some(self.active_view(i)),
+            Place::Waiting(i) => Some(dm.pending_view(&dm.waiting[i])),
+            Place::Stopped(i) => Some(stopped_view(&dm.stopped[i])),
+        }
+    }
+
+    /// Stops a running download for a call: its connections close, its writes complete, its
+    /// control file is saved, then `ended` decides where it goes.
+    pub(super) fn stop_download(&mut self, dl: usize, why: Stop) {
+        let gid = self.dls[dl].gid;
+        let all_in = self.dls[dl].plan.as_ref().is_some_and(Plan::is_complete);
+        if all_in && why != Stop::Remove {
+            // Every byte is in: it is finishing, and finishes (a pause would only keep it from
+            // being complete).
+            return;
+        }
+        if let Some(r) = self.daemon().and_then(|d| d.running.get_mut(&gid)) {
+            r.stop = Some(why);
+        }
+        let d = &mut self.dls[dl];
+        d.halted = true;
+        d.wanted = 0;
+        self.stop_conns(dl);
+        self.maybe_finish(dl);
+    }
+
+    /// A download ended (`record` calls this in daemon mode): a paused, restarted or shut-down one
+    /// goes back to the front of the queue; others become results, with a notification.
+    /// True when the download went back to the queue (it is not a result).
+    pub(super) fn ended(&mut self, dl: usize, outcome: &Outcome) -> bool {
+        let d = &self.dls[dl];
+        let gid = d.gid;
+        // What is on disk, as its control file says (not what was in flight when it stopped).
+        let completed = if outcome.finished && outcome.code == ExitCode::OK {
+            d.received()
+        } else {
+            d.written.len()
+        };
+        let known = Known {
+            total: d.total().unwrap_or(0),
+            completed,
+            path: d.path_text(),
+        };
+        let dir = d.opts.dir.display().to_string();
+        let piece_length = d.piece_length;
+        let message = d
+            .error
+            .as_ref()
+            .map(|f| f.message.clone())
+            .unwrap_or_default();
+        let Some(dm) = self.daemon() else {
+            return false;
+        };
+        let Some(run) = dm.running.remove(&gid) else {
+            return false;
+        };
+        let back = |paused| Pending {
+            gid,
+            uris: run.uris.clone(),
+            options: run.options.clone(),
+            paused,
+            known: Some(known.clone()),
+        };
+        // Stopped by Ctrl-C or SIGTERM: kept as waiting, like a shutdown.
+        let stop = run.stop.or((!outcome.finished).then_some(Stop::Shutdown));
+        let (status, code, note) = match stop {
+            Some(Stop::Pause) if outcome.code == ExitCode::OK => {
+                dm.waiting.push_front(back(true));
+                self.notify("aria2.onDownloadPause", gid);
+                return true;
+            }
+            Some(Stop::Restart) if outcome.code == ExitCode::OK => {
+                dm.waiting.push_front(back(false));
+                return true;
+            }
+            Some(Stop::Shutdown) if outcome.code == ExitCode::OK => {
+                // Still counted as unfinished for the exit code.
+                dm.waiting.push_front(back(false));
+                return false;
+            }
+            Some(Stop::Remove) => (Status::Removed, ExitCode::REMOVED, "aria2.onDownloadStop"),
+            _ if outcome.code == ExitCode::OK && outcome.finished => {
+                (Status::Complete, ExitCode::OK, "aria2.onDownloadComplete")
+            }
+            _ => (Status::Error, outcome.code, "aria2.onDownloadError"),
+        };
+        dm.keep(Stopped {
+            gid,
+            status,
+            code,
+            message: if status == Status::Removed {
+                String::new()
+            } else {
+                message
+            },
+            total: known.total,
+            completed: known.completed,
+            dir,
+            path: known.path,
+            uris: run.uris,
+            options: run.options,
+            piece_length,
+        });
+        self.notify(note, gid);
+        false
+    }
+
+    /// Sends a notification to every WebSocket client.
+    pub(super) fn notify(&mut self, method: &str, gid: u64) {
+        let msg = serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": method,
+            "params": [{"gid": gid_text(gid)}],
+        });
+        let bytes = crate::rpc::ws::encode(crate::rpc::ws::OP_TEXT, msg.to_string().as_bytes());
+        self.rpc_broadcast(bytes);
+    }
+}

@@ -1,0 +1,725 @@
+//! aria2's RPC methods on the engine's state: each reads or changes the queue, a running download
+//! or the global options, with aria2's results (strings for numbers, its keys) and its errors.
+use super::daemon::{gid_err, stopped_view, Pending, Place, Stop};
+use super::*;
+use crate::cli::defs::{self, OptDef};
+use crate::rpc::status::page;
+use crate::rpc::{Params, RpcError, Service};
+use serde_json::{json, Map, Value};
+
+/// The methods, answered by the engine.
+pub(super) struct Calls<'e, 'a, R: Reactor<Tag>>(pub &'e mut Engine<'a, R>);
+
+/// Options that change a running download without restarting it.
+const CHANGE_IN_PLACE: &[&str] = &[
+    "max-download-limit",
+    "force-save",
+    "bt-max-peers",
+    "bt-request-peer-speed-limit",
+    "bt-remove-unselected-file",
+    "max-upload-limit",
+];
+
+/// Options `changeOption` refuses to change (aria2's list).
+const NOT_CHANGEABLE: &[&str] = &[
+    "dry-run",
+    "metalink-base-uri",
+    "parameterized-uri",
+    "pause",
+    "piece-length",
+    "rpc-save-upload-metadata",
+];
+
+/// Global options `changeGlobalOption` takes besides the per-download ones.
+const GLOBAL_CHANGEABLE: &[&str] = &[
+    "bt-max-open-files",
+    "download-result",
+    "keep-unfinished-download-result",
+    "log",
+    "log-level",
+    "max-concurrent-downloads",
+    "max-download-result",
+    "max-overall-download-limit",
+    "max-overall-upload-limit",
+    "optimize-concurrent-downloads",
+    "save-cookies",
+    "save-session",
+    "server-stat-of",
+];
+
+/// Options whose values are never given out: secrets and passwords.
+fn secret_option(name: &str) -> bool {
+    name == "rpc-secret" || name.ends_with("-passwd")
+}
+
+/// A value as `getOption`/`getGlobalOption` give it: sizes in bytes (aria2 normalises `300K`),
+/// passwords inside proxy URIs hidden.
+fn shown_value(def: &OptDef, v: &str) -> String {
+    match def.value {
+        defs::ValueKind::Size { .. } => {
+            defs::parse_size(v).map_or(v.to_string(), |n| n.to_string())
+        }
+        _ if def.name.ends_with("proxy") => crate::http::auth::redact(v),
+        _ => v.to_string(),
+    }
+}
+
+/// Reads an options struct: values must be strings (`header` may be a list of them); unknown
+/// names and names `allowed` refuses are skipped, as aria2 does; a bad value is an error.
+fn gather(
+    opts: Option<&Map<String, Value>>,
+    allowed: impl Fn(&OptDef) -> bool,
+) -> Result<Vec<(&'static OptDef, String)>, RpcError> {
+    let mut out = Vec::new();
+    let Some(opts) = opts else { return Ok(out) };
+    for (name, value) in opts {
+        let Some(def) = defs::by_name(name).filter(|d| allowed(d)) else {
+            continue;
+        };
+        let values: Vec<&str> = match value {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) if def.cumulative => a.iter().filter_map(Value::as_str).collect(),
+            _ => continue,
+        };
+        for v in values {
+            if crate::cli::check_value(def, v).is_err() {
+                return Err(RpcError::new(format!(
+                    "We encountered a problem while processing the option '--{name}'."
+                )));
+            }
+            out.push((def, v.to_string()));
+        }
+    }
+    Ok(out)
+}
+
+/// `out` given over RPC names a file inside `dir`: no absolute path, no `..`.
+fn check_out(options: &[(&'static OptDef, String)]) -> Result<(), RpcError> {
+    for (d, v) in options {
+        if d.name == "out" {
+            let p = std::path::Path::new(v);
+            let escapes = p.is_absolute()
+                || p.components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir));
+            if escapes {
+                return Err(RpcError::new(format!(
+                    "We encountered a problem while processing the option '--out': {v} is not a file name inside --dir."
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Replaces (or, for cumulative options, adds) `new` in `into`.
+fn merge(into: &mut Vec<(&'static OptDef, String)>, new: &[(&'static OptDef, String)]) {
+    for (d, _) in new {
+        if !d.cumulative {
+            into.retain(|(x, _)| x.name != d.name);
+        }
+    }
+    into.extend(new.iter().cloned());
+}
+
+impl<R: Reactor<Tag>> Calls<'_, '_, R> {
+    fn gid(&self, p: &Params, i: usize) -> Result<u64, RpcError> {
+        self.0.resolve_gid(p.string(i)?)
+    }
+
+    fn add_uri(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let uris = p
+            .opt_list(0)?
+            .ok_or_else(|| RpcError::new("URI is not provided."))?;
+        // Local paths are ignored, as aria2 does; what remains must be a URI.
+        let uris: Vec<String> = uris
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|u| u.contains("://"))
+            .map(str::to_string)
+            .collect();
+        let options = gather(p.opt_dict(1)?, |d| d.in_input_file)?;
+        check_out(&options)?;
+        let position = p.opt_int(2)?;
+        if position.is_some_and(|n| n < 0) {
+            return Err(RpcError::new(
+                "Position must be greater than or equal to 0.",
+            ));
+        }
+        let e = &mut *self.0;
+        let in_engine = |g: u64| {
+            e.dls
+                .iter()
+                .any(|d| d.gid == g && d.state != DlState::Finished)
+        };
+        let dm = e
+            .daemon
+            .as_deref()
+            .ok_or_else(|| RpcError::new("No daemon"))?;
+        let mut gid = None;
+        let mut paused = e.s.rpc.as_ref().is_some_and(|r| r.pause);
+        let mut own = Vec::new();
+        for (d, v) in options {
+            match d.name {
+                "gid" => match crate::cli::parse_gid(&v) {
+                    Some(g) if !dm.known_gid(g) && !in_engine(g) => gid = Some(g),
+                    _ => return Err(RpcError::new("No URI to download.")),
+                },
+                "pause" => paused = v == "true",
+                _ => own.push((d, v)),
+            }
+        }
+        if uris.is_empty() {
+            return Err(RpcError::new("No URI to download."));
+        }
+        let gid = gid.unwrap_or_else(|| dm.new_gid(in_engine));
+        let pending = Pending {
+            gid,
+            uris,
+            options: own,
+            paused,
+            known: None,
+        };
+        let dm = e.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
+        let at = position.map_or(dm.waiting.len(), |n| (n as usize).min(dm.waiting.len()));
+        dm.waiting.insert(at, pending);
+        Ok(json!(format!("{gid:016x}")))
+    }
+
+    fn tell_status(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        let keys = p.keys(1)?;
+        let v = self
+            .0
+            .view(g)
+            .ok_or_else(|| gid_err("No such download for GID#{}", g))?;
+        Ok(v.to_json(&keys))
+    }
+
+    fn tell_active(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let keys = p.keys(0)?;
+        let e = &*self.0;
+        let list: Vec<Value> = (0..e.dls.len())
+            .filter(|&i| e.dls[i].state == DlState::Active)
+            .map(|i| e.active_view(i).to_json(&keys))
+            .collect();
+        Ok(Value::Array(list))
+    }
+
+    fn tell_waiting(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let (offset, num) = paging(p)?;
+        let keys = p.keys(2)?;
+        let dm = self
+            .0
+            .daemon
+            .as_deref()
+            .ok_or_else(|| RpcError::new("No daemon"))?;
+        Ok(Value::Array(
+            page(dm.waiting.len(), offset, num)
+                .into_iter()
+                .map(|i| dm.pending_view(&dm.waiting[i]).to_json(&keys))
+                .collect(),
+        ))
+    }
+
+    fn tell_stopped(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let (offset, num) = paging(p)?;
+        let keys = p.keys(2)?;
+        let dm = self
+            .0
+            .daemon
+            .as_deref()
+            .ok_or_else(|| RpcError::new("No daemon"))?;
+        Ok(Value::Array(
+            page(dm.stopped.len(), offset, num)
+                .into_iter()
+                .map(|i| stopped_view(&dm.stopped[i]).to_json(&keys))
+                .collect(),
+        ))
+    }
+
+    fn remove(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        match self.0.place(g) {
+            Some(Place::Active(dl)) => {
+                let stopping = self
+                    .0
+                    .daemon
+                    .as_ref()
+                    .and_then(|d| d.running.get(&g))
+                    .is_some_and(|r| r.stop.is_some());
+                if stopping {
+                    return Err(gid_err("GID#{} cannot be removed now", g));
+                }
+                self.0.stop_download(dl, Stop::Remove);
+            }
+            Some(Place::Waiting(i)) => {
+                // A waiting download just leaves the queue; no result is kept (aria2).
+                if let Some(d) = self.0.daemon() {
+                    d.waiting.remove(i);
+                }
+            }
+            _ => return Err(gid_err("Active Download not found for GID#{}", g)),
+        }
+        Ok(json!(format!("{g:016x}")))
+    }
+
+    fn pause(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        self.pause_one(g)?;
+        Ok(json!(format!("{g:016x}")))
+    }
+
+    fn pause_one(&mut self, g: u64) -> Result<(), RpcError> {
+        match self.0.place(g) {
+            Some(Place::Active(dl)) => {
+                let stopping = self
+                    .0
+                    .daemon
+                    .as_ref()
+                    .and_then(|d| d.running.get(&g))
+                    .is_some_and(|r| r.stop.is_some());
+                if stopping {
+                    return Err(gid_err("GID#{} cannot be paused now", g));
+                }
+                self.0.stop_download(dl, Stop::Pause);
+                Ok(())
+            }
+            Some(Place::Waiting(i)) => {
+                let Some(d) = self.0.daemon() else {
+                    return Ok(());
+                };
+                if d.waiting[i].paused {
+                    return Err(gid_err("GID#{} cannot be paused now", g));
+                }
+                d.waiting[i].paused = true;
+                Ok(())
+            }
+            _ => Err(gid_err("GID#{} cannot be paused now", g)),
+        }
+    }
+
+    fn pause_all(&mut self) -> Result<Value, RpcError> {
+        let active: Vec<u64> = self
+            .0
+            .dls
+            .iter()
+            .filter(|d| d.state == DlState::Active)
+            .map(|d| d.gid)
+            .collect();
+        for g in active {
+            let _ = self.pause_one(g);
+        }
+        if let Some(d) = self.0.daemon() {
+            for p in d.waiting.iter_mut() {
+                p.paused = true;
+            }
+        }
+        Ok(json!("OK"))
+    }
+
+    fn unpause(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        match self.0.place(g) {
+            Some(Place::Waiting(i)) => {
+                let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
+                if !d.waiting[i].paused {
+                    return Err(gid_err("GID#{} cannot be unpaused now", g));
+                }
+                d.waiting[i].paused = false;
+                Ok(json!(format!("{g:016x}")))
+            }
+            _ => Err(gid_err("GID#{} cannot be unpaused now", g)),
+        }
+    }
+
+    fn unpause_all(&mut self) -> Result<Value, RpcError> {
+        if let Some(d) = self.0.daemon() {
+            for p in d.waiting.iter_mut() {
+                p.paused = false;
+            }
+        }
+        Ok(json!("OK"))
+    }
+
+    fn change_position(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        let pos = p.int(1)?;
+        let how = p.string(2)?.to_string();
+        let Some(Place::Waiting(cur)) = self.0.place(g) else {
+            return Err(gid_err("GID#{} not found in the waiting queue.", g));
+        };
+        let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
+        let last = d.waiting.len() as i64 - 1;
+        let dest = match how.as_str() {
+            "POS_SET" => pos,
+            "POS_CUR" => cur as i64 + pos,
+            "POS_END" => last + pos,
+            _ => return Err(RpcError::new("Illegal argument.")),
+        }
+        .clamp(0, last.max(0)) as usize;
+        if let Some(item) = d.waiting.remove(cur) {
+            d.waiting.insert(dest, item);
+        }
+        Ok(json!(dest))
+    }
+
+    fn get_uris(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        match self.0.place(g) {
+            Some(Place::Active(_) | Place::Waiting(_)) => Ok(self
+                .0
+                .view(g)
+                .map_or(Value::Array(Vec::new()), |v| v.uris_json())),
+            _ => Err(gid_err("No URI data is available for GID#{}", g)),
+        }
+    }
+
+    fn get_files(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        let v = self
+            .0
+            .view(g)
+            .ok_or_else(|| gid_err("No file data is available for GID#{}", g))?;
+        Ok(v.files_json())
+    }
+
+    fn get_servers(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        let Some(Place::Active(dl)) = self.0.place(g) else {
+            return Err(gid_err("No active download for GID#{}", g));
+        };
+        let e = &*self.0;
+        let now = e.reactor.now();
+        let d = &e.dls[dl];
+        let speed = d.speed(now);
+        let n = e.conn_count(dl).max(1) as u64;
+        let servers: Vec<Value> = e
+            .conns
+            .iter()
+            .flatten()
+            .filter(|c| c.works_for(dl))
+            .map(|c| {
+                let uri =
+                    c.ex.as_ref()
+                        .map(|x| x.url.to_string())
+                        .unwrap_or_else(|| d.first_uri.clone());
+                json!({"currentUri": uri, "downloadSpeed": (speed / n).to_string(), "uri": uri})
+            })
+            .collect();
+        Ok(json!([{"index": "1", "servers": servers}]))
+    }
+
+    fn get_peers(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        match self.0.place(g) {
+            Some(Place::Active(_) | Place::Waiting(_)) => Ok(json!([])),
+            _ => Err(gid_err("No peer data is available for GID#{}", g)),
+        }
+    }
+
+    /// The options of download `g`: the global per-download values with its own on top.
+    fn options_of(&self, g: u64) -> Option<Vec<(&'static OptDef, String)>> {
+        let e = &*self.0;
+        let dm = e.daemon.as_deref()?;
+        let own = match e.place(g)? {
+            Place::Active(_) => dm.running.get(&g)?.options.clone(),
+            Place::Waiting(i) => dm.waiting[i].options.clone(),
+            Place::Stopped(i) => dm.stopped[i].options.clone(),
+        };
+        let mut all: Vec<(&'static OptDef, String)> = dm
+            .options
+            .iter()
+            .filter_map(|(n, v)| defs::by_name(n).map(|d| (d, v.clone())))
+            .filter(|(d, _)| d.in_input_file && d.name != "pause")
+            .collect();
+        merge(&mut all, &own);
+        Some(all)
+    }
+
+    fn get_option(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        let all = self
+            .options_of(g)
+            .ok_or_else(|| gid_err("Cannot get option for GID#{}", g))?;
+        Ok(options_json(&all))
+    }
+
+    fn change_option(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        let new = gather(p.opt_dict(1)?, |d| {
+            d.in_input_file && !NOT_CHANGEABLE.contains(&d.name)
+        })?;
+        check_out(&new)?;
+        match self.0.place(g) {
+            Some(Place::Waiting(i)) => {
+                if let Some(d) = self.0.daemon() {
+                    merge(&mut d.waiting[i].options, &new);
+                }
+            }
+            Some(Place::Active(dl)) => {
+                let restart = new.iter().any(|(d, _)| !CHANGE_IN_PLACE.contains(&d.name));
+                if let Some(r) = self.0.daemon().and_then(|d| d.running.get_mut(&g)) {
+                    merge(&mut r.options, &new);
+                }
+                let now = self.0.reactor.now();
+                for (d, v) in &new {
+                    if d.name == "max-download-limit" {
+                        let rate = defs::parse_size(v).unwrap_or(0);
+                        let dl_ = &mut self.0.dls[dl];
+                        dl_.opts.max_download_limit = rate;
+                        dl_.bucket = (rate > 0).then(|| super::super::conn::Bucket::new(rate, now));
+                    }
+                }
+                if restart {
+                    self.0.stop_download(dl, Stop::Restart);
+                }
+            }
+            _ => return Err(gid_err("Cannot change option for GID#{}", g)),
+        }
+        Ok(json!("OK"))
+    }
+
+    fn get_global_option(&mut self) -> Result<Value, RpcError> {
+        let dm = self
+            .0
+            .daemon
+            .as_deref()
+            .ok_or_else(|| RpcError::new("No daemon"))?;
+        let all: Vec<(&'static OptDef, String)> = dm
+            .options
+            .iter()
+            .filter_map(|(n, v)| defs::by_name(n).map(|d| (d, v.clone())))
+            .collect();
+        Ok(options_json(&all))
+    }
+
+    fn change_global_option(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let new = gather(p.opt_dict(0)?, |d| {
+            (d.in_input_file
+                && !["checksum", "index-out", "out", "pause", "select-file"].contains(&d.name))
+                || GLOBAL_CHANGEABLE.contains(&d.name)
+        })?;
+        let now = self.0.reactor.now();
+        let e = &mut *self.0;
+        for (d, v) in &new {
+            match d.name {
+                "max-overall-download-limit" => {
+                    e.pace
+                        .set_overall_limit(defs::parse_size(v).unwrap_or(0), now);
+                }
+                "max-concurrent-downloads" => {
+                    if let Some(dm) = e.daemon.as_deref_mut() {
+                        dm.max_concurrent = v.parse().unwrap_or(dm.max_concurrent).max(1);
+                    }
+                }
+                "max-download-result" => {
+                    if let Some(dm) = e.daemon.as_deref_mut() {
+                        dm.max_results = v.parse().unwrap_or(dm.max_results);
+                        while dm.stopped.len() > dm.max_results {
+                            dm.stopped.pop_front();
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(dm) = e.daemon.as_deref_mut() {
+            let per_download: Vec<(&'static OptDef, String)> = new
+                .iter()
+                .filter(|(d, _)| d.in_input_file)
+                .cloned()
+                .collect();
+            dm.base = dm.base.with_entry(&per_download, &dm.env);
+            for (d, v) in &new {
+                dm.options.retain(|(n, _)| *n != d.name || d.cumulative);
+                dm.options.push((d.name, v.clone()));
+            }
+        }
+        Ok(json!("OK"))
+    }
+
+    fn global_stat(&mut self) -> Result<Value, RpcError> {
+        let e = &*self.0;
+        let now = e.reactor.now();
+        let active: Vec<&Download> = e
+            .dls
+            .iter()
+            .filter(|d| d.state == DlState::Active)
+            .collect();
+        let speed: u64 = active.iter().map(|d| d.speed(now)).sum();
+        let dm = e
+            .daemon
+            .as_deref()
+            .ok_or_else(|| RpcError::new("No daemon"))?;
+        Ok(json!({
+            "downloadSpeed": speed.to_string(),
+            "numActive": active.len().to_string(),
+            "numStopped": dm.stopped.len().to_string(),
+            "numStoppedTotal": dm.stopped_total.to_string(),
+            "numWaiting": dm.waiting.len().to_string(),
+            "uploadSpeed": "0",
+        }))
+    }
+
+    fn remove_result(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        match self.0.place(g) {
+            Some(Place::Stopped(i)) => {
+                if let Some(d) = self.0.daemon() {
+                    d.stopped.remove(i);
+                }
+                Ok(json!("OK"))
+            }
+            _ => Err(gid_err("Could not remove download result of GID#{}", g)),
+        }
+    }
+
+    fn change_uri(&mut self, p: &Params) -> Result<Value, RpcError> {
+        let g = self.gid(p, 0)?;
+        let index = p.int(1)?;
+        let del: Vec<String> = p
+            .opt_list(2)?
+            .ok_or_else(|| RpcError::new("The parameter at 2 is required but missing."))?
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        let add: Vec<String> = p
+            .opt_list(3)?
+            .ok_or_else(|| RpcError::new("The parameter at 3 is required but missing."))?
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .filter(|u| u.contains("://"))
+            .collect();
+        let position = p.opt_int(4)?;
+        if index != 1 {
+            return Err(RpcError::new(format!("Invalid file index: {index}")));
+        }
+        let uris = match self.0.place(g) {
+            Some(Place::Waiting(i)) => {
+                let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
+                &mut d.waiting[i].uris
+            }
+            Some(Place::Active(_)) => {
+                let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
+                &mut d
+                    .running
+                    .get_mut(&g)
+                    .ok_or_else(|| gid_err("No such download for GID#{}", g))?
+                    .uris
+            }
+            _ => return Err(gid_err("No such download for GID#{}", g)),
+        };
+        let mut deleted = 0;
+        for u in &del {
+            if let Some(i) = uris.iter().position(|x| x == u) {
+                uris.remove(i);
+                deleted += 1;
+            }
+        }
+        let at = position.map_or(uris.len(), |n| (n.max(0) as usize).min(uris.len()));
+        let added = add.len();
+        for (k, u) in add.into_iter().enumerate() {
+            uris.insert(at + k, u);
+        }
+        Ok(json!([deleted, added]))
+    }
+
+    fn shutdown(&mut self) -> Result<Value, RpcError> {
+        let now = self.0.reactor.now();
+        if let Some(d) = self.0.daemon() {
+            d.shutdown.get_or_insert(now);
+        }
+        Ok(json!("OK"))
+    }
+}
+
+/// `tellWaiting`/`tellStopped`'s offset and count.
+fn paging(p: &Params) -> Result<(i64, usize), RpcError> {
+    let offset = p.int(0)?;
+    let num = p.int(1)?;
+    if num < 0 {
+        return Err(RpcError::new(format!(
+            "The integer parameter at 1 has invalid value: {num}"
+        )));
+    }
+    Ok((offset, num as usize))
+}
+
+/// Options as `{name: value}`, without secrets or passwords.
+fn options_json(all: &[(&'static OptDef, String)]) -> Value {
+    let mut m = Map::new();
+    for (d, v) in all {
+        if secret_option(d.name) {
+            continue;
+        }
+        let v = shown_value(d, v);
+        match m.get_mut(d.name) {
+            Some(Value::String(old)) if d.cumulative => {
+                old.push('\n');
+                old.push_str(&v);
+            }
+            _ => {
+                m.insert(d.name.to_string(), Value::String(v));
+            }
+        }
+    }
+    Value::Object(m)
+}
+
+impl<R: Reactor<Tag>> Service for Calls<'_, '_, R> {
+    fn call(&mut self, method: &str, p: Params) -> Result<Value, RpcError> {
+        match method {
+            "aria2.addUri" => self.add_uri(&p),
+            "aria2.addTorrent" => Err(RpcError::new("BitTorrent is not supported by ringdl.")),
+            "aria2.addMetalink" => Err(RpcError::new("Metalink is not supported by ringdl.")),
+            "aria2.getPeers" => self.get_peers(&p),
+            "aria2.remove" | "aria2.forceRemove" => self.remove(&p),
+            "aria2.pause" | "aria2.forcePause" => self.pause(&p),
+            "aria2.pauseAll" | "aria2.forcePauseAll" => self.pause_all(),
+            "aria2.unpause" => self.unpause(&p),
+            "aria2.unpauseAll" => self.unpause_all(),
+            "aria2.changePosition" => self.change_position(&p),
+            "aria2.tellStatus" => self.tell_status(&p),
+            "aria2.getUris" => self.get_uris(&p),
+            "aria2.getFiles" => self.get_files(&p),
+            "aria2.getServers" => self.get_servers(&p),
+            "aria2.tellActive" => self.tell_active(&p),
+            "aria2.tellWaiting" => self.tell_waiting(&p),
+            "aria2.tellStopped" => self.tell_stopped(&p),
+            "aria2.getOption" => self.get_option(&p),
+            "aria2.changeUri" => self.change_uri(&p),
+            "aria2.changeOption" => self.change_option(&p),
+            "aria2.getGlobalOption" => self.get_global_option(),
+            "aria2.changeGlobalOption" => self.change_global_option(&p),
+            "aria2.purgeDownloadResult" => {
+                if let Some(d) = self.0.daemon() {
+                    d.stopped.clear();
+                }
+                Ok(json!("OK"))
+            }
+            "aria2.removeDownloadResult" => self.remove_result(&p),
+            "aria2.getVersion" => Ok(json!({
+                "enabledFeatures": ["Async DNS", "GZip", "HTTPS", "Message Digest"],
+                "version": "1.37.0",
+            })),
+            "aria2.getSessionInfo" => {
+                let id = self
+                    .0
+                    .daemon
+                    .as_ref()
+                    .map(|d| {
+                        d.session_id
+                            .iter()
+                            .map(|b| format!("{b:02x}"))
+                            .collect::<String>()
+                    })
+                    .unwrap_or_default();
+                Ok(json!({ "sessionId": id }))
+            }
+            "aria2.shutdown" | "aria2.forceShutdown" => self.shutdown(),
+            "aria2.getGlobalStat" => self.global_stat(),
+            "aria2.saveSession" => Err(RpcError::new("Filename is not given.")),
+            _ => Err(RpcError::new(format!("No such method: {method}"))),
+        }
+    }
+}

@@ -1,0 +1,597 @@
+//! Daemon mode: ringdl with `--enable-rpc` driven over aria2's JSON-RPC (HTTP and WebSocket) by a
+//! client written here. Every finished file is checked by SHA-256; every error by aria2's words.
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::rpc::{connect, http, read_response, Daemon, WsClient};
+use crate::support::server::{Route, TestServer};
+use crate::support::{content, sha256_file, sha256_hex, TestDir};
+
+const MIB: usize = 1024 * 1024;
+
+fn gid_of(v: &Value) -> String {
+    v.as_str().expect("a gid").to_string()
+}
+
+#[test]
+fn add_poll_pause_resume_remove_and_shut_down() {
+    let server = TestServer::plain();
+    let big = content(11, 6 * MIB + 7);
+    let small = content(12, 100_000);
+    // Slow enough to be caught while active: 16 KiB every 20 ms a connection.
+    server.route(
+        "/big.bin",
+        Route::bytes(big.clone()).throttle(16 * 1024, Duration::from_millis(20)),
+    );
+    server.route("/small.bin", Route::bytes(small.clone()));
+    server.route(
+        "/other.bin",
+        Route::bytes(content(13, 4 * MIB)).throttle(64 * 1024, Duration::from_millis(20)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "--rpc-secret=s3", "-x2", "-k1M"]);
+
+    let gid = gid_of(&d.call("aria2.addUri", json!([[server.url("/big.bin")]])));
+    assert_eq!(gid.len(), 16);
+    let active = d.wait_for(&gid, Duration::from_secs(10), |s| {
+        s["status"] == "active"
+            && s["completedLength"]
+                .as_str()
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+                > 3 * MIB / 2
+    });
+    assert_eq!(active["totalLength"], (big.len()).to_string());
+    assert_eq!(
+        active["files"][0]["path"],
+        dir.join("big.bin").display().to_string()
+    );
+    let listed = d.call("aria2.tellActive", json!([["gid", "status"]]));
+    assert_eq!(listed, json!([{"gid": gid, "status": "active"}]));
+
+    // Pause: back in the queue, paused, its control file on disk.
+    assert_eq!(d.call("aria2.pause", json!([&gid[..6]])), json!(gid));
+    let paused = d.wait_for(&gid, Duration::from_secs(10), |s| s["status"] == "paused");
+    let done_at_pause: u64 = paused["completedLength"].as_str().unwrap().parse().unwrap();
+    assert!(
+        done_at_pause > 0 && done_at_pause < big.len() as u64,
+        "{paused}"
+    );
+    assert!(dir.join("big.bin.aria2").is_file(), "{:?}", dir.entries());
+    assert_eq!(
+        d.call_err("aria2.pause", json!([gid])),
+        format!("GID#{gid} cannot be paused now")
+    );
+    let waiting = d.call("aria2.tellWaiting", json!([0, 10, ["gid", "status"]]));
+    assert_eq!(waiting, json!([{"gid": gid, "status": "paused"}]));
+    let stat = d.call("aria2.getGlobalStat", json!([]));
+    assert_eq!(
+        (&stat["numActive"], &stat["numWaiting"]),
+        (&json!("0"), &json!("1"))
+    );
+
+    // Unpause: it resumes from the control file and finishes byte-exact.
+    assert_eq!(d.call("aria2.unpause", json!([gid])), json!(gid));
+    let done = d.wait_for(&gid, Duration::from_secs(30), |s| {
+        s["status"] != "active" && s["status"] != "waiting"
+    });
+    assert_eq!(done["status"], "complete", "{done}");
+    assert_eq!(done["errorCode"], "0");
+    assert_eq!(sha256_file(&dir.join("big.bin")), sha256_hex(&big));
+    assert!(!dir.join("big.bin.aria2").exists());
+
+    // A second download removed while active: errorCode 31, status removed.
+    let other = gid_of(&d.call("aria2.addUri", json!([[server.url("/other.bin")]])));
+    d.wait_for(&other, Duration::from_secs(10), |s| {
+        s["status"] == "active" && s["completedLength"] != "0"
+    });
+    assert_eq!(d.call("aria2.remove", json!([other])), json!(other));
+    let removed = d.wait_for(&other, Duration::from_secs(10), |s| {
+        s["status"] == "removed"
+    });
+    assert_eq!(removed["errorCode"], "31");
+
+    // A waiting download removed leaves no result at all.
+    let paused_new = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/small.bin")], {"pause": "true"}]),
+    ));
+    assert_eq!(
+        d.call("aria2.tellStatus", json!([paused_new, ["status"]]))["status"],
+        "paused"
+    );
+    d.call("aria2.remove", json!([paused_new]));
+    assert_eq!(
+        d.call_err("aria2.tellStatus", json!([paused_new])),
+        format!("GID {paused_new} is not found")
+    );
+
+    // A 404 is an error result with aria2's code.
+    let missing = gid_of(&d.call("aria2.addUri", json!([[server.url("/missing")]])));
+    let failed = d.wait_for(&missing, Duration::from_secs(10), |s| {
+        s["status"] == "error"
+    });
+    assert_eq!(failed["errorCode"], "3");
+
+    // The small file, with out=.
+    let named = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/small.bin")], {"out": "renamed.bin"}]),
+    ));
+    d.wait_for(&named, Duration::from_secs(10), |s| {
+        s["status"] == "complete"
+    });
+    assert_eq!(sha256_file(&dir.join("renamed.bin")), sha256_hex(&small));
+
+    let stopped = d.call("aria2.tellStopped", json!([0, 100, ["gid", "status"]]));
+    let order: Vec<&str> = stopped
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["gid"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, [gid.as_str(), &other, &missing, &named]);
+    let newest = d.call("aria2.tellStopped", json!([-1, 1, ["gid"]]));
+    assert_eq!(newest, json!([{"gid": named}]));
+    let stat = d.call("aria2.getGlobalStat", json!([]));
+    assert_eq!(
+        (&stat["numStopped"], &stat["numStoppedTotal"]),
+        (&json!("4"), &json!("4"))
+    );
+    assert_eq!(d.call("aria2.removeDownloadResult", json!([missing])), "OK");
+    assert_eq!(d.call("aria2.purgeDownloadResult", json!([])), "OK");
+    let stat = d.call("aria2.getGlobalStat", json!([]));
+    assert_eq!(
+        (&stat["numStopped"], &stat["numStoppedTotal"]),
+        (&json!("0"), &json!("4"))
+    );
+
+    assert_eq!(d.call("aria2.shutdown", json!([])), "OK");
+    let ended = d.wait_exit(Duration::from_secs(10));
+    // The last error wins, as in aria2: the 404.
+    assert_eq!(ended.code, Some(3), "{ended:?}");
+}
+
+#[test]
+fn the_queue_follows_max_concurrent_downloads_and_change_position() {
+    let server = TestServer::plain();
+    let slow = content(21, 2 * MIB);
+    server.route(
+        "/slow.bin",
+        Route::bytes(slow.clone()).throttle(32 * 1024, Duration::from_millis(20)),
+    );
+    for i in 0..4 {
+        server.route(&format!("/f{i}"), Route::bytes(content(30 + i, 50_000)));
+    }
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "-j1"]);
+    let first = gid_of(&d.call("aria2.addUri", json!([[server.url("/slow.bin")]])));
+    d.wait_for(&first, Duration::from_secs(10), |s| s["status"] == "active");
+    let gids: Vec<String> = (0..4)
+        .map(|i| gid_of(&d.call("aria2.addUri", json!([[server.url(&format!("/f{i}"))]]))))
+        .collect();
+    // A position puts a download where asked in the queue.
+    let front = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/f0")], {"out": "front"}, 0]),
+    ));
+    let order = |d: &Daemon| -> Vec<String> {
+        d.call("aria2.tellWaiting", json!([0, 100, ["gid"]]))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["gid"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut want = vec![front.clone()];
+    want.extend(gids.iter().cloned());
+    assert_eq!(order(&d), want);
+    assert_eq!(
+        d.call("aria2.changePosition", json!([front, 2, "POS_CUR"])),
+        json!(2)
+    );
+    assert_eq!(
+        d.call("aria2.changePosition", json!([gids[3], 0, "POS_SET"])),
+        json!(0)
+    );
+    assert_eq!(
+        d.call("aria2.changePosition", json!([gids[0], -1, "POS_END"])),
+        json!(3)
+    );
+    assert_eq!(
+        order(&d),
+        [&gids[3], &gids[1], &front, &gids[0], &gids[2]].map(String::clone)
+    );
+    assert_eq!(
+        d.call_err("aria2.changePosition", json!([front, 0, "POS_NOWHERE"])),
+        "Illegal argument."
+    );
+    // Negative offsets count from the end and come back last first.
+    let tail = d.call("aria2.tellWaiting", json!([-1, 2, ["gid"]]));
+    assert_eq!(tail, json!([{"gid": gids[2]}, {"gid": gids[0]}]));
+    assert_eq!(
+        d.call_err("aria2.changePosition", json!([first, 0, "POS_SET"])),
+        format!("GID#{first} not found in the waiting queue.")
+    );
+    // Only one runs at a time; raising -j over RPC starts the rest at once.
+    assert_eq!(
+        d.call("aria2.tellActive", json!([["gid"]]))
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        d.call(
+            "aria2.changeGlobalOption",
+            json!([{"max-concurrent-downloads": "8"}])
+        ),
+        "OK"
+    );
+    for g in gids.iter().chain([&front]) {
+        d.wait_for(g, Duration::from_secs(10), |s| s["status"] == "complete");
+    }
+    d.wait_for(&first, Duration::from_secs(30), |s| {
+        s["status"] == "complete"
+    });
+    assert_eq!(sha256_file(&dir.join("slow.bin")), sha256_hex(&slow));
+    assert_eq!(
+        d.call("aria2.getGlobalOption", json!([]))["max-concurrent-downloads"],
+        "8"
+    );
+}
+
+#[test]
+fn aria2s_envelope_statuses_and_the_get_form() {
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let post = |body: &str| http(d.port, "POST", "/jsonrpc", &[], body.as_bytes()).unwrap();
+    let json_of = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
+
+    let (status, head, body) = post(r#"{"id":-1,"method":"aria2.getVersion"}"#);
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("Content-Type: application/json-rpc"),
+        "{head}"
+    );
+    assert!(!head.contains("Access-Control-Allow-Origin"), "{head}");
+    let v = json_of(&body);
+    assert_eq!((&v["id"], &v["jsonrpc"]), (&json!(-1), &json!("2.0")));
+    assert!(v["result"]["version"].is_string());
+
+    let (status, _, body) = post("{nope");
+    assert_eq!(
+        (status, json_of(&body)["error"]["code"].clone()),
+        (500, json!(-32700))
+    );
+    let (status, _, body) = post(r#"{"method":"aria2.getVersion"}"#);
+    assert_eq!(
+        (status, json_of(&body)["error"]["code"].clone()),
+        (400, json!(-32600))
+    );
+    let (status, _, body) = post(r#"{"id":1,"method":"aria2.noSuchThing"}"#);
+    assert_eq!(status, 400);
+    assert_eq!(
+        json_of(&body)["error"],
+        json!({"code": 1, "message": "No such method: aria2.noSuchThing"})
+    );
+    let (status, _, body) = post(
+        r#"[{"id":1,"method":"aria2.getGlobalStat"},{"id":2,"method":"aria2.tellStatus","params":["zz"]}]"#,
+    );
+    assert_eq!(status, 200);
+    let v = json_of(&body);
+    assert_eq!(v[0]["result"]["numActive"], "0");
+    assert_eq!(v[1]["error"]["message"], "Invalid GID zz");
+
+    // GET with base64 params, and JSONP.
+    use base64::Engine as _;
+    let p = base64::engine::general_purpose::STANDARD.encode("[]");
+    let (status, _, body) = http(
+        d.port,
+        "GET",
+        &format!("/jsonrpc?method=aria2.getGlobalStat&id=9&params={p}"),
+        &[],
+        b"",
+    )
+    .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(json_of(&body)["id"], "9");
+    let (_, head, body) = http(
+        d.port,
+        "GET",
+        &format!("/jsonrpc?method=aria2.getGlobalStat&id=9&params={p}&jsoncallback=cb"),
+        &[],
+        b"",
+    )
+    .unwrap();
+    assert!(head.contains("Content-Type: text/javascript"), "{head}");
+    let text = String::from_utf8(body).unwrap();
+    assert!(text.starts_with("cb({") && text.ends_with("})"), "{text}");
+
+    // Other paths are 404; a preflight is answered; XML-RPC is refused in words.
+    assert_eq!(http(d.port, "GET", "/other", &[], b"").unwrap().0, 404);
+    assert_eq!(http(d.port, "PUT", "/jsonrpc", &[], b"").unwrap().0, 404);
+    let (status, head, _) = http(
+        d.port,
+        "OPTIONS",
+        "/jsonrpc",
+        &[
+            ("Origin", "http://localhost:8080"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        b"",
+    )
+    .unwrap();
+    assert_eq!(status, 200);
+    assert!(!head.contains("Access-Control-Allow-Origin"), "{head}");
+    let (_, _, body) = http(d.port, "POST", "/rpc", &[], b"<methodCall/>").unwrap();
+    assert!(String::from_utf8_lossy(&body).contains("use JSON-RPC"));
+
+    // A request over --rpc-max-request-size (2M) is refused from its head, with 413, before any
+    // of the body is read.
+    use std::io::Write;
+    let (mut s, mut r) = connect(d.port);
+    let head = format!(
+        "POST /jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n",
+        3 * MIB
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    assert_eq!(read_response(&mut r).unwrap().0, 413);
+
+    // Several requests on one kept-alive connection, the second sent before the first answer.
+    let (mut s, mut r) = connect(d.port);
+    let one = r#"{"id":1,"method":"aria2.getGlobalStat"}"#;
+    let two = r#"{"id":2,"method":"system.listMethods"}"#;
+    let req = |b: &str| {
+        format!(
+            "POST /jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    s.write_all(format!("{}{}", req(one), req(two)).as_bytes())
+        .unwrap();
+    let (_, _, a) = read_response(&mut r).unwrap();
+    let (_, _, b) = read_response(&mut r).unwrap();
+    assert_eq!(json_of(&a)["id"], 1);
+    assert_eq!(json_of(&b)["result"].as_array().unwrap().len(), 36);
+}
+
+#[test]
+fn a_wrong_secret_is_held_back_without_stalling_anything_else() {
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "--rpc-secret=right"]);
+    let refused = std::thread::spawn({
+        let port = d.port;
+        move || {
+            let start = Instant::now();
+            let body = r#"{"id":1,"method":"aria2.getGlobalStat","params":["token:wrong"]}"#;
+            let (status, _, body) = http(port, "POST", "/jsonrpc", &[], body.as_bytes()).unwrap();
+            (status, body, start.elapsed())
+        }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    // Meanwhile the right token is answered at once.
+    let start = Instant::now();
+    d.call("aria2.getGlobalStat", json!([]));
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        start.elapsed()
+    );
+    let (status, body, took) = refused.join().unwrap();
+    assert_eq!(status, 400);
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["error"], json!({"code": 1, "message": "Unauthorized"}));
+    assert!(
+        took >= Duration::from_millis(900),
+        "answered after {took:?}"
+    );
+    // No token at all is refused too; the listing methods need none.
+    let bare = json!({"id": 1, "method": "aria2.tellActive", "params": []});
+    let (_, _, body) = http(d.port, "POST", "/jsonrpc", &[], bare.to_string().as_bytes()).unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap()["error"]["message"],
+        "Unauthorized"
+    );
+    assert_eq!(
+        d.call("system.listNotifications", json!([]))
+            .as_array()
+            .unwrap()
+            .len(),
+        6
+    );
+}
+
+#[test]
+fn websocket_calls_and_notifications() {
+    let server = TestServer::plain();
+    let data = content(41, 300_000);
+    server.route("/ws.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "--rpc-secret=w"]);
+    let mut ws = WsClient::connect(d.port, &[]).unwrap();
+    ws.send_text(
+        &json!({"jsonrpc":"2.0","id":"a","method":"aria2.addUri",
+                "params":["token:w", [server.url("/ws.bin")]]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut gid = None;
+    let mut events = Vec::new();
+    let start = Instant::now();
+    while events.last().map(String::as_str) != Some("aria2.onDownloadComplete") {
+        assert!(start.elapsed() < Duration::from_secs(20), "{events:?}");
+        let m = ws.next_json().unwrap();
+        if m["id"] == "a" {
+            gid = Some(m["result"].as_str().unwrap().to_string());
+        } else if let Some(method) = m["method"].as_str() {
+            assert_eq!(m["params"][0]["gid"].as_str(), gid.as_deref(), "{m}");
+            events.push(method.to_string());
+        }
+    }
+    assert_eq!(
+        events,
+        ["aria2.onDownloadStart", "aria2.onDownloadComplete"]
+    );
+    assert_eq!(sha256_file(&dir.join("ws.bin")), sha256_hex(&data));
+    // A ping is answered with a pong carrying its bytes.
+    ws.send_frame(0x9, b"hi").unwrap();
+    assert_eq!(ws.next_frame().unwrap(), (0xA, b"hi".to_vec()));
+    // A frame claiming a huge length closes the session with 1009.
+    let mut huge = vec![0x81u8, 0xFF];
+    huge.extend_from_slice(&(1u64 << 40).to_be_bytes());
+    huge.extend_from_slice(&[1, 2, 3, 4]);
+    ws.send_raw(&huge).unwrap();
+    let (op, payload) = ws.next_frame().unwrap();
+    assert_eq!((op, payload), (0x8, 1009u16.to_be_bytes().to_vec()));
+    // The daemon still answers.
+    d.call("aria2.getGlobalStat", json!([]));
+}
+
+#[test]
+fn without_a_secret_foreign_pages_are_refused_and_programs_are_not() {
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let body = br#"{"id":1,"method":"aria2.getGlobalStat"}"#;
+    let ask = |headers: &[(&str, &str)]| http(d.port, "POST", "/jsonrpc", headers, body).unwrap().0;
+    assert_eq!(ask(&[]), 200);
+    assert_eq!(ask(&[("Origin", "http://localhost:6880")]), 200);
+    assert_eq!(ask(&[("Origin", "https://evil.example")]), 403);
+    // DNS rebinding: the page's own name in Host (the raw client sends Host first; a second
+    // Host header is what a proxy-less browser would send instead).
+    let (mut s, mut r) = connect(d.port);
+    use std::io::Write;
+    s.write_all(
+        format!(
+            "POST /jsonrpc HTTP/1.1\r\nHost: evil.example:{}\r\nContent-Length: {}\r\n\r\n",
+            d.port,
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    assert_eq!(read_response(&mut r).unwrap().0, 403);
+    // WebSocket upgrades from a foreign page are refused the same way.
+    assert!(WsClient::connect(d.port, &[("Origin", "https://evil.example")]).is_err());
+    assert!(WsClient::connect(d.port, &[("Origin", "http://127.0.0.1:8080")]).is_ok());
+    // With --rpc-allow-origin-all any origin may call, with CORS headers.
+    let dir2 = TestDir::new();
+    let open = Daemon::start(&dir2, &["-d", &dir2.arg(), "--rpc-allow-origin-all"]);
+    let (status, head, _) = http(
+        open.port,
+        "POST",
+        "/jsonrpc",
+        &[("Origin", "https://ariang.example")],
+        body,
+    )
+    .unwrap();
+    assert_eq!(status, 200);
+    assert!(head.contains("Access-Control-Allow-Origin: *"), "{head}");
+    let (_, head, _) = http(
+        open.port,
+        "OPTIONS",
+        "/jsonrpc",
+        &[
+            ("Origin", "https://ariang.example"),
+            ("Access-Control-Request-Method", "POST"),
+            ("Access-Control-Request-Headers", "content-type"),
+        ],
+        b"",
+    )
+    .unwrap();
+    assert!(
+        head.contains("Access-Control-Allow-Headers: content-type"),
+        "{head}"
+    );
+    assert!(
+        head.contains("Access-Control-Allow-Methods: POST, GET, OPTIONS"),
+        "{head}"
+    );
+}
+
+#[test]
+fn out_given_over_rpc_cannot_leave_dir() {
+    let server = TestServer::plain();
+    server.route("/f", Route::bytes(content(51, 1000)));
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    for out in ["../escape.bin", "/tmp/abs.bin", "a/../../b.bin"] {
+        let e = d.call_err("aria2.addUri", json!([[server.url("/f")], {"out": out}]));
+        assert!(e.contains("is not a file name inside --dir"), "{out}: {e}");
+    }
+    let g = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/f")], {"out": "sub/ok.bin"}]),
+    ));
+    d.wait_for(&g, Duration::from_secs(10), |s| s["status"] == "complete");
+    assert!(dir.join("sub/ok.bin").is_file());
+    assert!(!dir.path().parent().unwrap().join("escape.bin").exists());
+}
+
+#[test]
+fn passwords_and_the_secret_are_never_returned() {
+    let dir = TestDir::new();
+    let d = Daemon::start(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            "--rpc-secret=topsecret",
+            "--http-passwd=hunter2",
+            "--http-user=me",
+            "--all-proxy=http://u:proxypw@127.0.0.1:9",
+            "--all-proxy-passwd=pp2",
+            "--max-download-limit=300K",
+        ],
+    );
+    let all = d.call("aria2.getGlobalOption", json!([]));
+    let text = all.to_string();
+    for secret in ["topsecret", "hunter2", "proxypw", "pp2"] {
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
+    assert_eq!(all["http-user"], "me");
+    assert_eq!(all["max-download-limit"], "307200");
+    assert!(all.get("rpc-secret").is_none() && all.get("http-passwd").is_none());
+    let g = gid_of(&d.call(
+        "aria2.addUri",
+        json!([["http://127.0.0.1:9/x"], {"pause": "true", "http-passwd": "entrypw", "split": "3"}]),
+    ));
+    let opts = d.call("aria2.getOption", json!([g]));
+    assert!(!opts.to_string().contains("entrypw"), "{opts}");
+    assert_eq!(opts["split"], "3");
+    assert_eq!(
+        d.call_err(
+            "aria2.addUri",
+            json!([["http://127.0.0.1:9/x"], {"split": "zero"}])
+        ),
+        "We encountered a problem while processing the option '--split'."
+    );
+}
+
+#[test]
+fn sigterm_stops_a_daemon_and_its_downloads_stay_resumable() {
+    let server = TestServer::plain();
+    let big = content(61, 4 * MIB);
+    server.route(
+        "/big.bin",
+        Route::bytes(big.clone()).throttle(64 * 1024, Duration::from_millis(20)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/big.bin")]])));
+    d.wait_for(&g, Duration::from_secs(10), |s| s["completedLength"] != "0");
+    // SAFETY: kill(2) on the daemon's pid.
+    unsafe {
+        libc::kill(d.pid() as libc::pid_t, libc::SIGTERM);
+    }
+    let ended = d.wait_exit(Duration::from_secs(10));
+    assert_eq!(ended.code, Some(7), "{ended:?}");
+    assert!(dir.join("big.bin.aria2").is_file());
+    // A plain run finishes it.
+    let run = crate::support::ringdl(&dir, &["-d", &dir.arg(), &server.url("/big.bin")]);
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("big.bin")), sha256_hex(&big));
+}
