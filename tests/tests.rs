@@ -4,6 +4,7 @@
 //! (`compat::`, kept in compat-tests/).
 
 mod cli;
+mod clients;
 #[path = "../compat-tests/mod.rs"]
 mod compat;
 mod download;
