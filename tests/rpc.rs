@@ -595,3 +595,175 @@ fn sigterm_stops_a_daemon_and_its_downloads_stay_resumable() {
     assert_eq!(run.code(), 0, "{run}");
     assert_eq!(sha256_file(&dir.join("big.bin")), sha256_hex(&big));
 }
+
+#[test]
+fn a_session_is_saved_and_a_restarted_daemon_carries_on() {
+    let server = TestServer::plain();
+    let big = content(81, 4 * MIB + 5);
+    let small = content(82, 60_000);
+    server.route(
+        "/big.bin",
+        Route::bytes(big.clone()).throttle(16 * 1024, Duration::from_millis(20)),
+    );
+    server.route("/small.bin", Route::bytes(small.clone()));
+    let dir = TestDir::new();
+    let session = dir.join("session.txt");
+    let session_arg = format!("--save-session={}", session.display());
+    let d = Daemon::start(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            &session_arg,
+            "-j1",
+            "--max-download-limit=900K",
+        ],
+    );
+    // saveSession without --save-session is refused; here it is set.
+    let missing = gid_of(&d.call("aria2.addUri", json!([[server.url("/missing")]])));
+    d.wait_for(&missing, Duration::from_secs(10), |s| {
+        s["status"] == "error"
+    });
+    let running = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/big.bin"), server.url("/big.bin?mirror")]]),
+    ));
+    d.wait_for(&running, Duration::from_secs(10), |s| {
+        s["status"] == "active"
+            && s["completedLength"]
+                .as_str()
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+                > MIB
+    });
+    let paused = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/small.bin")], {"pause": "true", "out": "p.bin"}]),
+    ));
+    let queued = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/small.bin")], {"out": "q.bin", "header": ["X-A: 1", "X-B: 2"]}]),
+    ));
+    let done = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/small.bin")], {"out": "done.bin"}, 0]),
+    ));
+    // -j1: `done` waits behind the running one; it is not saved once complete anyway.
+    assert_eq!(d.call("aria2.saveSession", json!([])), "OK");
+    let text =
+        std::fs::read_to_string(&session).expect("the session file, written before the answer");
+    let entry = |gid: &str| -> String {
+        let at = text
+            .find(&format!(" gid={gid}\n"))
+            .unwrap_or_else(|| panic!("{gid} in\n{text}"));
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let start = text[..start.saturating_sub(1)]
+            .rfind('\n')
+            .map_or(0, |i| i + 1);
+        let end = text[at + 1..]
+            .find("\n\t")
+            .map_or(text.len(), |i| at + 1 + i);
+        text[start..end].to_string()
+    };
+    let first_line = |gid: &str| entry(gid).lines().next().unwrap_or("").to_string();
+    assert_eq!(
+        first_line(&missing),
+        format!("{}\t", server.url("/missing"))
+    );
+    assert_eq!(
+        first_line(&running),
+        format!(
+            "{}\t{}\t",
+            server.url("/big.bin"),
+            server.url("/big.bin?mirror")
+        )
+    );
+    // Every entry carries the command line's per-download options; the paused one says so.
+    for g in [&missing, &running, &paused, &queued, &done] {
+        assert!(text.contains(&format!(" gid={g}\n")), "{g}\n{text}");
+    }
+    assert!(
+        text.contains(&format!(" gid={paused}\n pause=true\n")),
+        "{text}"
+    );
+    assert!(text.contains(" header=X-A: 1\n header=X-B: 2\n"), "{text}");
+    assert_eq!(
+        text.matches(" max-download-limit=900K\n").count(),
+        5,
+        "{text}"
+    );
+    let pos = |g: &str| text.find(&format!(" gid={g}\n")).unwrap();
+    assert!(
+        pos(&missing) < pos(&running) && pos(&running) < pos(&done),
+        "{text}"
+    );
+    assert!(
+        pos(&done) < pos(&paused) && pos(&paused) < pos(&queued),
+        "{text}"
+    );
+
+    assert_eq!(d.call("aria2.shutdown", json!([])), "OK");
+    let ended = d.wait_exit(Duration::from_secs(15));
+    assert!(ended.code.is_some(), "{ended:?}");
+    assert!(!std::path::Path::new(&format!("{}__temp", session.display())).exists());
+    let text = std::fs::read_to_string(&session).unwrap();
+    assert!(text.contains(&format!(" gid={running}\n")), "{text}");
+    assert!(dir.join("big.bin.aria2").is_file());
+
+    // A new daemon reading the session carries on: same GIDs, the paused one paused, the
+    // interrupted one resumed from its control file.
+    let input = format!("--input-file={}", session.display());
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), &input, &session_arg, "-j3"]);
+    let st = d.call("aria2.tellStatus", json!([paused, ["status"]]));
+    assert_eq!(st["status"], "paused");
+    d.wait_for(&running, Duration::from_secs(60), |s| {
+        s["status"] == "complete"
+    });
+    d.wait_for(&queued, Duration::from_secs(20), |s| {
+        s["status"] == "complete"
+    });
+    assert_eq!(sha256_file(&dir.join("big.bin")), sha256_hex(&big));
+    assert_eq!(sha256_file(&dir.join("q.bin")), sha256_hex(&small));
+    assert!(!dir.join("p.bin").exists());
+    d.call("aria2.shutdown", json!([]));
+    d.wait_exit(Duration::from_secs(15));
+    let text = std::fs::read_to_string(&session).unwrap();
+    // Completed downloads leave the session; the paused one and the failed one stay.
+    assert!(!text.contains(&format!(" gid={running}\n")), "{text}");
+    assert!(
+        text.contains(&format!(" gid={paused}\n pause=true\n")),
+        "{text}"
+    );
+    assert!(text.contains(&format!(" gid={missing}\n")), "{text}");
+}
+
+#[test]
+fn the_session_interval_saves_changes_only() {
+    let dir = TestDir::new();
+    let session = dir.join("s.txt");
+    let d = Daemon::start(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            &format!("--save-session={}", session.display()),
+            "--save-session-interval=1",
+        ],
+    );
+    let e = d.call_err("aria2.getOption", json!(["0123456789abcdef"]));
+    assert_eq!(e, "GID 0123456789abcdef is not found");
+    let g = gid_of(&d.call(
+        "aria2.addUri",
+        json!([["http://127.0.0.1:9/x"], {"pause": "true"}]),
+    ));
+    let start = Instant::now();
+    while !std::fs::read_to_string(&session).is_ok_and(|t| t.contains(&g)) {
+        assert!(start.elapsed() < Duration::from_secs(5), "no interval save");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let first = std::fs::metadata(&session).unwrap().modified().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let again = std::fs::metadata(&session).unwrap().modified().unwrap();
+    assert_eq!(first, again, "an unchanged session was written again");
+}

@@ -40,6 +40,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "enable-http-keep-alive",
     "enable-rpc",
     "file-allocation",
+    "force-save",
     "force-sequential",
     "gid",
     "header",
@@ -95,6 +96,9 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "rpc-secret",
     "rpc-user",
     "save-cookies",
+    "save-not-found",
+    "save-session",
+    "save-session-interval",
     "show-console-readout",
     "split",
     "summary-interval",
@@ -275,6 +279,17 @@ pub struct RpcSettings {
     /// `--max-download-result`: stopped downloads `tellStopped` keeps.
     pub max_download_result: usize,
     pub keep_unfinished_download_result: bool,
+    /// `--save-session`: where the session goes at exit, on `saveSession`, and every
+    /// `--save-session-interval` seconds.
+    pub save_session: Option<PathBuf>,
+    pub save_session_interval: u64,
+    /// `--force-save`: completed and removed downloads are saved too.
+    pub force_save: bool,
+    /// `--save-not-found`: downloads that failed with "not found" are saved.
+    pub save_not_found: bool,
+    /// The per-download options given on the command line (a session writes them into every
+    /// entry, as aria2 does).
+    pub command_line: Vec<(&'static str, String)>,
 }
 
 /// ringdl's own `--engine=auto|uring|portable`: io_uring where it works and the portable (epoll)
@@ -849,6 +864,14 @@ where
     refuse_unsupported_downloads(&merged, &uris)?;
     let mut settings = build(&merged, uris, env, warnings)?;
     settings.engine = engine;
+    if let Some(rpc) = settings.rpc.as_mut() {
+        rpc.command_line = cli
+            .values
+            .iter()
+            .filter(|(name, _)| defs::by_name(name).is_some_and(|d| d.in_input_file))
+            .flat_map(|(name, vals)| vals.iter().map(move |v| (*name, v.clone())))
+            .collect();
+    }
     Ok(Command::Download(Box::new(settings)))
 }
 
@@ -1138,6 +1161,11 @@ fn rpc_settings(r: &Resolved) -> Result<Option<RpcSettings>, UsageError> {
         pause: r.bool("pause"),
         max_download_result: usize::try_from(r.int("max-download-result")).unwrap_or(1000),
         keep_unfinished_download_result: r.bool("keep-unfinished-download-result"),
+        save_session: r.text("save-session").map(PathBuf::from),
+        save_session_interval: r.int("save-session-interval").max(0) as u64,
+        force_save: r.bool("force-save"),
+        save_not_found: r.bool("save-not-found"),
+        command_line: Vec::new(),
     }))
 }
 

@@ -880,7 +880,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("FILE")
     .possible("/path/to/file")
     .tags(&["#advanced"])
-    .unsupported("sessions")
     .long(
         "Feed the file back with -i to carry on later. Removed downloads, and \
             torrents or Metalinks uploaded over RPC whose metadata could not be \
@@ -1099,7 +1098,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#advanced"])
     .input()
-    .unsupported("sessions")
     .long(
         "Their control files are kept as well. Useful for BitTorrent seeding, \
             which counts as completed.",
@@ -1112,7 +1110,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("true")
     .tags(&["#advanced"])
     .input()
-    .unsupported("sessions")
     .long("Their control files are kept as well."),
     opt(
         "disk-cache",
@@ -1154,8 +1151,7 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("SEC")
     .possible("0-*")
     .default("0")
-    .tags(&["#advanced"])
-    .unsupported("sessions"),
+    .tags(&["#advanced"]),
     opt(
         "enable-color",
         ValueKind::Bool,

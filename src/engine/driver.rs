@@ -179,6 +179,8 @@ pub(crate) enum Tag {
         slot: usize,
         id: u64,
     },
+    /// The session file saved (or not) by the file-job thread.
+    SessionSaved,
     Tick,
     Wake,
     Signal,
@@ -665,6 +667,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             Tag::RpcRead { slot, id } => self.on_rpc_read(slot, id, res, owned),
             Tag::RpcSent { slot, id, sent } => self.on_rpc_sent(slot, id, sent, res, owned),
             Tag::RpcHeld { slot, id } => self.on_rpc_held(slot, id),
+            Tag::SessionSaved => self.on_session_saved(op, res),
             Tag::Tick => {
                 self.tick_op = None;
                 self.on_tick();

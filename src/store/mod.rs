@@ -119,6 +119,35 @@ pub fn choose_path(
     Err(PathError::NoFreeName(first))
 }
 
+/// Writes `bytes` to `path` so that a reader sees the old file or the new one, never a part:
+/// to `path` + `__temp` (aria2's name), fsynced, renamed over `path`, then the directory fsynced.
+/// A failure leaves no temporary file behind.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let mut temp = path.as_os_str().to_owned();
+    temp.push("__temp");
+    let temp = PathBuf::from(temp);
+    let written = (|| {
+        let mut f = File::create(&temp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&temp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e);
+    }
+    // Some filesystems refuse fsync on a directory; the file itself is already durable.
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

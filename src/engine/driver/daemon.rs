@@ -7,6 +7,7 @@ use crate::cli::defs::OptDef;
 use crate::cli::DownloadOptions;
 use crate::rpc::status::{Status, StatusView, UriState};
 use crate::rpc::RpcError;
+use sha2::Digest;
 
 /// A download not running: not started yet, or paused. A `gid` of 0 asks for a new one.
 #[derive(Debug, Clone)]
@@ -83,6 +84,63 @@ pub(crate) struct Daemon {
     pub shutdown: Option<Instant>,
     /// The RPC server (listeners and client connections).
     pub server: super::rpc::Server,
+    /// `--save-session` and its rules.
+    pub session: Option<SessionRules>,
+    /// The session save in flight, and the SHA-256 of the last text saved (an unchanged session
+    /// is not written again by the interval).
+    pub save_op: Option<OpId>,
+    pub saved_hash: Option<[u8; 32]>,
+    pub last_interval_save: Option<Instant>,
+    /// The final save (at shutdown): its op, and whether it is done.
+    pub final_op: Option<OpId>,
+    pub final_saved: bool,
+    /// A `saveSession` call was answered: its answer waits for the save.
+    pub call_waits_for_save: bool,
+}
+
+/// What a session file holds and where it goes.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionRules {
+    pub path: std::path::PathBuf,
+    pub interval: u64,
+    pub force_save: bool,
+    pub save_not_found: bool,
+    pub command_line: Vec<(&'static str, String)>,
+}
+
+/// Appends one session entry: the URIs on a line (TAB-separated, with aria2's trailing TAB), then
+/// ` gid=`, ` pause=true` when paused, the command line's per-download options and the entry's
+/// own (its own win).
+pub(crate) fn session_entry(
+    out: &mut String,
+    uris: &[String],
+    gid: u64,
+    paused: bool,
+    command_line: &[(&'static str, String)],
+    own: &[(&'static OptDef, String)],
+) {
+    for u in uris {
+        out.push_str(u);
+        out.push('\t');
+    }
+    out.push('\n');
+    out.push_str(&format!(" gid={gid:016x}\n"));
+    if paused {
+        out.push_str(" pause=true\n");
+    }
+    let overridden = |name: &str| own.iter().any(|(d, _)| d.name == name && !d.cumulative);
+    for (name, v) in command_line {
+        if matches!(*name, "gid" | "pause" | "out") || overridden(name) {
+            continue;
+        }
+        out.push_str(&format!(" {name}={v}\n"));
+    }
+    for (d, v) in own {
+        if matches!(d.name, "gid" | "pause") {
+            continue;
+        }
+        out.push_str(&format!(" {}={v}\n", d.name));
+    }
 }
 
 impl Daemon {
@@ -106,6 +164,19 @@ impl Daemon {
             session_id,
             shutdown: None,
             server: super::rpc::Server::new(rpc),
+            session: rpc.save_session.clone().map(|path| SessionRules {
+                path,
+                interval: rpc.save_session_interval,
+                force_save: rpc.force_save,
+                save_not_found: rpc.save_not_found,
+                command_line: rpc.command_line.clone(),
+            }),
+            save_op: None,
+            saved_hash: None,
+            last_interval_save: None,
+            final_op: None,
+            final_saved: false,
+            call_waits_for_save: false,
         };
         // GID 0: one is made; a GID given twice is made anew the second time.
         for mut p in pending {
@@ -169,6 +240,54 @@ impl Daemon {
             .copied()
             .chain(self.waiting.iter().map(|p| p.gid))
             .chain(self.stopped.iter().map(|s| s.gid))
+    }
+
+    /// The session file's text: stopped downloads that failed (and, with `--force-save`, the
+    /// others), then the running ones, then the queue, as aria2 orders them.
+    pub(crate) fn session_text(&self, running_order: &[u64]) -> String {
+        let Some(rules) = self.session.as_ref() else {
+            return String::new();
+        };
+        let mut out = String::new();
+        for st in &self.stopped {
+            let keep = match st.status {
+                Status::Error => rules.save_not_found || st.code != ExitCode::NOT_FOUND,
+                _ => rules.force_save,
+            };
+            if keep {
+                session_entry(
+                    &mut out,
+                    &st.uris,
+                    st.gid,
+                    false,
+                    &rules.command_line,
+                    &st.options,
+                );
+            }
+        }
+        for g in running_order {
+            if let Some(r) = self.running.get(g) {
+                session_entry(
+                    &mut out,
+                    &r.uris,
+                    *g,
+                    false,
+                    &rules.command_line,
+                    &r.options,
+                );
+            }
+        }
+        for p in &self.waiting {
+            session_entry(
+                &mut out,
+                &p.uris,
+                p.gid,
+                p.paused,
+                &rules.command_line,
+                &p.options,
+            );
+        }
+        out
     }
 
     /// A waiting download's status.
@@ -456,6 +575,62 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         });
         self.notify(note, gid);
         false
+    }
+
+    /// Starts saving the session (`--save-session`) through the file-job thread, unless one save is
+    /// in flight already or, for the interval, nothing changed. The op of the save in flight.
+    pub(super) fn save_session(&mut self, only_if_changed: bool) -> Option<OpId> {
+        let order: Vec<u64> = self
+            .dls
+            .iter()
+            .filter(|d| d.state == DlState::Active)
+            .map(|d| d.gid)
+            .collect();
+        let dm = self.daemon.as_deref_mut()?;
+        let path = dm.session.as_ref()?.path.clone();
+        if let Some(op) = dm.save_op {
+            return Some(op);
+        }
+        let text = dm.session_text(&order);
+        let hash: [u8; 32] = sha2::Sha256::digest(text.as_bytes()).into();
+        if only_if_changed && dm.saved_hash == Some(hash) {
+            return None;
+        }
+        dm.saved_hash = Some(hash);
+        let job: crate::engine::reactor::Job =
+            Box::new(move || crate::store::atomic_write(&path, text.as_bytes()));
+        let op = self.reactor.blocking(Tag::SessionSaved, job);
+        if let Some(dm) = self.daemon() {
+            dm.save_op = Some(op);
+        }
+        Some(op)
+    }
+
+    /// A session save ended: failures are said; answers to `saveSession` waiting on it go out.
+    pub(super) fn on_session_saved(&mut self, op: OpId, res: i32) {
+        let Some(dm) = self.daemon() else { return };
+        dm.save_op = None;
+        if dm.final_op == Some(op) {
+            dm.final_saved = true;
+        }
+        let path = dm
+            .session
+            .as_ref()
+            .map(|r| r.path.display().to_string())
+            .unwrap_or_default();
+        if res < 0 {
+            dm.saved_hash = None;
+            self.console.error(&format!(
+                "Failed to save the session to {path}, cause: {}",
+                errno_text(res)
+            ));
+        } else {
+            self.console.log(
+                LogLevel::Info,
+                &format!("Serialized session to '{path}' successfully."),
+            );
+        }
+        self.rpc_release(op);
     }
 
     /// Sends a notification to every WebSocket client.

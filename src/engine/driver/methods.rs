@@ -718,7 +718,17 @@ impl<R: Reactor<Tag>> Service for Calls<'_, '_, R> {
             }
             "aria2.shutdown" | "aria2.forceShutdown" => self.shutdown(),
             "aria2.getGlobalStat" => self.global_stat(),
-            "aria2.saveSession" => Err(RpcError::new("Filename is not given.")),
+            "aria2.saveSession" => {
+                let has_file = self.0.daemon.as_ref().is_some_and(|d| d.session.is_some());
+                if !has_file {
+                    return Err(RpcError::new("Filename is not given."));
+                }
+                self.0.save_session(false);
+                if let Some(d) = self.0.daemon() {
+                    d.call_waits_for_save = true;
+                }
+                Ok(json!("OK"))
+            }
             _ => Err(RpcError::new(format!("No such method: {method}"))),
         }
     }

@@ -363,6 +363,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             if reply.close {
                 c.close_after = true;
             }
+            let save = self
+                .daemon
+                .as_deref_mut()
+                .filter(|d| d.call_waits_for_save)
+                .and_then(|d| {
+                    d.call_waits_for_save = false;
+                    d.save_op
+                });
+            if let (Some(op), false) = (save, reply.hold) {
+                // `saveSession` is answered once the file is written.
+                if let Some(c) = self.server().and_then(|s| s.client(slot, id)) {
+                    c.held = Some((op, reply.bytes));
+                }
+                return;
+            }
             if reply.hold {
                 let op = self.reactor.timer(Tag::RpcHeld { slot, id }, AUTH_DELAY);
                 if let Some(c) = self.server().and_then(|s| s.client(slot, id)) {
@@ -648,6 +663,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// accepts that stopped (out of descriptors) start again.
     pub(super) fn rpc_tick(&mut self) {
         let now = self.reactor.now();
+        let due = self.daemon.as_deref().and_then(|d| {
+            let every = d.session.as_ref()?.interval;
+            let last = d.last_interval_save.unwrap_or(now);
+            (every > 0 && now.duration_since(last) >= Duration::from_secs(every)).then_some(())
+        });
+        if let Some(d) = self.daemon() {
+            if d.last_interval_save.is_none() || due.is_some() {
+                d.last_interval_save = Some(now);
+            }
+        }
+        if due.is_some() {
+            self.save_session(true);
+        }
         let Some(s) = self.server() else { return };
         let stale: Vec<usize> = s
             .clients
@@ -671,15 +699,38 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     /// Whether the run may end as far as the RPC server goes: not a daemon, or a daemon told to
     /// shut down whose answers are out (or that has waited three seconds for slow clients).
-    pub(super) fn rpc_done(&self) -> bool {
+    pub(super) fn rpc_done(&mut self) -> bool {
         let Some(d) = self.daemon.as_deref() else {
             return true;
         };
-        match d.shutdown {
-            None => false,
-            Some(at) => {
-                d.server.quiet() || self.reactor.now().duration_since(at) > Duration::from_secs(3)
+        let Some(at) = d.shutdown else { return false };
+        // The session is saved once every download has stopped (and gone back to the queue).
+        if d.session.is_some() && !d.final_saved {
+            if d.save_op.is_none() {
+                let op = self.save_session(false);
+                if let Some(d) = self.daemon() {
+                    d.final_op = op;
+                }
             }
+            return false;
+        }
+        d.server.quiet() || self.reactor.now().duration_since(at) > Duration::from_secs(3)
+    }
+
+    /// Answers held for the save `op` go out.
+    pub(super) fn rpc_release(&mut self, op: OpId) {
+        let Some(s) = self.server() else { return };
+        let held: Vec<(usize, u64)> = s
+            .clients
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let c = c.as_ref()?;
+                c.held.as_ref().filter(|h| h.0 == op).map(|_| (i, c.id))
+            })
+            .collect();
+        for (slot, id) in held {
+            self.on_rpc_held(slot, id);
         }
     }
 
