@@ -233,3 +233,284 @@ fn npm_aria2_over_http_and_websocket() {
         "{report}"
     );
 }
+
+/// AriaNg's list keys (`aria2TaskService.js`): the basic set, and the full set of the detail page.
+const ARIANG_BASIC_KEYS: &[&str] = &[
+    "gid",
+    "totalLength",
+    "completedLength",
+    "uploadSpeed",
+    "downloadSpeed",
+    "connections",
+    "numSeeders",
+    "seeder",
+    "status",
+    "errorCode",
+    "verifiedLength",
+    "verifyIntegrityPending",
+];
+
+/// Sends requests shaped as AriaNg's (from its source: `jsonrpc` 2.0, unique string ids, the token
+/// in front of `aria2.*` parameters only, `Content-Type: application/json` and an `Origin`), over
+/// HTTP after a CORS preflight, or over one WebSocket.
+struct AriaNg<'a> {
+    d: &'a Daemon,
+    ws: Option<crate::support::rpc::WsClient>,
+    next: u64,
+}
+
+impl AriaNg<'_> {
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let mut p = params.as_array().cloned().unwrap_or_default();
+        if method.starts_with("aria2.") {
+            p.insert(0, json!("token:ng"));
+        }
+        self.raw(method, Value::Array(p))
+    }
+
+    fn raw(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = format!("{}-{}", 1_700_000_000_000u64 + self.next, self.next);
+        let body = json!({"jsonrpc": "2.0", "method": method, "id": id, "params": params});
+        let v = match self.ws.as_mut() {
+            Some(ws) => {
+                ws.send_text(&body.to_string()).unwrap();
+                loop {
+                    let m = ws.next_json().unwrap();
+                    if m["id"] == id {
+                        break m;
+                    }
+                }
+            }
+            None => {
+                let origin = [("Origin", "https://ariang.example")];
+                let (status, head, _) = crate::support::rpc::http(
+                    self.d.port,
+                    "OPTIONS",
+                    "/jsonrpc",
+                    &[
+                        origin[0],
+                        ("Access-Control-Request-Method", "POST"),
+                        ("Access-Control-Request-Headers", "content-type"),
+                    ],
+                    b"",
+                )
+                .unwrap();
+                assert_eq!(status, 200);
+                assert!(head.contains("Access-Control-Allow-Origin: *"), "{head}");
+                let (_, head, text) = crate::support::rpc::http(
+                    self.d.port,
+                    "POST",
+                    "/jsonrpc",
+                    &[
+                        origin[0],
+                        ("Content-Type", "application/json;charset=UTF-8"),
+                    ],
+                    body.to_string().as_bytes(),
+                )
+                .unwrap();
+                assert!(head.contains("Access-Control-Allow-Origin: *"), "{head}");
+                serde_json::from_slice(&text).unwrap()
+            }
+        };
+        assert_eq!(v["id"], id, "{v}");
+        v
+    }
+
+    fn ok(&mut self, method: &str, params: Value) -> Value {
+        let v = self.call(method, params.clone());
+        match v.get("result") {
+            Some(r) => r.clone(),
+            None => panic!("{method}({params}): {v}"),
+        }
+    }
+
+    /// One refresh of the list page and the header statistics.
+    fn refresh(&mut self) -> Vec<Value> {
+        let keys = json!(ARIANG_BASIC_KEYS);
+        let mut all = Vec::new();
+        for (m, p) in [
+            ("aria2.tellActive", json!([keys])),
+            ("aria2.tellWaiting", json!([0, 1000, keys])),
+            ("aria2.tellStopped", json!([-1, 1000, keys])),
+        ] {
+            all.extend(self.ok(m, p).as_array().unwrap().iter().cloned());
+        }
+        let stat = self.ok("aria2.getGlobalStat", json!([]));
+        assert!(stat["numActive"].is_string(), "{stat}");
+        all
+    }
+
+    fn status_of(&mut self, gid: &str) -> String {
+        let all = self.refresh();
+        let t = all
+            .iter()
+            .find(|t| t["gid"] == gid)
+            .unwrap_or_else(|| panic!("{gid} not listed"));
+        // Stopped tasks carry errorCode; none carries BitTorrent keys.
+        assert!(
+            t.get("numSeeders").is_none() && t.get("bitfield").is_none(),
+            "{t}"
+        );
+        t["status"].as_str().unwrap().to_string()
+    }
+
+    fn until(&mut self, gid: &str, status: &str) {
+        let start = std::time::Instant::now();
+        while self.status_of(gid) != status {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{gid} never {status}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// AriaNg's sessions: new tasks (one paused, headers as an array), the list polled, the detail
+/// page's multicall, the settings tab, pause/start/remove, retry of a failed task, reordering,
+/// global settings, save and shut down.
+fn ariang_session(
+    ng: &mut AriaNg<'_>,
+    server: &TestServer,
+    dir: &TestDir,
+    big: &[u8],
+    small: &[u8],
+) {
+    let methods = ng.raw("system.listMethods", json!([]));
+    assert_eq!(methods["result"].as_array().unwrap().len(), 36);
+    assert!(ng.ok("aria2.getVersion", json!([]))["version"].is_string());
+    ng.ok("aria2.getGlobalOption", json!([]));
+    let big_gid = ng.ok(
+        "aria2.addUri",
+        json!([[server.url("/big.bin")], {"header": ["X-Ng: 1"], "split": "2"}]),
+    );
+    let big_gid = big_gid.as_str().unwrap().to_string();
+    let paused = ng.ok(
+        "aria2.addUri",
+        json!([[server.url("/small.bin")], {"pause": "true", "out": "ng-small.bin"}]),
+    );
+    let paused = paused.as_str().unwrap().to_string();
+    assert_eq!(ng.status_of(&paused), "paused");
+    // The detail page: tellStatus, then a multicall of it (no getPeers for HTTP tasks).
+    let detail = ng.ok("aria2.tellStatus", json!([big_gid]));
+    assert_eq!(detail["files"][0]["uris"][0]["uri"], server.url("/big.bin"));
+    let multi = ng.raw(
+        "system.multicall",
+        json!([[{"methodName": "aria2.tellStatus", "params": ["token:ng", big_gid]}]]),
+    );
+    assert_eq!(multi["result"][0][0]["gid"], big_gid, "{multi}");
+    // The settings tab.
+    let opts = ng.ok("aria2.getOption", json!([big_gid]));
+    assert_eq!(opts["split"], "2");
+    assert_eq!(
+        ng.ok(
+            "aria2.changeOption",
+            json!([big_gid, {"max-download-limit": "1M"}])
+        ),
+        "OK"
+    );
+    // Pause and start from the list.
+    ng.until(&big_gid, "active");
+    assert_eq!(ng.ok("aria2.forcePause", json!([big_gid])), big_gid);
+    ng.until(&big_gid, "paused");
+    assert_eq!(
+        ng.ok("aria2.changePosition", json!([paused, 0, "POS_SET"])),
+        0
+    );
+    assert_eq!(ng.ok("aria2.unpause", json!([paused])), paused);
+    assert_eq!(ng.ok("aria2.unpause", json!([big_gid])), big_gid);
+    assert_eq!(
+        ng.ok(
+            "aria2.changeOption",
+            json!([big_gid, {"max-download-limit": "0"}])
+        ),
+        "OK"
+    );
+    ng.until(&paused, "complete");
+    ng.until(&big_gid, "complete");
+    let st = ng.ok("aria2.tellStatus", json!([big_gid]));
+    assert_eq!(
+        sha256_file(&dir.join("big.bin")),
+        sha256_hex(big),
+        "{} bytes; {st}",
+        std::fs::metadata(dir.join("big.bin")).map_or(0, |m| m.len())
+    );
+    assert_eq!(sha256_file(&dir.join("ng-small.bin")), sha256_hex(small));
+    // Retry of a failed task: its status and options, the same URIs and options again, the old
+    // result removed.
+    let failed = ng.ok("aria2.addUri", json!([[server.url("/gone.bin")]]));
+    let failed = failed.as_str().unwrap().to_string();
+    ng.until(&failed, "error");
+    let both = ng.raw(
+        "system.multicall",
+        json!([[
+            {"methodName": "aria2.tellStatus", "params": ["token:ng", failed]},
+            {"methodName": "aria2.getOption", "params": ["token:ng", failed]}
+        ]]),
+    );
+    let uri = both["result"][0][0]["files"][0]["uris"][0]["uri"].clone();
+    let options = both["result"][1][0].clone();
+    assert!(options.is_object(), "{both}");
+    server.route("/gone.bin", Route::bytes(small.to_vec()));
+    let again = ng.ok("aria2.addUri", json!([[uri], options]));
+    assert_eq!(ng.ok("aria2.removeDownloadResult", json!([failed])), "OK");
+    let again = again.as_str().unwrap().to_string();
+    ng.until(&again, "complete");
+    assert_eq!(
+        sha256_file(&dir.join("gone.bin")),
+        sha256_hex(small),
+        "{:?} {}",
+        dir.entries(),
+        ng.ok("aria2.tellStatus", json!([again]))
+    );
+    // Remove from the list, clear stopped, global settings, save, shut down.
+    let extra = ng.ok(
+        "aria2.addUri",
+        json!([[server.url("/small.bin")], {"pause": "true", "out": "x.bin"}]),
+    );
+    assert_eq!(ng.ok("aria2.forceRemove", json!([extra])), extra);
+    assert_eq!(ng.ok("aria2.purgeDownloadResult", json!([])), "OK");
+    assert_eq!(
+        ng.ok(
+            "aria2.changeGlobalOption",
+            json!([{"max-overall-download-limit": "0"}])
+        ),
+        "OK"
+    );
+    assert_eq!(ng.ok("aria2.saveSession", json!([])), "OK");
+    assert!(ng.refresh().is_empty());
+    assert_eq!(ng.ok("aria2.shutdown", json!([])), "OK");
+}
+
+#[test]
+fn ariang_request_sequences_over_http_and_websocket() {
+    for websocket in [false, true] {
+        let server = TestServer::plain();
+        let (big, small) = files(&server);
+        let dir = TestDir::new();
+        let session = format!("--save-session={}", dir.join("ng.session").display());
+        let mut args = vec![
+            "-d".to_string(),
+            dir.arg(),
+            "--rpc-secret=ng".into(),
+            session,
+        ];
+        if !websocket {
+            // AriaNg's HTTP mode needs it: the browser's preflight must be answered.
+            args.push("--rpc-allow-origin-all".into());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let d = Daemon::start(&dir, &args);
+        let ws = websocket.then(|| {
+            crate::support::rpc::WsClient::connect(d.port, &[("Origin", "https://ariang.example")])
+                .expect("AriaNg's WebSocket, with a secret and a foreign origin")
+        });
+        let mut ng = AriaNg { d: &d, ws, next: 0 };
+        ariang_session(&mut ng, &server, &dir, &big, &small);
+        let ended = d.wait_exit(Duration::from_secs(10));
+        // The failed try decides the exit code even though its result was removed, as in aria2.
+        assert_eq!(ended.code, Some(3), "websocket={websocket}: {ended:?}");
+        assert!(dir.join("ng.session").is_file());
+    }
+}

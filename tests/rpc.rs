@@ -767,3 +767,31 @@ fn the_session_interval_saves_changes_only() {
     let again = std::fs::metadata(&session).unwrap().modified().unwrap();
     assert_eq!(first, again, "an unchanged session was written again");
 }
+
+#[test]
+fn a_download_paused_before_its_first_write_resumes_into_its_own_file() {
+    let server = TestServer::plain();
+    let data = content(91, 3 * MIB);
+    // The head and a trickle: the file is open, nothing of it written yet.
+    server.route(
+        "/early.bin",
+        Route::bytes(data.clone()).throttle(1024, Duration::from_millis(50)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/early.bin")]])));
+    d.wait_for(&g, Duration::from_secs(10), |s| {
+        s["status"] == "active" && s["completedLength"] != "0"
+    });
+    d.call("aria2.pause", json!([g]));
+    d.wait_for(&g, Duration::from_secs(10), |s| s["status"] == "paused");
+    server.route("/early.bin", Route::bytes(data.clone()));
+    d.call("aria2.unpause", json!([g]));
+    let done = d.wait_for(&g, Duration::from_secs(20), |s| s["status"] == "complete");
+    assert_eq!(
+        done["files"][0]["path"],
+        dir.join("early.bin").display().to_string()
+    );
+    assert_eq!(sha256_file(&dir.join("early.bin")), sha256_hex(&data));
+    assert_eq!(dir.entries(), ["early.bin"]);
+}

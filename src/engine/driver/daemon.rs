@@ -194,6 +194,18 @@ impl Daemon {
         let p = self.waiting.remove(at)?;
         let mut opts = self.base.with_entry(&p.options, &self.env);
         opts.gid = Some(p.gid);
+        // Started before (paused, restarted or stopped at shutdown): it goes on in its own file,
+        // from its control file or, without one, from the gap-free start it left (as `-c`).
+        if let Some(path) = p.known.as_ref().map(|k| std::path::PathBuf::from(&k.path)) {
+            let within = path
+                .strip_prefix(&opts.dir)
+                .ok()
+                .or_else(|| path.file_name().map(std::path::Path::new));
+            if let Some(name) = within.filter(|n| !n.as_os_str().is_empty()) {
+                opts.out = Some(name.to_string_lossy().into_owned());
+                opts.continue_partial = true;
+            }
+        }
         self.running.insert(
             p.gid,
             Running {
