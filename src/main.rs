@@ -167,6 +167,7 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
             options: out.zip(out_def).map(|(v, d)| (d, v)).into_iter().collect(),
             paused: rpc.pause,
             known: None,
+            settling: false,
         }
     };
     match &settings.input_file {

@@ -549,6 +549,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             );
         }
         for (dl, d) in self.dls.iter().enumerate() {
+            // A download told to stop (Ctrl-C, or paused or removed over RPC) that is still
+            // waiting for its writes asks for nothing more: no connection wanted, none on the way.
+            if d.halted && d.state == DlState::Active {
+                let connecting = self
+                    .conns
+                    .iter()
+                    .flatten()
+                    .any(|c| c.want.as_ref().is_some_and(|w| w.dl == dl));
+                assert!(
+                    d.wanted == 0 && !connecting,
+                    "download {dl} was stopped but wants a connection"
+                );
+            }
             let Some(plan) = d.plan.as_ref().filter(|_| d.state == DlState::Active) else {
                 continue;
             };
@@ -572,7 +585,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         for slot in 0..self.conns.len() {
             self.close_conn(slot);
         }
-        self.daemon = None;
+        if let Some(dm) = self.daemon.take() {
+            // A daemon's exit code follows the results it still holds: a failure whose result
+            // was removed over RPC no longer counts (aria2).
+            self.summary.last_error = dm.last_error();
+            self.summary.unfinished = dm.in_progress;
+        }
         self.flushes.drop_all();
         self.reactor.shutdown();
     }

@@ -19,6 +19,9 @@ pub struct Pending {
     pub paused: bool,
     /// What an earlier run of it had reached (it was paused while active).
     pub known: Option<Known>,
+    /// That earlier run's last control-file save is still in flight: it may not start before
+    /// the file is on disk (it would take the file without it for what is done).
+    pub settling: bool,
 }
 
 /// How far a download had got.
@@ -72,6 +75,11 @@ pub(crate) struct Daemon {
     pub running: HashMap<u64, Running>,
     pub stopped: VecDeque<Stopped>,
     pub stopped_total: u64,
+    /// The last error among results dropped past `--max-download-result` (it still counts for
+    /// the exit code, as in aria2; results removed by a call do not).
+    pub evicted_error: Option<ExitCode>,
+    /// Downloads still running when the daemon stopped.
+    pub in_progress: usize,
     pub max_results: usize,
     pub max_concurrent: usize,
     /// The options new downloads start from (changed by `changeGlobalOption`).
@@ -156,6 +164,8 @@ impl Daemon {
             running: HashMap::new(),
             stopped: VecDeque::new(),
             stopped_total: 0,
+            evicted_error: None,
+            in_progress: 0,
             max_results: rpc.max_download_result,
             max_concurrent: settings.max_concurrent,
             base: settings.download.clone(),
@@ -190,7 +200,7 @@ impl Daemon {
 
     /// Takes the first waiting download that is not paused.
     pub(crate) fn take_next(&mut self) -> Option<(u64, Job)> {
-        let at = self.waiting.iter().position(|p| !p.paused)?;
+        let at = self.waiting.iter().position(|p| !p.paused && !p.settling)?;
         let p = self.waiting.remove(at)?;
         let mut opts = self.base.with_entry(&p.options, &self.env);
         opts.gid = Some(p.gid);
@@ -224,9 +234,31 @@ impl Daemon {
             return;
         }
         while self.stopped.len() >= self.max_results {
-            self.stopped.pop_front();
+            if let Some(old) = self.stopped.pop_front() {
+                if old.status == Status::Error {
+                    self.evicted_error = Some(old.code);
+                }
+            }
         }
         self.stopped.push_back(s);
+    }
+
+    /// The exit code's error: the last failed download among the results still held, else the
+    /// last one dropped past `--max-download-result`.
+    pub(crate) fn last_error(&self) -> Option<ExitCode> {
+        self.stopped
+            .iter()
+            .rev()
+            .find(|s| s.status == Status::Error)
+            .map(|s| s.code)
+            .or(self.evicted_error)
+    }
+
+    /// The download `gid` ran before and its control-file saves are done: it may start again.
+    pub(crate) fn settled(&mut self, gid: u64) {
+        if let Some(p) = self.waiting.iter_mut().find(|p| p.gid == gid) {
+            p.settling = false;
+        }
     }
 
     /// A GID not in use anywhere.
@@ -311,7 +343,16 @@ impl Daemon {
             .find(|(d, _)| d.name == "dir")
             .map(|(_, v)| v.clone())
             .unwrap_or_else(|| self.base.dir.display().to_string());
-        let known = p.known.clone().unwrap_or_default();
+        let mut known = p.known.clone().unwrap_or_default();
+        if known.path.is_empty() {
+            // Named by `out`: the path it will have, as aria2 shows it.
+            if let Some((_, out)) = p.options.iter().rev().find(|(d, _)| d.name == "out") {
+                known.path = std::path::Path::new(&opts_dir)
+                    .join(out)
+                    .display()
+                    .to_string();
+            }
+        }
         StatusView {
             gid: p.gid,
             status: if p.paused {
@@ -527,6 +568,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         let dir = d.opts.dir.display().to_string();
         let piece_length = d.piece_length;
+        let settling = d.saves > 0;
         let message = d
             .error
             .as_ref()
@@ -544,6 +586,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             options: run.options.clone(),
             paused,
             known: Some(known.clone()),
+            settling,
         };
         // Stopped by Ctrl-C or SIGTERM: kept as waiting, like a shutdown.
         let stop = run.stop.or((!outcome.finished).then_some(Stop::Shutdown));
@@ -558,7 +601,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 return true;
             }
             Some(Stop::Shutdown) if outcome.code == ExitCode::OK => {
-                // Still counted as unfinished for the exit code.
+                // In progress when the daemon stopped: exit code 7 unless a failure wins.
+                dm.in_progress += 1;
                 dm.waiting.push_front(back(false));
                 return false;
             }

@@ -129,6 +129,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     fn add_uri(&mut self, p: &Params) -> Result<Value, RpcError> {
         let uris = p
             .opt_list(0)?
+            .filter(|l| !l.is_empty())
             .ok_or_else(|| RpcError::new("URI is not provided."))?;
         // Local paths are ignored, as aria2 does; what remains must be a URI.
         let uris: Vec<String> = uris
@@ -178,6 +179,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             options: own,
             paused,
             known: None,
+            settling: false,
         };
         let dm = e.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
         let at = position.map_or(dm.waiting.len(), |n| (n as usize).min(dm.waiting.len()));

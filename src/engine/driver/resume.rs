@@ -425,6 +425,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 errno_text(res)
             ));
         }
+        let d = &self.dls[dl];
+        if d.state == DlState::Finished && d.saves == 0 {
+            // Its last control file is on disk: a daemon may start it again.
+            let gid = d.gid;
+            if let Some(dm) = self.daemon() {
+                dm.settled(gid);
+            }
+        }
     }
 
     /// Saves the control files whose `--auto-save-interval` has passed, and the first one of a

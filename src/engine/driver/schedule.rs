@@ -78,7 +78,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
         }
         for i in 0..self.dls.len() {
-            if self.dls[i].state != DlState::Active || self.dls[i].error.is_some() {
+            // A stopped download (paused or removed over RPC, waiting for its writes) gets no
+            // new connection: it would fetch on after being told to stop.
+            let d = &self.dls[i];
+            if d.state != DlState::Active || d.error.is_some() || d.halted {
                 continue;
             }
             while self.dls[i].wanted > 0 {
