@@ -275,7 +275,7 @@ fn a_daemon_session_answers_as_aria2cs() {
             Cmp::Same,
         ),
     ];
-    let wait_for_stopped = 4; // big, next, front and the 404 below end up stopped.
+    let wait_for_stopped = "4"; // big, next, front and the 404 below end up stopped.
     for (step, (name, method, params, cmp)) in steps.iter().enumerate() {
         let answers: Vec<Value> = sides
             .iter_mut()
@@ -318,7 +318,7 @@ fn a_daemon_session_answers_as_aria2cs() {
         let start = std::time::Instant::now();
         loop {
             let stat = side.d.call("aria2.getGlobalStat", json!([]));
-            if stat["numStopped"] == wait_for_stopped.to_string() && stat["numActive"] == "0" {
+            if stat["numStopped"] == wait_for_stopped && stat["numActive"] == "0" {
                 break;
             }
             assert!(start.elapsed() < Duration::from_secs(60), "{stat}");
