@@ -175,6 +175,93 @@ pub fn netrc(data: &[u8]) {
     let _ = n.lookup("example.com");
 }
 
+/// A service that answers every method with its parameters (the envelope is what is fuzzed).
+struct Echo;
+impl crate::rpc::Service for Echo {
+    fn call(
+        &mut self,
+        method: &str,
+        params: crate::rpc::Params,
+    ) -> Result<serde_json::Value, crate::rpc::RpcError> {
+        Ok(serde_json::json!({ "method": method, "params": params.0 }))
+    }
+}
+
+/// A JSON-RPC request body, with and without a secret: the answer is one JSON value (an object
+/// with the request's `id`, or an array of them), with a status aria2 uses, and it serialises.
+pub fn rpc_request(data: &[u8]) {
+    for secret in [None, Some("s")] {
+        let a = crate::rpc::answer(data, &crate::rpc::Secret::new(secret), &mut Echo);
+        assert!(matches!(a.status, 200 | 400 | 500), "{}", a.status);
+        match &a.json {
+            serde_json::Value::Object(m) => {
+                assert!(
+                    m.contains_key("id") && m.contains_key("jsonrpc"),
+                    "{}",
+                    a.json
+                );
+                assert!(
+                    m.contains_key("result") != m.contains_key("error"),
+                    "{}",
+                    a.json
+                );
+            }
+            serde_json::Value::Array(_) => assert_eq!(a.status, 200),
+            other => panic!("an answer that is neither object nor array: {other}"),
+        }
+        let _ = a.json.to_string();
+    }
+    // The GET form of the same bytes as a query string.
+    if let Ok(q) = std::str::from_utf8(data) {
+        let _ = crate::rpc::from_query(q);
+    }
+}
+
+/// WebSocket client frames, the first byte choosing how the rest is cut: however the bytes
+/// arrive, the same events come out, and no message is larger than the limit.
+pub fn ws_frames(data: &[u8]) {
+    let [cut, wire @ ..] = data else { return };
+    let max = 4096;
+    let run = |piece: usize| {
+        let mut d = crate::rpc::ws::Decoder::new(max);
+        let mut buf = Vec::new();
+        let mut events = Vec::new();
+        for chunk in wire.chunks(piece.max(1)) {
+            buf.extend_from_slice(chunk);
+            loop {
+                match d.next(&mut buf) {
+                    Ok(Some(e)) => {
+                        if let crate::rpc::ws::Event::Message(m) = &e {
+                            assert!(m.len() <= max);
+                        }
+                        events.push(Ok(e));
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        events.push(Err(e));
+                        return events;
+                    }
+                }
+            }
+        }
+        events
+    };
+    assert_eq!(run(usize::from(*cut)), run(wire.len()));
+}
+
+/// An RPC server's request head: parsed or refused, never past the bytes given, and the
+/// foreign-page check decides either way.
+pub fn rpc_request_head(data: &[u8]) {
+    match crate::rpc::http::parse_request(data) {
+        crate::rpc::http::Parsed::Done(h) => {
+            assert!(h.head_len <= data.len() && h.head_len <= crate::rpc::http::MAX_HEAD);
+            let _ = crate::rpc::http::foreign_request(&h, false);
+        }
+        crate::rpc::http::Parsed::Partial => assert!(data.len() < crate::rpc::http::MAX_HEAD),
+        crate::rpc::http::Parsed::Bad => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Each entry point runs on ordinary input (the fuzzers start from nothing; these show the
@@ -205,5 +292,12 @@ mod tests {
             &[0..65536, 131_072..196_608],
         );
         super::control_file(&cf.encode());
+        super::rpc_request(br#"[{"id":1,"method":"aria2.x","params":["token:s"]},{"method":1}]"#);
+        super::rpc_request(
+            br#"{"id":1,"method":"system.multicall","params":[[{"methodName":"a"}]]}"#,
+        );
+        super::rpc_request(b"method=m&id=1&params=W10=");
+        super::ws_frames(&[3, 0x81, 0x82, 1, 2, 3, 4, b'h' ^ 1, b'i' ^ 2]);
+        super::rpc_request_head(b"POST /jsonrpc HTTP/1.1\r\nHost: h\r\nOrigin: null\r\n\r\n");
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 10] = [
+const TARGETS: [(&str, Target); 13] = [
     ("response_head", ringdl::fuzzing::response_head),
     ("chunked", ringdl::fuzzing::chunked),
     ("content_disposition", ringdl::fuzzing::content_disposition),
@@ -18,6 +18,9 @@ const TARGETS: [(&str, Target); 10] = [
     ("cookies", ringdl::fuzzing::cookies),
     ("netrc", ringdl::fuzzing::netrc),
     ("pack_body", ringdl::fuzzing::pack_body),
+    ("rpc_request", ringdl::fuzzing::rpc_request),
+    ("ws_frames", ringdl::fuzzing::ws_frames),
+    ("rpc_request_head", ringdl::fuzzing::rpc_request_head),
 ];
 
 #[test]

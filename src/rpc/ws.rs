@@ -200,7 +200,8 @@ mod tests {
 
     #[test]
     fn messages_arrive_whole_however_the_bytes_are_cut() {
-        let big = vec![b'x'; 70_000];
+        // Long enough for the 64-bit length form; shorter under Miri, which interprets each byte.
+        let big = vec![b'x'; if cfg!(miri) { 300 } else { 70_000 }];
         let mut wire = client(true, OP_TEXT, b"{\"id\":1}");
         wire.extend(client(false, OP_TEXT, b"[1,"));
         wire.extend(client(true, OP_PING, b"p"));
@@ -214,7 +215,12 @@ mod tests {
             Event::Message(big.clone()),
             Event::Close,
         ];
-        for step in [1, 3, 7, 1000, wire.len()] {
+        let steps: &[usize] = if cfg!(miri) {
+            &[7, 1000]
+        } else {
+            &[1, 3, 7, 1000]
+        };
+        for &step in steps.iter().chain([&wire.len()]) {
             let mut d = Decoder::new(100_000);
             let mut buf = Vec::new();
             let mut got = Vec::new();
