@@ -875,3 +875,51 @@ fn a_paused_download_asks_for_nothing_more() {
         assert!(done < data.len(), "round {round}: {later}");
     }
 }
+
+#[test]
+fn slow_and_idle_clients_and_wrong_secrets_do_not_stall_the_server() {
+    use std::io::Write;
+    let server = TestServer::plain();
+    let data = content(97, 2 * MIB);
+    server.route(
+        "/d.bin",
+        Route::bytes(data.clone()).throttle(64 * 1024, Duration::from_millis(10)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "--rpc-secret=ok"]);
+    let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/d.bin")]])));
+    // 400 connections holding half a request (more than the server keeps: the idle ones make
+    // room), and 100 wrong secrets in flight, each held back a second.
+    let mut held = Vec::new();
+    for _ in 0..400 {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", d.port)).unwrap();
+        s.write_all(b"POST /jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+            .unwrap();
+        held.push(s);
+    }
+    let wrong: Vec<_> = (0..100)
+        .map(|_| {
+            let port = d.port;
+            std::thread::spawn(move || {
+                let body = r#"{"id":1,"method":"aria2.tellActive","params":["token:no"]}"#;
+                http(port, "POST", "/jsonrpc", &[], body.as_bytes()).map(|r| r.0)
+            })
+        })
+        .collect();
+    // Meanwhile a real client is answered at once, every time, and the download goes on.
+    for _ in 0..20 {
+        let start = Instant::now();
+        d.call("aria2.getGlobalStat", json!([]));
+        assert!(
+            start.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+    for w in wrong {
+        assert_eq!(w.join().unwrap().expect("an answer"), 400);
+    }
+    d.wait_for(&g, Duration::from_secs(30), |s| s["status"] == "complete");
+    assert_eq!(sha256_file(&dir.join("d.bin")), sha256_hex(&data));
+    drop(held);
+}
