@@ -923,3 +923,53 @@ fn slow_and_idle_clients_and_wrong_secrets_do_not_stall_the_server() {
     assert_eq!(sha256_file(&dir.join("d.bin")), sha256_hex(&data));
     drop(held);
 }
+
+#[test]
+fn dash_d_detaches_and_keeps_serving_with_a_relative_dir() {
+    let server = TestServer::plain();
+    let data = content(98, 300_000);
+    server.route("/dd.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    std::fs::create_dir(dir.join("rel")).unwrap();
+    let port = crate::support::rpc::free_port();
+    let port_arg = format!("--rpc-listen-port={port}");
+    // The parent returns at once; the daemon, detached, now runs in / and still writes into the
+    // directory that was relative to where it started.
+    let run = crate::support::ringdl(&dir, &["-D", "--enable-rpc", &port_arg, "-d", "rel"]);
+    assert_eq!(run.code(), 0, "{run}");
+    let ask = |body: Value| -> Value {
+        let start = Instant::now();
+        loop {
+            match http(port, "POST", "/jsonrpc", &[], body.to_string().as_bytes()) {
+                Ok((_, _, b)) => return serde_json::from_slice(&b).unwrap(),
+                Err(e) => assert!(start.elapsed() < Duration::from_secs(10), "{e}"),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let g = ask(json!({"id": 1, "method": "aria2.addUri", "params": [[server.url("/dd.bin")]]}));
+    let g = g["result"].as_str().expect("a gid").to_string();
+    let start = Instant::now();
+    loop {
+        let s = ask(json!({"id": 2, "method": "aria2.tellStatus", "params": [g, ["status"]]}));
+        if s["result"]["status"] == "complete" {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{s}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        ask(json!({"id": 3, "method": "aria2.shutdown"}))["result"],
+        "OK"
+    );
+    assert_eq!(sha256_file(&dir.join("rel/dd.bin")), sha256_hex(&data));
+    // It is gone once the shutdown is done: the port refuses connections.
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the daemon did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
