@@ -214,6 +214,34 @@ def many_results(tool, binary, work, n):
             "getGlobalStat_ms": statistics.median(lat_stat) * 1000}
 
 
+def many_queued(tool, binary, work, n):
+    """N paused downloads in the queue (nothing runs): RSS, and how long the adds and a
+    tellWaiting page take."""
+    out = os.path.join(work, "out", tool + "-queued")
+    shutil.rmtree(out, ignore_errors=True)
+    d = Daemon(tool, binary, out, [])
+    try:
+        before = d.rss()
+        start = time.perf_counter()
+        for i in range(0, n, 1000):
+            calls = [{"methodName": "aria2.addUri",
+                      "params": ["token:bench", [f"http://127.0.0.1:9/q/{j}.bin"],
+                                 {"pause": "true"}]}
+                     for j in range(i, min(n, i + 1000))]
+            call(d.port, "system.multicall", [calls], timeout=300)
+        filled = time.perf_counter() - start
+        stat = call(d.port, "aria2.getGlobalStat", timeout=120)[0]["result"]
+        if int(stat["numWaiting"]) != n:
+            die(f"{tool}: {stat['numWaiting']} waiting, not {n}")
+        lat = [call(d.port, "aria2.tellWaiting", [n // 2, 1000], timeout=120)[1] for _ in range(5)]
+        after = d.rss()
+    finally:
+        d.stop()
+    return {"queued": n, "fill_s": filled, "rss_start_kib": before.get("VmRSS"),
+            "rss_kib": after.get("VmRSS"), "hwm_kib": after.get("VmHWM"),
+            "tellWaiting_1000_ms": statistics.median(lat) * 1000}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="/var/tmp/ringdl-bench-rpc")
@@ -221,6 +249,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--results", type=int, default=100_000)
     ap.add_argument("--tools", default="ringdl,aria2c")
+    ap.add_argument("--queued", type=int, default=0,
+                    help="also measure N paused downloads in the queue (e.g. 1000000)")
     a = ap.parse_args()
     for prog in ("aria2c", "openssl"):
         if not shutil.which(prog):
@@ -245,7 +275,7 @@ def main():
     want = sha256(big)
     port, ca, stop_nginx = start_nginx(work, docroot)
     url = f"https://127.0.0.1:{port}/{os.path.basename(big)}"
-    report = {"size": a.size, "rounds": [], "results": {}}
+    report = {"size": a.size, "rounds": [], "results": {}, "queued": {}}
     try:
         for r in range(a.rounds):
             order = tools if r % 2 == 0 else list(reversed(tools))
@@ -258,10 +288,21 @@ def main():
             for t in tools:
                 report["results"][t] = many_results(t, binaries[t], work, a.results)
                 print(f"results {t}: {json.dumps(report['results'][t])}", flush=True)
+        if a.queued > 0:
+            for t in tools:
+                report["queued"][t] = many_queued(t, binaries[t], work, a.queued)
+                print(f"queued {t}: {json.dumps(report['queued'][t])}", flush=True)
     finally:
         stop_nginx()
     print("summary:")
     for t in tools:
+        if t in report["queued"]:
+            x = report["queued"][t]
+            print(f"  {t}: {x['queued']} queued (paused) downloads: RSS {x['rss_kib'] / 1024:.1f} MiB "
+                  f"(at start {x['rss_start_kib'] / 1024:.1f} MiB), added in {x['fill_s']:.1f} s, "
+                  f"tellWaiting(N/2, 1000) {x['tellWaiting_1000_ms']:.1f} ms")
+        if not report["rounds"]:
+            continue
         med = statistics.median(x[t]["median_ms"] for x in report["rounds"])
         p99 = statistics.median(x[t]["p99_ms"] for x in report["rounds"])
         mx = max(x[t]["max_ms"] for x in report["rounds"])

@@ -548,6 +548,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 "a connection or a flush names download {dl}, which has ended"
             );
         }
+        if let Some(dm) = self.daemon.as_deref().filter(|d| d.gids.len() <= 10_000) {
+            // The daemon's GID index holds exactly the downloads it holds.
+            let held: std::collections::HashSet<u64> = dm
+                .waiting
+                .iter()
+                .map(|p| p.gid)
+                .chain(dm.running.keys().copied())
+                .chain(dm.stopped.iter().map(|s| s.gid))
+                .collect();
+            assert!(held == dm.gids, "the daemon's GID index is out of step");
+        }
         for (dl, d) in self.dls.iter().enumerate() {
             // A download told to stop (Ctrl-C, or paused or removed over RPC) that is still
             // waiting for its writes asks for nothing more: no connection wanted, none on the way.

@@ -73,6 +73,9 @@ pub(crate) struct Stopped {
 pub(crate) struct Daemon {
     pub waiting: VecDeque<Pending>,
     pub running: HashMap<u64, Running>,
+    /// Every GID held (waiting, running, stopped): a new or given GID is checked against it, and a
+    /// whole GID found, without a walk through a long queue.
+    pub gids: std::collections::HashSet<u64>,
     pub stopped: VecDeque<Stopped>,
     pub stopped_total: u64,
     /// The last error among results dropped past `--max-download-result` (it still counts for
@@ -162,6 +165,7 @@ impl Daemon {
         let mut dm = Daemon {
             waiting: VecDeque::new(),
             running: HashMap::new(),
+            gids: std::collections::HashSet::new(),
             stopped: VecDeque::new(),
             stopped_total: 0,
             evicted_error: None,
@@ -193,6 +197,7 @@ impl Daemon {
             if p.gid == 0 || dm.known_gid(p.gid) {
                 p.gid = dm.new_gid(|_| false);
             }
+            dm.gids.insert(p.gid);
             dm.waiting.push_back(p);
         }
         Some(dm)
@@ -230,17 +235,21 @@ impl Daemon {
     /// Keeps a result, dropping the oldest past `--max-download-result`.
     pub(crate) fn keep(&mut self, s: Stopped) {
         self.stopped_total += 1;
-        if self.max_results == 0 {
-            return;
-        }
-        while self.stopped.len() >= self.max_results {
+        self.stopped.push_back(s);
+        self.trim_results();
+    }
+
+    /// Drops the oldest results past `--max-download-result`; a failure among them still counts
+    /// for the exit code.
+    pub(crate) fn trim_results(&mut self) {
+        while self.stopped.len() > self.max_results {
             if let Some(old) = self.stopped.pop_front() {
                 if old.status == Status::Error {
                     self.evicted_error = Some(old.code);
                 }
+                self.gids.remove(&old.gid);
             }
         }
-        self.stopped.push_back(s);
     }
 
     /// The exit code's error: the last failed download among the results still held, else the
@@ -272,18 +281,12 @@ impl Daemon {
     }
 
     pub(crate) fn known_gid(&self, g: u64) -> bool {
-        self.running.contains_key(&g)
-            || self.waiting.iter().any(|p| p.gid == g)
-            || self.stopped.iter().any(|s| s.gid == g)
+        self.gids.contains(&g)
     }
 
     /// Every GID the daemon knows (running, waiting, stopped).
     pub(crate) fn all_gids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.running
-            .keys()
-            .copied()
-            .chain(self.waiting.iter().map(|p| p.gid))
-            .chain(self.stopped.iter().map(|s| s.gid))
+        self.gids.iter().copied()
     }
 
     /// The session file's text: stopped downloads that failed (and, with `--force-save`, the
@@ -446,6 +449,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return Err(RpcError::new(format!("Invalid GID {text}")));
         }
         // A GID names a download the daemon still holds, whole or by a unique prefix.
+        if text.len() == 16 {
+            let g = u64::from_str_radix(text, 16)
+                .map_err(|_| RpcError::new(format!("Invalid GID {text}")))?;
+            return if dm.known_gid(g) {
+                Ok(g)
+            } else {
+                Err(RpcError::new(format!("GID {text} is not found")))
+            };
+        }
         let lower = text.to_ascii_lowercase();
         let mut found = None;
         for g in dm.all_gids() {

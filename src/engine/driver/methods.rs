@@ -184,6 +184,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         let dm = e.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
         let at = position.map_or(dm.waiting.len(), |n| (n as usize).min(dm.waiting.len()));
         dm.waiting.insert(at, pending);
+        dm.gids.insert(gid);
         Ok(json!(format!("{gid:016x}")))
     }
 
@@ -258,6 +259,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                 // A waiting download just leaves the queue; no result is kept (aria2).
                 if let Some(d) = self.0.daemon() {
                     d.waiting.remove(i);
+                    d.gids.remove(&g);
                 }
             }
             _ => return Err(gid_err("Active Download not found for GID#{}", g)),
@@ -517,9 +519,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                 "max-download-result" => {
                     if let Some(dm) = e.daemon.as_deref_mut() {
                         dm.max_results = v.parse().unwrap_or(dm.max_results);
-                        while dm.stopped.len() > dm.max_results {
-                            dm.stopped.pop_front();
-                        }
+                        dm.trim_results();
                     }
                 }
                 _ => {}
@@ -569,6 +569,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             Some(Place::Stopped(i)) => {
                 if let Some(d) = self.0.daemon() {
                     d.stopped.remove(i);
+                    d.gids.remove(&g);
                 }
                 Ok(json!("OK"))
             }
@@ -695,7 +696,9 @@ impl<R: Reactor<Tag>> Service for Calls<'_, '_, R> {
             "aria2.changeGlobalOption" => self.change_global_option(&p),
             "aria2.purgeDownloadResult" => {
                 if let Some(d) = self.0.daemon() {
-                    d.stopped.clear();
+                    for s in std::mem::take(&mut d.stopped) {
+                        d.gids.remove(&s.gid);
+                    }
                 }
                 Ok(json!("OK"))
             }
