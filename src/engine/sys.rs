@@ -41,18 +41,28 @@ pub fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
     }
     // SAFETY: `fd` is a fresh descriptor nobody else owns.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // Failure only costs latency, so it is ignored.
+    set_flag(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        libc::IPPROTO_TCP,
+        libc::TCP_NODELAY,
+    );
+    Ok(fd)
+}
+
+/// Sets a boolean socket option on; the result is the caller's to ignore or not.
+fn set_flag(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
     let one: libc::c_int = 1;
-    // SAFETY: setsockopt reads one c_int from memory we own. Failure only costs latency, so it is ignored.
+    // SAFETY: setsockopt reads one c_int from a local; the descriptor is the caller's.
     unsafe {
         libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(&fd),
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
+            fd,
+            level,
+            name,
             &one as *const _ as *const libc::c_void,
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
+        )
     }
-    Ok(fd)
 }
 
 /// A listening TCP socket bound to `addr`, close-on-exec, with `SO_REUSEADDR` (a restarted daemon
@@ -60,19 +70,7 @@ pub fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
 pub fn tcp_listener(addr: &SocketAddr) -> io::Result<OwnedFd> {
     let fd = tcp_socket(addr)?;
     let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
-    let one: libc::c_int = 1;
-    let set = |level, name| {
-        // SAFETY: setsockopt reads one c_int from a local.
-        unsafe {
-            libc::setsockopt(
-                raw,
-                level,
-                name,
-                &one as *const _ as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        }
-    };
+    let set = |level, name| set_flag(raw, level, name);
     set(libc::SOL_SOCKET, libc::SO_REUSEADDR);
     if addr.is_ipv6() {
         set(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY);

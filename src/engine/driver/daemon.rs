@@ -263,6 +263,12 @@ impl Daemon {
             .or(self.evicted_error)
     }
 
+    /// Whether the running download `gid` has been told to stop already (a second pause or
+    /// remove is refused, as aria2 does).
+    pub(crate) fn stopping(&self, gid: u64) -> bool {
+        self.running.get(&gid).is_some_and(|r| r.stop.is_some())
+    }
+
     /// The download `gid` ran before and its control-file saves are done: it may start again.
     pub(crate) fn settled(&mut self, gid: u64) {
         if let Some(p) = self.waiting.iter_mut().find(|p| p.gid == gid) {

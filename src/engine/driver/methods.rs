@@ -244,13 +244,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         let g = self.gid(p, 0)?;
         match self.0.place(g) {
             Some(Place::Active(dl)) => {
-                let stopping = self
-                    .0
-                    .daemon
-                    .as_ref()
-                    .and_then(|d| d.running.get(&g))
-                    .is_some_and(|r| r.stop.is_some());
-                if stopping {
+                if self.0.daemon.as_ref().is_some_and(|d| d.stopping(g)) {
                     return Err(gid_err("GID#{} cannot be removed now", g));
                 }
                 self.0.stop_download(dl, Stop::Remove);
@@ -276,13 +270,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     fn pause_one(&mut self, g: u64) -> Result<(), RpcError> {
         match self.0.place(g) {
             Some(Place::Active(dl)) => {
-                let stopping = self
-                    .0
-                    .daemon
-                    .as_ref()
-                    .and_then(|d| d.running.get(&g))
-                    .is_some_and(|r| r.stop.is_some());
-                if stopping {
+                if self.0.daemon.as_ref().is_some_and(|d| d.stopping(g)) {
                     return Err(gid_err("GID#{} cannot be paused now", g));
                 }
                 self.0.stop_download(dl, Stop::Pause);
