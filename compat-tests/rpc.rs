@@ -387,3 +387,98 @@ fn a_daemon_session_answers_as_aria2cs() {
         .collect();
     assert_eq!(codes[0], codes[1], "exit codes");
 }
+
+/// `--rpc-secure`: both serve JSON-RPC over https and wss with the same answers, refuse plain HTTP
+/// on that port, and stop with the same exit code when the certificate or key is missing, bad or
+/// absent.
+#[test]
+fn rpc_secure_serves_and_refuses_as_aria2c() {
+    use crate::support::rpc::{http, http_over, Transport, WsClient};
+    if !require_peer("aria2c", have_program("aria2c")) {
+        return;
+    }
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let programs = [
+        std::path::PathBuf::from("aria2c"),
+        crate::support::binary_under_test(),
+    ];
+    let mut answers = Vec::new();
+    let mut codes = Vec::new();
+    for program in &programs {
+        let dir = TestDir::new();
+        let cert = dir.join("c.pem").display().to_string();
+        let key = dir.join("k.pem").display().to_string();
+        let junk = dir.join("junk.pem").display().to_string();
+        std::fs::write(&cert, ck.cert.pem()).unwrap();
+        std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+        std::fs::write(&junk, "junk\n").unwrap();
+        let tls = Transport::trusting(&ck.cert.pem());
+        let d = Daemon::start_over(
+            program,
+            &dir,
+            &[
+                "--no-conf",
+                "--rpc-secret=sec",
+                "--rpc-secure",
+                &format!("--rpc-certificate={cert}"),
+                &format!("--rpc-private-key={key}"),
+            ],
+            tls.clone(),
+        );
+        let stat = d.call("aria2.getGlobalStat", json!([]));
+        let (_, _, wrong) = http_over(
+            &tls,
+            d.port,
+            "POST",
+            "/jsonrpc",
+            &[],
+            br#"{"jsonrpc":"2.0","id":1,"method":"aria2.getGlobalStat","params":["token:wrong"]}"#,
+        )
+        .unwrap();
+        let wrong: Value = serde_json::from_slice(&wrong).unwrap();
+        let mut ws = WsClient::connect_over(&tls, d.port, &[]).unwrap();
+        ws.send_text(
+            r#"{"jsonrpc":"2.0","id":7,"method":"aria2.tellActive","params":["token:sec"]}"#,
+        )
+        .unwrap();
+        let over_ws = ws.next_json().unwrap();
+        let clear = http(d.port, "POST", "/jsonrpc", &[], b"{}")
+            .ok()
+            .map(|r| r.0);
+        answers.push(json!({"stat": stat, "wrong": wrong, "ws": over_ws, "clear": clear}));
+        d.call("aria2.shutdown", json!([]));
+        let _ = d.wait_exit(Duration::from_secs(10));
+        let port = format!("--rpc-listen-port={}", crate::support::rpc::free_port());
+        let cases: [Vec<String>; 4] = [
+            vec![],
+            vec![format!("--rpc-certificate={cert}")],
+            vec![
+                format!("--rpc-certificate={junk}"),
+                format!("--rpc-private-key={key}"),
+            ],
+            vec![
+                format!("--rpc-certificate={cert}"),
+                "--rpc-private-key=/nonexistent/k.pem".to_string(),
+            ],
+        ];
+        let mut these = Vec::new();
+        for extra in cases {
+            let mut args = vec![
+                "--no-conf".to_string(),
+                "--enable-rpc".to_string(),
+                "--rpc-secure".to_string(),
+                port.clone(),
+            ];
+            args.extend(extra);
+            let r = crate::support::run_program(program, &dir, &args, Duration::from_secs(20));
+            these.push(r.status);
+        }
+        codes.push(these);
+    }
+    assert_eq!(answers[0], answers[1], "aria2c first, ringdl second");
+    assert_eq!(
+        codes[0], codes[1],
+        "exit codes: aria2c first, ringdl second"
+    );
+    assert_eq!(codes[1], [Some(1), Some(1), Some(1), Some(28)]);
+}

@@ -231,6 +231,18 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
             "Neither --rpc-secret nor a combination of --rpc-user and --rpc-passwd is set. This is insecure. It is extremely recommended to specify --rpc-secret with the adequate secrecy or now deprecated --rpc-user and --rpc-passwd.",
         );
     }
+    // The certificate is loaded before detaching, so a bad one is reported where it was given.
+    let tls = match secure_rpc(rpc) {
+        Ok(t) => t,
+        Err(m) => {
+            console.finish();
+            eprintln!("ringdl: {m}");
+            return 1;
+        }
+    };
+    if tls.is_some() {
+        console.notice("RPC transport will be encrypted.");
+    }
     let mut settings = settings.clone();
     if settings.daemon {
         // The working directory becomes /: a relative --dir is taken from where ringdl started.
@@ -246,7 +258,7 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
         }
     }
     let settings = &settings;
-    let summary = match engine::serve(settings, pending, console) {
+    let summary = match engine::serve(settings, pending, tls, console) {
         Ok(s) => s,
         Err(e) => {
             console.finish();
@@ -259,6 +271,24 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
     }
     show_results(settings, console, &summary);
     exit_code(&summary)
+}
+
+/// `--rpc-secure`'s certificate and key, loaded (aria2's words when either is missing or bad).
+fn secure_rpc(
+    rpc: &cli::RpcSettings,
+) -> Result<Option<ringdl::tls::server::ServerTlsConfig>, String> {
+    if !rpc.secure {
+        return Ok(None);
+    }
+    let (Some(cert), Some(key)) = (&rpc.certificate, &rpc.private_key) else {
+        return Err(
+            "Specify --rpc-certificate and --rpc-private-key options in order to use secure RPC."
+                .to_string(),
+        );
+    };
+    ringdl::tls::server::ServerTlsConfig::load(cert, key)
+        .map(Some)
+        .map_err(|e| format!("Loading private key and/or certificate for secure RPC failed: {e}"))
 }
 
 /// `-v`: laid out as aria2c's, whose `Enabled Features:` and `Hash Algorithms:` lines programs read
@@ -277,7 +307,7 @@ fn version_text(engine: cli::EngineChoice) -> String {
          Hash Algorithms: {}\n\
          Libraries: rustls/{}\n\
          Engine: {}\n\
-         Not supported: BitTorrent, Metalink, FTP, SFTP, JSON-RPC, Firefox3 cookies\n",
+         Not supported: BitTorrent, Metalink, FTP, SFTP, XML-RPC, Firefox3 cookies\n",
         env!("CARGO_PKG_VERSION"),
         hashes.join(", "),
         "0.23",

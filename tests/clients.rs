@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::rpc::Daemon;
+use crate::support::rpc::{Daemon, Transport};
 use crate::support::server::{Route, TestServer};
-use crate::support::{content, require_peer, sha256_file, sha256_hex, TestDir};
+use crate::support::{binary_under_test, content, require_peer, sha256_file, sha256_hex, TestDir};
 
 const MIB: usize = 1024 * 1024;
 
@@ -193,6 +193,16 @@ fn aria2p_cli_adds_shows_pauses_resumes_removes_and_purges() {
 
 #[test]
 fn npm_aria2_over_http_and_websocket() {
+    npm_aria2_scenario(false);
+}
+
+/// The same scenario with `--rpc-secure`: https and wss, Node trusting the daemon's certificate.
+#[test]
+fn npm_aria2_over_https_and_wss() {
+    npm_aria2_scenario(true);
+}
+
+fn npm_aria2_scenario(secure: bool) {
     let modules = node_modules();
     if !require_peer("node and the npm aria2 package", modules.is_some()) {
         return;
@@ -200,13 +210,35 @@ fn npm_aria2_over_http_and_websocket() {
     let server = TestServer::plain();
     let (big, small) = files(&server);
     let dir = TestDir::new();
-    let d = Daemon::start(&dir, &["-d", &dir.arg(), "--rpc-secret=n0de", "-x2"]);
+    let mut args = vec![
+        "-d".to_string(),
+        dir.arg(),
+        "--rpc-secret=n0de".into(),
+        "-x2".into(),
+    ];
+    let mut transport = Transport::Plain;
+    let cert = dir.join("rpc-cert.pem");
+    if secure {
+        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let key = dir.join("rpc-key.pem");
+        std::fs::write(&cert, ck.cert.pem()).unwrap();
+        std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+        args.push("--rpc-secure".into());
+        args.push(format!("--rpc-certificate={}", cert.display()));
+        args.push(format!("--rpc-private-key={}", key.display()));
+        transport = Transport::trusting(&ck.cert.pem());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let d = Daemon::start_over(&binary_under_test(), &dir, &args, transport);
     let mut cmd = Command::new("node");
     cmd.arg(script("npm_aria2_scenario.js"))
         .arg(d.port.to_string())
         .arg("n0de")
         .arg(server.url(""))
         .env("NODE_PATH", modules.unwrap());
+    if secure {
+        cmd.arg("secure").env("NODE_EXTRA_CA_CERTS", &cert);
+    }
     let out = run(cmd, Duration::from_secs(120));
     let report: Value = serde_json::from_str(out.lines().last().unwrap_or("")).expect(&out);
     let ended = d.wait_exit(Duration::from_secs(10));

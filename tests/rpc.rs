@@ -973,3 +973,161 @@ fn dash_d_detaches_and_keeps_serving_with_a_relative_dir() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A self-signed certificate for `localhost` and its key, written as PEM into `dir`.
+fn rpc_pki(dir: &TestDir) -> (String, String, String) {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.join("rpc-cert.pem"), ck.cert.pem()).unwrap();
+    std::fs::write(dir.join("rpc-key.pem"), ck.key_pair.serialize_pem()).unwrap();
+    (
+        dir.join("rpc-cert.pem").display().to_string(),
+        dir.join("rpc-key.pem").display().to_string(),
+        ck.cert.pem(),
+    )
+}
+
+#[test]
+fn rpc_secure_serves_https_and_wss_and_nothing_in_the_clear() {
+    use crate::support::rpc::{http_over, Transport};
+    let server = TestServer::plain();
+    let data = content(51, 700_000);
+    server.route("/tls.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let (cert, key, pem) = rpc_pki(&dir);
+    let tls = Transport::trusting(&pem);
+    let d = Daemon::start_over(
+        &crate::support::binary_under_test(),
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            "--rpc-secret=t1",
+            "--rpc-secure",
+            &format!("--rpc-certificate={cert}"),
+            &format!("--rpc-private-key={key}"),
+        ],
+        tls.clone(),
+    );
+    // JSON-RPC over HTTPS, one connection per call (each closed with close_notify).
+    let gid = gid_of(&d.call("aria2.addUri", json!([[server.url("/tls.bin")]])));
+    d.wait_for(&gid, Duration::from_secs(20), |s| s["status"] == "complete");
+    assert_eq!(sha256_file(&dir.join("tls.bin")), sha256_hex(&data));
+    // A request larger than one TLS record and one read, answered with a large answer.
+    let many: Vec<Value> = (0..400)
+        .map(|i| json!({"jsonrpc":"2.0","id":i,"method":"aria2.tellStatus","params":["token:t1", gid]}))
+        .collect();
+    let body = serde_json::to_vec(&many).unwrap();
+    assert!(body.len() > 32 * 1024);
+    let (status, _, answer) = http_over(&tls, d.port, "POST", "/jsonrpc", &[], &body).unwrap();
+    assert_eq!(status, 200);
+    let answers: Vec<Value> = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(answers.len(), 400);
+    assert!(answers.iter().all(|a| a["result"]["status"] == "complete"));
+    // WebSocket over TLS, with the notifications.
+    let mut ws = WsClient::connect_over(&tls, d.port, &[]).unwrap();
+    ws.send_text(
+        &json!({"jsonrpc":"2.0","id":"w","method":"aria2.addUri",
+                "params":["token:t1", [server.url("/tls.bin")], {"out": "wss.bin"}]})
+        .to_string(),
+    )
+    .unwrap();
+    let start = Instant::now();
+    loop {
+        assert!(start.elapsed() < Duration::from_secs(20));
+        let m = ws.next_json().unwrap();
+        if m["method"] == "aria2.onDownloadComplete" {
+            break;
+        }
+    }
+    assert_eq!(sha256_file(&dir.join("wss.bin")), sha256_hex(&data));
+    // Plain HTTP to the TLS port gets no JSON-RPC answer, and the server goes on.
+    let plain = http(
+        d.port,
+        "POST",
+        "/jsonrpc",
+        &[],
+        b"{\"method\":\"aria2.getVersion\"}",
+    );
+    assert!(
+        !matches!(&plain, Ok((200, _, _))),
+        "answered in the clear: {plain:?}"
+    );
+    // A client that sends half a handshake and one that sends garbage do not stop anyone else.
+    let mut half = std::net::TcpStream::connect(("127.0.0.1", d.port)).unwrap();
+    std::io::Write::write_all(&mut half, &[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).unwrap();
+    let mut junk = std::net::TcpStream::connect(("127.0.0.1", d.port)).unwrap();
+    std::io::Write::write_all(&mut junk, &[0xFF; 5000]).unwrap();
+    assert!(d.call("aria2.getVersion", json!([]))["version"].is_string());
+    d.call("aria2.shutdown", json!([]));
+    let ended = d.wait_exit(Duration::from_secs(10));
+    assert_eq!(ended.code, Some(0), "{ended:?}");
+    assert!(
+        ended.stdout.contains("RPC transport will be encrypted."),
+        "{ended:?}"
+    );
+}
+
+#[test]
+fn rpc_secure_without_a_usable_certificate_stops_with_aria2s_error() {
+    let dir = TestDir::new();
+    let (cert, key, _) = rpc_pki(&dir);
+    std::fs::write(dir.join("junk.pem"), "not a certificate\n").unwrap();
+    let junk = dir.join("junk.pem").display().to_string();
+    let port = format!("--rpc-listen-port={}", crate::support::rpc::free_port());
+    // Neither file given: exit 1, as aria2c.
+    let r = crate::support::ringdl(&dir, &["--enable-rpc", &port, "--rpc-secure"]);
+    assert_eq!(r.status, Some(1), "{r}");
+    assert!(
+        r.output().contains(
+            "Specify --rpc-certificate and --rpc-private-key options in order to use secure RPC."
+        ),
+        "{r}"
+    );
+    let r = crate::support::ringdl(
+        &dir,
+        &[
+            "--enable-rpc",
+            &port,
+            "--rpc-secure",
+            &format!("--rpc-certificate={cert}"),
+        ],
+    );
+    assert_eq!(r.status, Some(1), "{r}");
+    // A file that is not PEM: exit 1 naming the file.
+    let r = crate::support::ringdl(
+        &dir,
+        &[
+            "--enable-rpc",
+            &port,
+            "--rpc-secure",
+            &format!("--rpc-certificate={junk}"),
+            &format!("--rpc-private-key={key}"),
+        ],
+    );
+    assert_eq!(r.status, Some(1), "{r}");
+    assert!(
+        r.output()
+            .contains("Loading private key and/or certificate for secure RPC failed")
+            && r.output().contains("junk.pem"),
+        "{r}"
+    );
+    // A file that does not exist is a bad option value: exit 28 before anything starts.
+    for opt in ["rpc-certificate", "rpc-private-key"] {
+        let r = crate::support::ringdl(
+            &dir,
+            &[
+                "--enable-rpc",
+                &port,
+                &format!("--{opt}=/nonexistent/x.pem"),
+            ],
+        );
+        assert_eq!(r.status, Some(28), "{r}");
+        assert!(
+            r.output()
+                .contains(&format!("processing the option '--{opt}'"))
+                && r.output()
+                    .contains("Could not get file status: No such file or directory"),
+            "{r}"
+        );
+    }
+}

@@ -89,11 +89,14 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "remove-control-file",
     "retry-wait",
     "rpc-allow-origin-all",
+    "rpc-certificate",
     "rpc-listen-all",
     "rpc-listen-port",
     "rpc-max-request-size",
     "rpc-passwd",
+    "rpc-private-key",
     "rpc-secret",
+    "rpc-secure",
     "rpc-user",
     "save-cookies",
     "save-not-found",
@@ -274,6 +277,10 @@ pub struct RpcSettings {
     pub passwd: Option<String>,
     pub allow_origin_all: bool,
     pub max_request_size: u64,
+    /// `--rpc-secure`: serve over TLS with `--rpc-certificate` and `--rpc-private-key`.
+    pub secure: bool,
+    pub certificate: Option<PathBuf>,
+    pub private_key: Option<PathBuf>,
     /// `--pause`: downloads are added paused.
     pub pause: bool,
     /// `--max-download-result`: stopped downloads `tellStopped` keeps.
@@ -653,6 +660,15 @@ fn check_text(name: &str, v: &str) -> Result<(), String> {
     match name {
         "all-proxy" | "http-proxy" | "https-proxy" if !v.trim().is_empty() => {
             crate::http::proxy::Proxy::parse(v, None, None).map(|_| ())
+        }
+        // aria2 checks these three files when it reads the option (the others when it opens them).
+        "certificate" | "rpc-certificate" | "rpc-private-key" => {
+            std::fs::metadata(v).map(|_| ()).map_err(|e| {
+                format!(
+                    "Could not get file status: {}",
+                    crate::engine::sys::cause(&e)
+                )
+            })
         }
         "checksum" => {
             let (kind, digest) = v.split_once('=').ok_or("Unrecognized checksum")?;
@@ -1158,6 +1174,9 @@ fn rpc_settings(r: &Resolved) -> Result<Option<RpcSettings>, UsageError> {
         passwd: r.text("rpc-passwd"),
         allow_origin_all: r.bool("rpc-allow-origin-all"),
         max_request_size: r.size("rpc-max-request-size"),
+        secure: r.bool("rpc-secure"),
+        certificate: r.text("rpc-certificate").map(PathBuf::from),
+        private_key: r.text("rpc-private-key").map(PathBuf::from),
         pause: r.bool("pause"),
         max_download_result: usize::try_from(r.int("max-download-result")).unwrap_or(1000),
         keep_unfinished_download_result: r.bool("keep-unfinished-download-result"),

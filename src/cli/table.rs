@@ -692,7 +692,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("FILE")
     .possible("/path/to/file")
     .tags(&["#rpc"])
-    .unsupported("JSON-RPC")
     .long("Its key comes from --rpc-private-key; --rpc-secure turns TLS on."),
     opt(
         "rpc-private-key",
@@ -702,7 +701,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("FILE")
     .possible("/path/to/file")
     .tags(&["#rpc"])
-    .unsupported("JSON-RPC")
     .long("See --rpc-certificate and --rpc-secure."),
     opt(
         "rpc-secure",
@@ -711,7 +709,6 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .default("false")
     .tags(&["#rpc"])
-    .unsupported("JSON-RPC")
     .long(
         "The certificate and key come from --rpc-certificate and \
             --rpc-private-key.",
@@ -724,7 +721,7 @@ pub static OPTIONS: &[OptDef] = &[
     .default("true")
     .tags(&["#rpc"])
     .input()
-    .unsupported("JSON-RPC")
+    .unsupported("BitTorrent/Metalink")
     .long(
         "Files are named by the SHA-1 of their content plus .torrent or .meta4. \
             When false, downloads added with aria2.addTorrent or aria2.addMetalink \
@@ -1189,7 +1186,7 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#advanced", "#rpc"])
     .input()
-    .unsupported("JSON-RPC")
+    .unsupported("BitTorrent/Metalink")
     .long(
         "Metadata downloads are .torrent files, magnet-link metadata and Metalink \
             files; the downloads they lead to start paused.",

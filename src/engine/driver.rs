@@ -307,9 +307,10 @@ pub fn run(
 pub fn serve(
     settings: &Settings,
     pending: Vec<daemon::Pending>,
+    tls: Option<crate::tls::server::ServerTlsConfig>,
     console: &mut Console,
 ) -> Result<Summary, StartError> {
-    let dm = daemon::Daemon::new(settings, pending)
+    let dm = daemon::Daemon::new(settings, pending, tls)
         .ok_or_else(|| StartError::Other("--enable-rpc is not set".into()))?;
     start(
         settings,

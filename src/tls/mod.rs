@@ -13,6 +13,8 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+pub mod server;
+
 /// Smallest ciphertext buffer that always holds a whole record plus a coalesced handshake message.
 pub const MIN_INCOMING: usize = 72 * 1024;
 

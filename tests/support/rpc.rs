@@ -6,7 +6,55 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::Child;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// A byte stream to the daemon: plain TCP, or TLS over it.
+pub trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
+
+/// How clients reach the daemon: plain, or over TLS trusting one certificate (`--rpc-secure`).
+#[derive(Clone, Default)]
+pub enum Transport {
+    #[default]
+    Plain,
+    Tls(Arc<rustls::ClientConfig>),
+}
+
+impl Transport {
+    /// TLS to `localhost`, trusting the PEM certificate `cert`.
+    pub fn trusting(cert_pem: &str) -> Transport {
+        use rustls::pki_types::{pem::PemObject, CertificateDer};
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(cert_pem.as_bytes()).expect("a PEM certificate"))
+            .expect("add the certificate");
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Transport::Tls(Arc::new(config))
+    }
+
+    /// A new connection to `port` on loopback.
+    pub fn connect(&self, port: u16) -> std::io::Result<Box<dyn Stream>> {
+        let s = TcpStream::connect(("127.0.0.1", port))?;
+        s.set_read_timeout(Some(Duration::from_secs(20)))?;
+        match self {
+            Transport::Plain => Ok(Box::new(s)),
+            Transport::Tls(config) => {
+                let conn = rustls::ClientConnection::new(
+                    config.clone(),
+                    "localhost".try_into().expect("a server name"),
+                )
+                .map_err(std::io::Error::other)?;
+                Ok(Box::new(rustls::StreamOwned::new(conn, s)))
+            }
+        }
+    }
+}
 
 /// A free TCP port on loopback (bound and released; good enough for tests).
 pub fn free_port() -> u16 {
@@ -21,6 +69,7 @@ pub struct Daemon {
     out: Option<std::thread::JoinHandle<String>>,
     err: Option<std::thread::JoinHandle<String>>,
     pub secret: Option<String>,
+    pub transport: Transport,
 }
 
 /// What a daemon printed and how it exited.
@@ -35,6 +84,16 @@ impl Daemon {
     /// Starts `program` (ringdl, or aria2c for the compat cases) with `--enable-rpc` on a free port
     /// and `args`, in `dir`, and waits until it answers.
     pub fn start_program(program: &Path, dir: &TestDir, args: &[&str]) -> Daemon {
+        Daemon::start_over(program, dir, args, Transport::Plain)
+    }
+
+    /// As `start_program`, reached over `transport`.
+    pub fn start_over(
+        program: &Path,
+        dir: &TestDir,
+        args: &[&str],
+        transport: Transport,
+    ) -> Daemon {
         let port = free_port();
         let home = dir.join(".home");
         std::fs::create_dir_all(&home).expect("create HOME");
@@ -55,6 +114,7 @@ impl Daemon {
             out: Some(out),
             err: Some(err),
             secret,
+            transport,
         };
         let start = Instant::now();
         loop {
@@ -102,7 +162,8 @@ impl Daemon {
             params
         };
         let body = json!({"jsonrpc": "2.0", "id": "t", "method": method, "params": params});
-        let (_, _, text) = http(
+        let (_, _, text) = http_over(
+            &self.transport,
             self.port,
             "POST",
             "/jsonrpc",
@@ -203,8 +264,19 @@ pub fn http(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> std::io::Result<(u16, String, Vec<u8>)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+    http_over(&Transport::Plain, port, method, target, headers, body)
+}
+
+/// One HTTP request on a new connection over `transport`.
+pub fn http_over(
+    transport: &Transport,
+    port: u16,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<(u16, String, Vec<u8>)> {
+    let mut s = transport.connect(port)?;
     let mut req = format!(
         "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
@@ -220,10 +292,7 @@ pub fn http(
 
 /// Reads one response (head, then `Content-Length` bytes) from `s`, leaving what follows in the
 /// reader (a pipelined answer).
-pub fn read_response(
-    s: &mut std::io::BufReader<TcpStream>,
-) -> std::io::Result<(u16, String, Vec<u8>)> {
-    use std::io::BufRead;
+pub fn read_response(s: &mut impl std::io::BufRead) -> std::io::Result<(u16, String, Vec<u8>)> {
     let mut head = String::new();
     loop {
         let mut line = String::new();
@@ -267,14 +336,21 @@ pub fn connect(port: u16) -> (TcpStream, std::io::BufReader<TcpStream>) {
 
 /// A WebSocket client on `/jsonrpc`.
 pub struct WsClient {
-    s: TcpStream,
+    s: Box<dyn Stream>,
     buf: Vec<u8>,
 }
 
 impl WsClient {
     pub fn connect(port: u16, extra: &[(&str, &str)]) -> std::io::Result<WsClient> {
-        let mut s = TcpStream::connect(("127.0.0.1", port))?;
-        s.set_read_timeout(Some(Duration::from_secs(20)))?;
+        WsClient::connect_over(&Transport::Plain, port, extra)
+    }
+
+    pub fn connect_over(
+        transport: &Transport,
+        port: u16,
+        extra: &[(&str, &str)],
+    ) -> std::io::Result<WsClient> {
+        let mut s = transport.connect(port)?;
         let mut req = format!(
             "GET /jsonrpc HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         );

@@ -155,7 +155,11 @@ pub(crate) fn session_entry(
 }
 
 impl Daemon {
-    pub(crate) fn new(settings: &Settings, pending: Vec<Pending>) -> Option<Daemon> {
+    pub(crate) fn new(
+        settings: &Settings,
+        pending: Vec<Pending>,
+        tls: Option<crate::tls::server::ServerTlsConfig>,
+    ) -> Option<Daemon> {
         let rpc = settings.rpc.as_ref()?;
         let mut session_id = [0u8; 20];
         for (i, chunk) in session_id.chunks_mut(8).enumerate() {
@@ -177,7 +181,7 @@ impl Daemon {
             env: crate::cli::Env::from_process(),
             session_id,
             shutdown: None,
-            server: super::rpc::Server::new(rpc),
+            server: super::rpc::Server::new(rpc, tls),
             session: rpc.save_session.clone().map(|path| SessionRules {
                 path,
                 interval: rpc.save_session_interval,

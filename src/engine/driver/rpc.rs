@@ -9,6 +9,7 @@ use super::daemon::Stop;
 use super::*;
 use crate::rpc::http::{self as rh, Parsed, RequestHead, Response};
 use crate::rpc::{self, ws, Secret};
+use crate::tls::server::{ServerSession, ServerTlsConfig};
 use base64::Engine as _;
 
 /// Most RPC connections at once.
@@ -35,6 +36,8 @@ struct Client {
     buf: Vec<u8>,
     /// A WebSocket session (after the upgrade).
     ws: Option<ws::Decoder>,
+    /// `--rpc-secure`: what arrives is decrypted into `buf`, what is queued is encrypted first.
+    tls: Option<Box<ServerSession>>,
     reading: Option<OpId>,
     /// The send in flight and what follows it.
     sending: Option<OpId>,
@@ -59,10 +62,11 @@ pub(crate) struct Server {
     max_request: usize,
     port: u16,
     listen_all: bool,
+    tls: Option<ServerTlsConfig>,
 }
 
 impl Server {
-    pub(crate) fn new(s: &crate::cli::RpcSettings) -> Server {
+    pub(crate) fn new(s: &crate::cli::RpcSettings, tls: Option<ServerTlsConfig>) -> Server {
         let basic = match (&s.user, &s.passwd) {
             (None, None) => None,
             (u, p) => Some(format!(
@@ -84,6 +88,7 @@ impl Server {
             max_request: usize::try_from(s.max_request_size).unwrap_or(usize::MAX),
             port: s.port,
             listen_all: s.listen_all,
+            tls,
         }
     }
 
@@ -243,11 +248,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(s) = self.server() else { return };
         let id = s.next_id;
         s.next_id += 1;
+        let tls = match s.tls.as_ref().map(ServerSession::new) {
+            None => None,
+            Some(Ok(t)) => Some(Box::new(t)),
+            // Dropping the socket closes it.
+            Some(Err(_)) => {
+                self.rpc_arm_accepts();
+                return;
+            }
+        };
         let client = Client {
             id,
             fd: Rc::new(conn),
             buf: Vec::new(),
             ws: None,
+            tls,
             reading: None,
             sending: None,
             out: VecDeque::new(),
@@ -301,9 +316,29 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.rpc_close(slot);
             return;
         }
-        c.buf
-            .extend_from_slice(&buf[..(res as usize).min(buf.len())]);
+        let got = &buf[..(res as usize).min(buf.len())];
         c.last = now;
+        match c.tls.as_mut() {
+            None => c.buf.extend_from_slice(got),
+            Some(t) => {
+                let mut records = Vec::new();
+                let r = t.receive(got, &mut c.buf, &mut records);
+                if !records.is_empty() {
+                    self.rpc_queue_raw(slot, id, records);
+                }
+                match r {
+                    Ok(false) => {}
+                    // close_notify, or a TLS error whose alert is queued: close once it is sent.
+                    Ok(true) | Err(_) => {
+                        if let Some(c) = self.server().and_then(|s| s.client(slot, id)) {
+                            c.close_after = true;
+                        }
+                        self.rpc_kick(slot, id);
+                        return;
+                    }
+                }
+            }
+        }
         self.rpc_process(slot, id);
         self.rpc_read(slot, buf);
     }
@@ -545,8 +580,28 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
     }
 
-    /// Queues bytes to client `slot` and starts sending them.
+    /// Queues bytes to client `slot` (encrypted first over TLS) and starts sending them. An
+    /// answer that closes the connection is followed by close_notify.
     fn rpc_queue(&mut self, slot: usize, id: u64, bytes: Vec<u8>) {
+        let Some(c) = self.server().and_then(|s| s.client(slot, id)) else {
+            return;
+        };
+        let bytes = match c.tls.as_mut() {
+            None => bytes,
+            Some(t) => {
+                let mut sealed = Vec::with_capacity(bytes.len() + 64);
+                t.seal(&bytes, &mut sealed);
+                if c.close_after {
+                    t.close(&mut sealed);
+                }
+                sealed
+            }
+        };
+        self.rpc_queue_raw(slot, id, bytes);
+    }
+
+    /// Queues bytes exactly as they go on the wire.
+    fn rpc_queue_raw(&mut self, slot: usize, id: u64, bytes: Vec<u8>) {
         let Some(c) = self.server().and_then(|s| s.client(slot, id)) else {
             return;
         };
