@@ -117,7 +117,9 @@ fn show_results(settings: &Settings, console: &mut Console, summary: &ringdl::en
         .iter()
         .map(|o| ResultRow {
             gid: o.gid,
-            status: if !o.finished {
+            status: if o.removed {
+                Status::Removed
+            } else if !o.finished {
                 Status::InProgress
             } else if o.code == ExitCode::OK {
                 Status::Ok

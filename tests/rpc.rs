@@ -856,13 +856,18 @@ fn a_paused_download_asks_for_nothing_more() {
         d.wait_for(&g, Duration::from_secs(10), |s| s["completedLength"] != "0");
         d.call("aria2.pause", json!([g]));
         let paused = d.wait_for(&g, Duration::from_secs(10), |s| s["status"] == "paused");
+        // Requests sent just before the pause may reach the test server's log a little later on
+        // a loaded machine, so the count is taken after a moment; whatever comes later is asked
+        // again. At the instant of the pause the engine checks itself (debug builds: a halted
+        // download has no connection on the way, after every step).
+        std::thread::sleep(Duration::from_millis(300));
         let asked = server.requests_to("/p.bin").len();
         std::thread::sleep(Duration::from_millis(1500));
-        assert_eq!(
-            server.requests_to("/p.bin").len(),
-            asked,
-            "round {round}: asked again"
-        );
+        let total = server.requests_to("/p.bin").len();
+        assert_eq!(total, asked, "round {round}: asked again");
+        // One request for each of the four connections, none more (a revived download asks
+        // for its ranges again).
+        assert!(total <= 4, "round {round}: {total} requests");
         let later = d.call(
             "aria2.tellStatus",
             json!([g, ["completedLength", "status"]]),
@@ -1130,4 +1135,87 @@ fn rpc_secure_without_a_usable_certificate_stops_with_aria2s_error() {
             "{r}"
         );
     }
+}
+
+#[test]
+fn failures_dropped_past_max_download_result_stay_in_the_session() {
+    let server = TestServer::plain();
+    server.route("/denied", Route::status(403));
+    server.route("/ok.bin", Route::bytes(content(61, 10_000)));
+    for keep in [true, false] {
+        let dir = TestDir::new();
+        let session = dir.join("s.txt");
+        let d = Daemon::start(
+            &dir,
+            &[
+                "-d",
+                &dir.arg(),
+                "--max-download-result=1",
+                "--max-tries=1",
+                &format!("--keep-unfinished-download-result={keep}"),
+                &format!("--save-session={}", session.display()),
+            ],
+        );
+        let mut failed = Vec::new();
+        for i in 0..3 {
+            let g = gid_of(&d.call(
+                "aria2.addUri",
+                json!([[server.url(&format!("/denied?{i}"))]]),
+            ));
+            d.wait_for(&g, Duration::from_secs(10), |s| s["status"] == "error");
+            failed.push(g);
+        }
+        let ok = gid_of(&d.call("aria2.addUri", json!([[server.url("/ok.bin")]])));
+        d.wait_for(&ok, Duration::from_secs(10), |s| s["status"] == "complete");
+        // Only the newest result is listed.
+        let listed = d.call("aria2.tellStopped", json!([0, 10, ["gid"]]));
+        assert_eq!(listed, json!([{"gid": ok}]), "keep={keep}");
+        assert_eq!(d.call("aria2.saveSession", json!([])), "OK");
+        let text = std::fs::read_to_string(&session).unwrap();
+        let saved: Vec<&String> = failed
+            .iter()
+            .filter(|g| text.contains(&format!("gid={g}")))
+            .collect();
+        if keep {
+            assert_eq!(saved, failed.iter().collect::<Vec<_>>(), "{text}");
+        } else {
+            assert!(saved.is_empty(), "{text}");
+        }
+        assert!(!text.contains(&ok), "{text}");
+    }
+}
+
+#[test]
+fn a_download_removed_while_active_is_rm_in_the_results_table() {
+    let server = TestServer::plain();
+    server.route(
+        "/slow.bin",
+        Route::bytes(content(62, 4 * MIB)).throttle(16 * 1024, Duration::from_millis(20)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/slow.bin")]])));
+    d.wait_for(&g, Duration::from_secs(10), |s| {
+        s["status"] == "active" && s["completedLength"] != "0"
+    });
+    assert_eq!(d.call("aria2.remove", json!([g])), g);
+    d.wait_for(&g, Duration::from_secs(10), |s| s["status"] == "removed");
+    assert_eq!(d.call("aria2.shutdown", json!([])), "OK");
+    let ended = d.wait_exit(Duration::from_secs(10));
+    assert_eq!(ended.code, Some(0), "{ended:?}");
+    let row = format!("{}|RM  |", &g[..6]);
+    assert!(ended.stdout.contains(&row), "{}", ended.stdout);
+    assert!(
+        ended
+            .stdout
+            .contains("\nStatus Legend:\n(RM):download removed.\n"),
+        "{}",
+        ended.stdout
+    );
+    // Removed is not unfinished: no word about resuming.
+    assert!(
+        !ended.stdout.contains("will resume download"),
+        "{}",
+        ended.stdout
+    );
 }

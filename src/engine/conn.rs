@@ -29,6 +29,8 @@ pub struct Outcome {
     pub code: ExitCode,
     /// None while unfinished (interrupted).
     pub finished: bool,
+    /// Removed by `aria2.remove` (daemon mode): aria2's `RM`, neither a failure nor unfinished.
+    pub removed: bool,
     pub path: Option<PathBuf>,
     pub first_uri: String,
     pub bytes: u64,

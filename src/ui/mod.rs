@@ -16,6 +16,8 @@ pub enum Status {
     Ok,
     Err,
     InProgress,
+    /// Removed over RPC.
+    Removed,
 }
 
 /// A snapshot of one download for the readout and the results table.
@@ -319,7 +321,7 @@ pub fn results_table(rows: &[ResultRow], human: bool, full: bool) -> String {
     } else {
         "\nDownload Results:\ngid   |stat|avg speed  |path/URI\n======+====+===========+=======================================================\n"
     });
-    let (mut ok, mut err, mut inpr) = (false, false, false);
+    let (mut ok, mut err, mut inpr, mut rm) = (false, false, false, false);
     for r in rows {
         let stat = match r.status {
             Status::Ok => {
@@ -333,6 +335,10 @@ pub fn results_table(rows: &[ResultRow], human: bool, full: bool) -> String {
             Status::InProgress => {
                 inpr = true;
                 "INPR"
+            }
+            Status::Removed => {
+                rm = true;
+                "RM  "
             }
         };
         let speed = match r.avg_speed {
@@ -359,6 +365,9 @@ pub fn results_table(rows: &[ResultRow], human: bool, full: bool) -> String {
     }
     if inpr {
         out.push_str("(INPR):download in-progress.");
+    }
+    if rm {
+        out.push_str("(RM):download removed.");
     }
     out.push('\n');
     if err || inpr {

@@ -69,6 +69,16 @@ pub(crate) struct Stopped {
     pub piece_length: u32,
 }
 
+/// A result dropped past `--max-download-result` that the session still saves.
+#[derive(Debug, Clone)]
+pub(crate) struct Unfinished {
+    pub gid: u64,
+    pub status: Status,
+    pub code: ExitCode,
+    pub uris: Vec<String>,
+    pub options: Vec<(&'static OptDef, String)>,
+}
+
 /// The daemon's state besides the engine's downloads.
 pub(crate) struct Daemon {
     pub waiting: VecDeque<Pending>,
@@ -81,6 +91,11 @@ pub(crate) struct Daemon {
     /// The last error among results dropped past `--max-download-result` (it still counts for
     /// the exit code, as in aria2; results removed by a call do not).
     pub evicted_error: Option<ExitCode>,
+    /// `--keep-unfinished-download-result` with `--save-session`: failed (and, with
+    /// `--force-save`, removed) results dropped past `--max-download-result`, kept only for the
+    /// session file, as aria2 does. Without a session nothing would read them, so none are kept.
+    pub unfinished: Vec<Unfinished>,
+    pub keep_unfinished: bool,
     /// Downloads still running when the daemon stopped.
     pub in_progress: usize,
     pub max_results: usize,
@@ -117,6 +132,17 @@ pub(crate) struct SessionRules {
     pub force_save: bool,
     pub save_not_found: bool,
     pub command_line: Vec<(&'static str, String)>,
+}
+
+impl SessionRules {
+    /// Whether a stopped download goes into the session: a failure (not "not found" unless
+    /// `--save-not-found`), or with `--force-save` any.
+    pub(crate) fn saves(&self, status: Status, code: ExitCode) -> bool {
+        match status {
+            Status::Error => self.save_not_found || code != ExitCode::NOT_FOUND,
+            _ => self.force_save,
+        }
+    }
 }
 
 /// Appends one session entry: the URIs on a line (TAB-separated, with aria2's trailing TAB), then
@@ -173,6 +199,8 @@ impl Daemon {
             stopped: VecDeque::new(),
             stopped_total: 0,
             evicted_error: None,
+            unfinished: Vec::new(),
+            keep_unfinished: rpc.keep_unfinished_download_result,
             in_progress: 0,
             max_results: rpc.max_download_result,
             max_concurrent: settings.max_concurrent,
@@ -244,7 +272,7 @@ impl Daemon {
     }
 
     /// Drops the oldest results past `--max-download-result`; a failure among them still counts
-    /// for the exit code.
+    /// for the exit code, and one the session would save is kept for it.
     pub(crate) fn trim_results(&mut self) {
         while self.stopped.len() > self.max_results {
             if let Some(old) = self.stopped.pop_front() {
@@ -252,6 +280,19 @@ impl Daemon {
                     self.evicted_error = Some(old.code);
                 }
                 self.gids.remove(&old.gid);
+                let saved = self
+                    .session
+                    .as_ref()
+                    .is_some_and(|r| r.saves(old.status, old.code));
+                if self.keep_unfinished && old.status != Status::Complete && saved {
+                    self.unfinished.push(Unfinished {
+                        gid: old.gid,
+                        status: old.status,
+                        code: old.code,
+                        uris: old.uris,
+                        options: old.options,
+                    });
+                }
             }
         }
     }
@@ -306,12 +347,20 @@ impl Daemon {
             return String::new();
         };
         let mut out = String::new();
+        for u in &self.unfinished {
+            if rules.saves(u.status, u.code) {
+                session_entry(
+                    &mut out,
+                    &u.uris,
+                    u.gid,
+                    false,
+                    &rules.command_line,
+                    &u.options,
+                );
+            }
+        }
         for st in &self.stopped {
-            let keep = match st.status {
-                Status::Error => rules.save_not_found || st.code != ExitCode::NOT_FOUND,
-                _ => rules.force_save,
-            };
-            if keep {
+            if rules.saves(st.status, st.code) {
                 session_entry(
                     &mut out,
                     &st.uris,

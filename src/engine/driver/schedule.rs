@@ -347,6 +347,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             gid: d.gid,
             code: d.error.as_ref().map_or(ExitCode::OK, |f| f.code),
             finished: !d.halted,
+            removed: self.daemon.as_deref().is_some_and(|dm| {
+                dm.running
+                    .get(&d.gid)
+                    .is_some_and(|r| r.stop == Some(super::daemon::Stop::Remove))
+            }),
             path: d.path.clone(),
             first_uri: d.first_uri.clone(),
             bytes: if d.no_data { 0 } else { d.received() },
@@ -359,7 +364,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         let sum = &mut self.summary;
         sum.total += 1;
-        if outcome.code != ExitCode::OK {
+        if outcome.removed {
+            // Neither a failure nor unfinished.
+        } else if outcome.code != ExitCode::OK {
             sum.last_error = Some(outcome.code);
         } else if !outcome.finished {
             sum.unfinished += 1;
