@@ -1219,3 +1219,142 @@ fn a_download_removed_while_active_is_rm_in_the_results_table() {
         ended.stdout
     );
 }
+
+#[test]
+fn a_slowloris_client_is_closed_thirty_seconds_after_its_first_byte() {
+    use std::io::{Read, Write};
+    let server = TestServer::plain();
+    let data = content(63, 3 * MIB);
+    server.route(
+        "/d.bin",
+        Route::bytes(data.clone()).throttle(32 * 1024, Duration::from_millis(20)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "--rpc-secret=sl"]);
+    let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/d.bin")]])));
+    // One trickles a request head, one a body, a byte a second: neither ever completes.
+    let head = b"POST /jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".to_vec();
+    let body =
+        b"POST /jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{\"id\":1,"
+            .to_vec();
+    let trickle = |bytes: Vec<u8>, first: usize| {
+        let port = d.port;
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(5))).unwrap();
+            s.write_all(&bytes[..first]).unwrap();
+            for b in bytes[first..].iter().cycle() {
+                std::thread::sleep(Duration::from_secs(1));
+                if s.write_all(&[*b]).is_err() {
+                    return start.elapsed();
+                }
+                // A closed connection reads end-of-file (or a reset).
+                match s.read(&mut [0u8; 64]) {
+                    Ok(0) => return start.elapsed(),
+                    Err(e)
+                        if !matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) =>
+                    {
+                        return start.elapsed()
+                    }
+                    _ => {}
+                }
+                if start.elapsed() > Duration::from_secs(60) {
+                    return start.elapsed();
+                }
+            }
+            start.elapsed()
+        })
+    };
+    let loris = [trickle(head, 20), trickle(body, 60)];
+    // Meanwhile the server answers and the download runs to its end.
+    d.wait_for(&g, Duration::from_secs(60), |s| s["status"] == "complete");
+    assert_eq!(sha256_file(&dir.join("d.bin")), sha256_hex(&data));
+    for l in loris {
+        let lasted = l.join().unwrap();
+        assert!(
+            lasted >= Duration::from_secs(29) && lasted < Duration::from_secs(45),
+            "closed after {lasted:?}"
+        );
+    }
+    d.call("aria2.getGlobalStat", json!([]));
+}
+
+/// The daemon's resident memory, from /proc.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+#[test]
+fn ten_thousand_connections_neither_stall_nor_grow_the_daemon() {
+    use std::io::Write;
+    // This process holds every connection open: it needs the descriptors.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit on a local struct.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+    let n = 10_000usize.min((lim.rlim_cur as usize).saturating_sub(500));
+    assert!(
+        n >= 4_000,
+        "RLIMIT_NOFILE's hard limit ({}) leaves too few descriptors",
+        lim.rlim_max
+    );
+    let server = TestServer::plain();
+    let data = content(64, 4 * MIB);
+    server.route(
+        "/d.bin",
+        Route::bytes(data.clone()).throttle(64 * 1024, Duration::from_millis(20)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "--rpc-secret=many"]);
+    let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/d.bin")]])));
+    d.wait_for(&g, Duration::from_secs(10), |s| s["completedLength"] != "0");
+    let before = rss_kib(d.pid());
+    let mut held = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", d.port)).unwrap();
+        // Half a request on some, nothing on the others.
+        if i % 2 == 0 {
+            let _ = s.write_all(b"POST /jsonrpc HTTP/1.1\r\nContent-Length: 100\r\n\r\n{");
+        }
+        held.push(s);
+        if i % 1000 == 999 {
+            // The server still answers while they pile up.
+            assert_eq!(
+                d.call("aria2.tellStatus", json!([g, ["gid"]]))["gid"],
+                json!(g)
+            );
+        }
+    }
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", d.pid()))
+        .unwrap()
+        .count();
+    let after = rss_kib(d.pid());
+    eprintln!("{n} connections: daemon RSS {before} -> {after} KiB, {fds} descriptors");
+    d.wait_for(&g, Duration::from_secs(60), |s| s["status"] == "complete");
+    assert_eq!(sha256_file(&dir.join("d.bin")), sha256_hex(&data));
+    // At most 256 clients are kept: descriptors and memory stay bounded.
+    assert!(
+        fds < 400,
+        "{fds} descriptors open in the daemon with {n} connections"
+    );
+    assert!(
+        after < before + 8 * 1024,
+        "RSS grew from {before} KiB to {after} KiB over {n} connections"
+    );
+    drop(held);
+}

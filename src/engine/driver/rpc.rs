@@ -3,7 +3,7 @@
 //! and WebSocket sessions answered through `crate::rpc`, answers to refused tokens held back a
 //! second by a timer, notifications pushed to WebSocket clients. A client costs a 4 KiB read
 //! buffer plus what it sent; there are at most `MAX_CLIENTS`, the one idle longest making room for
-//! a new one; a request half-sent for `REQUEST_TIMEOUT` closes its connection.
+//! a new one; a request not complete `REQUEST_TIMEOUT` after its first byte closes its connection.
 use super::super::reactor::Owned;
 use super::daemon::Stop;
 use super::*;
@@ -48,6 +48,9 @@ struct Client {
     /// An answer held back, and its timer.
     held: Option<(OpId, Vec<u8>)>,
     last: Instant,
+    /// When the request (or TLS handshake) now arriving began: a request not complete
+    /// `REQUEST_TIMEOUT` after its first byte closes the connection, however slowly it trickles.
+    since: Option<Instant>,
 }
 
 /// The server: its listeners, clients and settings.
@@ -270,6 +273,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             close_after: false,
             held: None,
             last: now,
+            since: None,
         };
         let slot = match s.clients.iter().position(Option::is_none) {
             Some(i) => {
@@ -318,6 +322,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         let got = &buf[..(res as usize).min(buf.len())];
         c.last = now;
+        c.since.get_or_insert(now);
         match c.tls.as_mut() {
             None => c.buf.extend_from_slice(got),
             Some(t) => {
@@ -340,6 +345,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
         }
         self.rpc_process(slot, id);
+        // What is left is the start of the next request.
+        if let Some(c) = self.server().and_then(|s| s.client(slot, id)) {
+            if !c.buf.is_empty() && c.since.is_none() {
+                c.since = Some(now);
+            }
+        }
         self.rpc_read(slot, buf);
     }
 
@@ -355,7 +366,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let incoming = match c.ws.as_mut() {
                 Some(dec) => match dec.next(&mut c.buf) {
                     Ok(None) => return,
-                    Ok(Some(e)) => Incoming::Ws(e),
+                    Ok(Some(e)) => {
+                        c.since = None;
+                        Incoming::Ws(e)
+                    }
                     Err(e) => Incoming::Done(Reply::closing(ws::close(e.close_code()))),
                 },
                 None => match rh::parse_request(&c.buf) {
@@ -376,6 +390,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         } else {
                             let body = c.buf[head.head_len..head.head_len + body_len].to_vec();
                             c.buf.drain(..head.head_len + body_len);
+                            c.since = None;
                             Incoming::Http(head, body)
                         }
                     }
@@ -740,9 +755,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 let c = c.as_ref()?;
                 let idle = now.duration_since(c.last);
                 let busy = c.sending.is_some() || c.held.is_some();
-                let expired = !busy
-                    && ((!c.buf.is_empty() && idle > REQUEST_TIMEOUT)
-                        || (c.ws.is_none() && idle > IDLE_TIMEOUT));
+                let half_sent = c
+                    .since
+                    .is_some_and(|t| now.duration_since(t) > REQUEST_TIMEOUT);
+                let expired = !busy && (half_sent || (c.ws.is_none() && idle > IDLE_TIMEOUT));
                 expired.then_some(i)
             })
             .collect();
