@@ -1358,3 +1358,56 @@ fn ten_thousand_connections_neither_stall_nor_grow_the_daemon() {
     );
     drop(held);
 }
+
+#[test]
+fn change_uri_on_a_running_download_changes_the_mirrors_it_uses() {
+    use crate::support::server::{Fault, When};
+    let data = content(65, 3 * MIB);
+    // Mirror A resets its connection after 1 MiB; mirror B serves the rest.
+    let a = TestServer::plain();
+    a.route(
+        "/f.bin",
+        Route::bytes(data.clone())
+            .throttle(16 * 1024, Duration::from_millis(20))
+            .fault(Fault::ResetAfter(MIB as u64), When::Always),
+    );
+    let b = TestServer::plain();
+    b.route("/f.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let d = Daemon::start(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            "-x1",
+            "-s1",
+            "--max-tries=0",
+            "--retry-wait=1",
+        ],
+    );
+    let g = gid_of(&d.call("aria2.addUri", json!([[a.url("/f.bin")]])));
+    d.wait_for(&g, Duration::from_secs(10), |s| {
+        s["status"] == "active" && s["completedLength"] != "0"
+    });
+    let counts = d.call(
+        "aria2.changeUri",
+        json!([g, 1, [a.url("/f.bin")], [b.url("/f.bin"), "not a uri"]]),
+    );
+    assert_eq!(counts, json!([1, 1]));
+    let uris = d.call("aria2.getUris", json!([g]));
+    assert_eq!(
+        uris.as_array().unwrap().len(),
+        1,
+        "A is no longer listed: {uris}"
+    );
+    assert_eq!(uris[0]["uri"], json!(b.url("/f.bin")));
+    // A's connection goes on until A resets it; the rest comes from B, nothing more from A.
+    d.wait_for(&g, Duration::from_secs(30), |s| s["status"] == "complete");
+    assert_eq!(sha256_file(&dir.join("f.bin")), sha256_hex(&data));
+    assert_eq!(
+        a.requests_to("/f.bin").len(),
+        1,
+        "A asked again after removal"
+    );
+    assert!(!b.requests_to("/f.bin").is_empty(), "B never asked");
+}

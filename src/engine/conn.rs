@@ -451,6 +451,9 @@ pub struct Download {
     pub head_done: bool,
     pub uris: Vec<Url>,
     pub bad_uris: Vec<bool>,
+    /// Mirrors taken away by `aria2.changeUri`: never used again (also marked bad) and no longer
+    /// listed. A connection already on one finishes its range.
+    pub dropped_uris: Vec<bool>,
     pub first_uri: String,
     pub opts: DownloadOptions,
     pub state: DlState,
@@ -586,6 +589,7 @@ impl Download {
             head_done: false,
             uris,
             bad_uris: vec![false; n],
+            dropped_uris: vec![false; n],
             first_uri,
             opts,
             state: DlState::Waiting,
@@ -697,6 +701,29 @@ impl Download {
     /// Whether a mirror other than `mirror` is still usable.
     pub fn other_mirrors(&self, mirror: usize) -> bool {
         (0..self.uris.len()).any(|m| m != mirror && !self.bad_uris[m])
+    }
+
+    /// `aria2.changeUri` on a running download: one listed mirror per entry of `del` is dropped
+    /// (compared as parsed URLs), then `add` become usable mirrors. Indices of mirrors in use do
+    /// not move: added ones go to the end. The counts of dropped and added mirrors.
+    pub fn change_mirrors(&mut self, del: &[String], add: &[Url]) -> (usize, usize) {
+        let mut dropped = 0;
+        for d in del {
+            let Ok(want) = Url::parse(d) else { continue };
+            let found =
+                (0..self.uris.len()).find(|&m| !self.dropped_uris[m] && self.uris[m] == want);
+            if let Some(m) = found {
+                self.dropped_uris[m] = true;
+                self.bad_uris[m] = true;
+                dropped += 1;
+            }
+        }
+        for u in add {
+            self.uris.push(u.clone());
+            self.bad_uris.push(false);
+            self.dropped_uris.push(false);
+        }
+        (dropped, add.len())
     }
 
     /// How many connections this download should have: `-s` in all, at most `-x` per usable mirror.

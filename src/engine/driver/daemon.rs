@@ -565,6 +565,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .uris
             .iter()
             .enumerate()
+            .filter(|(i, _)| !d.dropped_uris[*i])
             .map(|(i, u)| {
                 let state = if i == 0 || d.bad_uris[i] {
                     UriState::Used

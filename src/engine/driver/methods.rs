@@ -579,13 +579,21 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             .ok_or_else(|| RpcError::new("The parameter at 3 is required but missing."))?
             .iter()
             .filter_map(|v| v.as_str().map(str::to_string))
-            .filter(|u| u.contains("://"))
+            .filter(|u| {
+                u.contains("://") && crate::cli::check_uri(u).is_ok() && url::Url::parse(u).is_ok()
+            })
             .collect();
         let position = p.opt_int(4)?;
         if index != 1 {
             return Err(RpcError::new(format!("Invalid file index: {index}")));
         }
-        let uris = match self.0.place(g) {
+        let place = self.0.place(g);
+        if let Some(Place::Active(dl)) = place {
+            // The running download's mirrors change now; its record (getUris, the session) below.
+            let urls: Vec<url::Url> = add.iter().filter_map(|u| url::Url::parse(u).ok()).collect();
+            self.0.dls[dl].change_mirrors(&del, &urls);
+        }
+        let uris = match place {
             Some(Place::Waiting(i)) => {
                 let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
                 &mut d.waiting[i].uris
