@@ -93,6 +93,12 @@ class Daemon:
                     kb[k] = int(v.split()[0])
         return kb
 
+    def cpu(self):
+        """User plus system CPU seconds the daemon has used."""
+        with open(f"/proc/{self.p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self):
         try:
             call(self.port, "aria2.forceShutdown", timeout=5)
@@ -234,12 +240,23 @@ def many_queued(tool, binary, work, n):
         if int(stat["numWaiting"]) != n:
             die(f"{tool}: {stat['numWaiting']} waiting, not {n}")
         lat = [call(d.port, "aria2.tellWaiting", [n // 2, 1000], timeout=120)[1] for _ in range(5)]
+        # What the long queue costs the loop: CPU while idle for 10 s, and per cheap call (each
+        # call is a step of the loop, after which the scheduler looks for a download to start).
+        c0 = d.cpu()
+        time.sleep(10)
+        idle_cpu = d.cpu() - c0
+        c0 = d.cpu()
+        calls = 500
+        for _ in range(calls):
+            call(d.port, "aria2.getGlobalStat")
+        per_call_ms = (d.cpu() - c0) / calls * 1000
         after = d.rss()
     finally:
         d.stop()
     return {"queued": n, "fill_s": filled, "rss_start_kib": before.get("VmRSS"),
             "rss_kib": after.get("VmRSS"), "hwm_kib": after.get("VmHWM"),
-            "tellWaiting_1000_ms": statistics.median(lat) * 1000}
+            "tellWaiting_1000_ms": statistics.median(lat) * 1000,
+            "idle_cpu_s_per_10s": idle_cpu, "cpu_ms_per_getGlobalStat": per_call_ms}
 
 
 def main():
@@ -300,7 +317,9 @@ def main():
             x = report["queued"][t]
             print(f"  {t}: {x['queued']} queued (paused) downloads: RSS {x['rss_kib'] / 1024:.1f} MiB "
                   f"(at start {x['rss_start_kib'] / 1024:.1f} MiB), added in {x['fill_s']:.1f} s, "
-                  f"tellWaiting(N/2, 1000) {x['tellWaiting_1000_ms']:.1f} ms")
+                  f"tellWaiting(N/2, 1000) {x['tellWaiting_1000_ms']:.1f} ms, "
+                  f"idle CPU {x['idle_cpu_s_per_10s']:.2f} s per 10 s, "
+                  f"CPU per getGlobalStat {x['cpu_ms_per_getGlobalStat']:.2f} ms")
         if not report["rounds"]:
             continue
         med = statistics.median(x[t]["median_ms"] for x in report["rounds"])

@@ -33,6 +33,7 @@ pub(crate) mod daemon;
 mod methods;
 mod pace;
 mod proxy;
+mod queue;
 mod response;
 mod resume;
 mod rpc;
@@ -559,6 +560,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 .chain(dm.stopped.iter().map(|s| s.gid))
                 .collect();
             assert!(held == dm.gids, "the daemon's GID index is out of step");
+            dm.waiting.check();
         }
         for (dl, d) in self.dls.iter().enumerate() {
             // A download told to stop (Ctrl-C, or paused or removed over RPC) that is still

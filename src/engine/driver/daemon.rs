@@ -81,7 +81,7 @@ pub(crate) struct Unfinished {
 
 /// The daemon's state besides the engine's downloads.
 pub(crate) struct Daemon {
-    pub waiting: VecDeque<Pending>,
+    pub waiting: super::queue::Queue,
     pub running: HashMap<u64, Running>,
     /// Every GID held (waiting, running, stopped): a new or given GID is checked against it, and a
     /// whole GID found, without a walk through a long queue.
@@ -193,7 +193,7 @@ impl Daemon {
             chunk.copy_from_slice(&r[..chunk.len()]);
         }
         let mut dm = Daemon {
-            waiting: VecDeque::new(),
+            waiting: super::queue::Queue::default(),
             running: HashMap::new(),
             gids: std::collections::HashSet::new(),
             stopped: VecDeque::new(),
@@ -237,8 +237,7 @@ impl Daemon {
 
     /// Takes the first waiting download that is not paused.
     pub(crate) fn take_next(&mut self) -> Option<(u64, Job)> {
-        let at = self.waiting.iter().position(|p| !p.paused && !p.settling)?;
-        let p = self.waiting.remove(at)?;
+        let p = self.waiting.take_runnable()?;
         let mut opts = self.base.with_entry(&p.options, &self.env);
         opts.gid = Some(p.gid);
         // Started before (paused, restarted or stopped at shutdown): it goes on in its own file,
@@ -316,9 +315,7 @@ impl Daemon {
 
     /// The download `gid` ran before and its control-file saves are done: it may start again.
     pub(crate) fn settled(&mut self, gid: u64) {
-        if let Some(p) = self.waiting.iter_mut().find(|p| p.gid == gid) {
-            p.settling = false;
-        }
+        self.waiting.settle(gid);
     }
 
     /// A GID not in use anywhere.
@@ -383,7 +380,7 @@ impl Daemon {
                 );
             }
         }
-        for p in &self.waiting {
+        for p in self.waiting.iter() {
             session_entry(
                 &mut out,
                 &p.uris,
@@ -535,7 +532,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return Some(Place::Active(i));
         }
         let dm = self.daemon.as_ref()?;
-        if let Some(i) = dm.waiting.iter().position(|p| p.gid == gid) {
+        if let Some(i) = dm.waiting.position(gid) {
             return Some(Place::Waiting(i));
         }
         dm.stopped
@@ -596,7 +593,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let dm = self.daemon.as_ref()?;
         match self.place(gid)? {
             Place::Active(i) => Some(self.active_view(i)),
-            Place::Waiting(i) => Some(dm.pending_view(&dm.waiting[i])),
+            Place::Waiting(i) => dm.waiting.get(i).map(|p| dm.pending_view(p)),
             Place::Stopped(i) => Some(stopped_view(&dm.stopped[i])),
         }
     }

@@ -182,7 +182,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             settling: false,
         };
         let dm = e.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
-        let at = position.map_or(dm.waiting.len(), |n| (n as usize).min(dm.waiting.len()));
+        let at = position.map_or(dm.waiting.len(), |n| n as usize);
         dm.waiting.insert(at, pending);
         dm.gids.insert(gid);
         Ok(json!(format!("{gid:016x}")))
@@ -219,7 +219,8 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         Ok(Value::Array(
             page(dm.waiting.len(), offset, num)
                 .into_iter()
-                .map(|i| dm.pending_view(&dm.waiting[i]).to_json(&keys))
+                .filter_map(|i| dm.waiting.get(i))
+                .map(|p| dm.pending_view(p).to_json(&keys))
                 .collect(),
         ))
     }
@@ -280,10 +281,9 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                 let Some(d) = self.0.daemon() else {
                     return Ok(());
                 };
-                if d.waiting[i].paused {
+                if !d.waiting.set_paused(i, true) {
                     return Err(gid_err("GID#{} cannot be paused now", g));
                 }
-                d.waiting[i].paused = true;
                 Ok(())
             }
             _ => Err(gid_err("GID#{} cannot be paused now", g)),
@@ -302,9 +302,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             let _ = self.pause_one(g);
         }
         if let Some(d) = self.0.daemon() {
-            for p in d.waiting.iter_mut() {
-                p.paused = true;
-            }
+            d.waiting.set_all_paused(true);
         }
         Ok(json!("OK"))
     }
@@ -314,10 +312,9 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         match self.0.place(g) {
             Some(Place::Waiting(i)) => {
                 let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
-                if !d.waiting[i].paused {
+                if !d.waiting.set_paused(i, false) {
                     return Err(gid_err("GID#{} cannot be unpaused now", g));
                 }
-                d.waiting[i].paused = false;
                 Ok(json!(format!("{g:016x}")))
             }
             _ => Err(gid_err("GID#{} cannot be unpaused now", g)),
@@ -326,9 +323,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
 
     fn unpause_all(&mut self) -> Result<Value, RpcError> {
         if let Some(d) = self.0.daemon() {
-            for p in d.waiting.iter_mut() {
-                p.paused = false;
-            }
+            d.waiting.set_all_paused(false);
         }
         Ok(json!("OK"))
     }
@@ -349,9 +344,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             _ => return Err(RpcError::new("Illegal argument.")),
         }
         .clamp(0, last.max(0)) as usize;
-        if let Some(item) = d.waiting.remove(cur) {
-            d.waiting.insert(dest, item);
-        }
+        d.waiting.move_item(cur, dest);
         Ok(json!(dest))
     }
 
@@ -415,7 +408,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         let dm = e.daemon.as_deref()?;
         let own = match e.place(g)? {
             Place::Active(_) => dm.running.get(&g)?.options.clone(),
-            Place::Waiting(i) => dm.waiting[i].options.clone(),
+            Place::Waiting(i) => dm.waiting.get(i)?.options.clone(),
             Place::Stopped(i) => dm.stopped[i].options.clone(),
         };
         let mut all: Vec<(&'static OptDef, String)> = dm
@@ -444,8 +437,8 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         check_out(&new)?;
         match self.0.place(g) {
             Some(Place::Waiting(i)) => {
-                if let Some(d) = self.0.daemon() {
-                    merge(&mut d.waiting[i].options, &new);
+                if let Some(o) = self.0.daemon().and_then(|d| d.waiting.options_mut(i)) {
+                    merge(o, &new);
                 }
             }
             Some(Place::Active(dl)) => {
@@ -596,7 +589,9 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         let uris = match place {
             Some(Place::Waiting(i)) => {
                 let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
-                &mut d.waiting[i].uris
+                d.waiting
+                    .uris_mut(i)
+                    .ok_or_else(|| gid_err("No such download for GID#{}", g))?
             }
             Some(Place::Active(_)) => {
                 let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
