@@ -132,6 +132,25 @@ impl Secret {
     }
 }
 
+/// The secret as one request sees it: after the first wrong token, every later call of the same
+/// request (a batch, a `system.multicall`) is refused without comparing, so one request tests one
+/// guess however many calls it holds (and its answer is held back once).
+struct Door<'a> {
+    secret: &'a Secret,
+    shut: bool,
+}
+
+impl Door<'_> {
+    fn admits(&mut self, token: &str) -> bool {
+        if self.shut {
+            return false;
+        }
+        let ok = self.secret.admits(token);
+        self.shut = !ok;
+        ok
+    }
+}
+
 /// A method's positional parameters, read with aria2's checks and messages (indices count after
 /// the token).
 #[derive(Debug, Clone, Default)]
@@ -255,9 +274,13 @@ fn parse_error() -> Answer {
 
 /// Answers an already parsed request value.
 pub fn answer_value(v: Value, secret: &Secret, svc: &mut dyn Service) -> Answer {
+    let door = &mut Door {
+        secret,
+        shut: false,
+    };
     match v {
         Value::Object(call) => {
-            let (json, code, unauthorized) = one_call(call, secret, svc);
+            let (json, code, unauthorized) = one_call(call, door, svc);
             Answer {
                 json,
                 status: code.map_or(200, status_of),
@@ -270,7 +293,7 @@ pub fn answer_value(v: Value, secret: &Secret, svc: &mut dyn Service) -> Answer 
             for c in calls {
                 // Members that are not objects are skipped, as aria2 does.
                 if let Value::Object(call) = c {
-                    let (json, _, u) = one_call(call, secret, svc);
+                    let (json, _, u) = one_call(call, door, svc);
                     unauthorized |= u;
                     out.push(json);
                 }
@@ -300,7 +323,7 @@ fn response(id: Value, result: Result<Value, RpcError>) -> Value {
 /// One call: its response, its error code if it failed, and whether it was refused for its token.
 fn one_call(
     mut call: Map<String, Value>,
-    secret: &Secret,
+    door: &mut Door,
     svc: &mut dyn Service,
 ) -> (Value, Option<i64>, bool) {
     let invalid = |id| {
@@ -321,7 +344,7 @@ fn one_call(
             return (response(id, Err(e)), Some(-32602), false);
         }
     };
-    let (result, unauthorized) = dispatch(&method, params, secret, svc);
+    let (result, unauthorized) = dispatch(&method, params, door, svc);
     let code = result.as_ref().err().map(|e| e.code);
     (response(id, result), code, unauthorized)
 }
@@ -332,13 +355,13 @@ fn one_call(
 fn dispatch(
     method: &str,
     mut params: Vec<Value>,
-    secret: &Secret,
+    door: &mut Door,
     svc: &mut dyn Service,
 ) -> (Result<Value, RpcError>, bool) {
     match method {
         "system.listMethods" => (Ok(Value::from(METHODS.to_vec())), false),
         "system.listNotifications" => (Ok(Value::from(NOTIFICATIONS.to_vec())), false),
-        "system.multicall" => multicall(params, secret, svc),
+        "system.multicall" => multicall(params, door, svc),
         _ => {
             let token = match params.first() {
                 Some(Value::String(s)) if s.starts_with("token:") => {
@@ -348,7 +371,7 @@ fn dispatch(
                 }
                 _ => String::new(),
             };
-            if !secret.admits(&token) {
+            if !door.admits(&token) {
                 return (Err(RpcError::new("Unauthorized")), true);
             }
             (svc.call(method, Params(params)), false)
@@ -360,7 +383,7 @@ fn dispatch(
 /// failure as its error struct.
 fn multicall(
     params: Vec<Value>,
-    secret: &Secret,
+    door: &mut Door,
     svc: &mut dyn Service,
 ) -> (Result<Value, RpcError>, bool) {
     let p = Params(params);
@@ -388,7 +411,7 @@ fn multicall(
             Some(Value::Array(p)) => p,
             _ => Vec::new(),
         };
-        let (r, u) = dispatch(&name, params, secret, svc);
+        let (r, u) = dispatch(&name, params, door, svc);
         unauthorized |= u;
         out.push(match r {
             Ok(v) => Value::Array(vec![v]),
@@ -520,6 +543,35 @@ mod tests {
         // Keys come out sorted, as aria2's.
         let text = serde_json::to_string(&a.json).unwrap();
         assert!(text.starts_with(r#"{"error":"#), "{text}");
+    }
+
+    #[test]
+    fn one_request_tests_one_guess_however_many_calls_it_holds() {
+        // A batch of guesses with the right one last: refused once the first is wrong.
+        let guesses: Vec<Value> = ["a", "b", "s"]
+            .iter()
+            .map(|t| json!({"id": t, "method": "aria2.x", "params": [format!("token:{t}")]}))
+            .collect();
+        let (a, calls) = ask(&Value::Array(guesses).to_string(), Some("s"));
+        assert!(a.unauthorized && calls.is_empty(), "{}", a.json);
+        let refused = a.json.as_array().unwrap();
+        assert!(refused
+            .iter()
+            .all(|r| r["error"]["message"] == "Unauthorized"));
+        // The same inside system.multicall.
+        let body = json!({"id": 1, "method": "system.multicall", "params": [[
+            {"methodName": "aria2.x", "params": ["token:a"]},
+            {"methodName": "aria2.x", "params": ["token:s"]},
+        ]]});
+        let (a, calls) = ask(&body.to_string(), Some("s"));
+        assert!(a.unauthorized && calls.is_empty(), "{}", a.json);
+        // The right token first, then a wrong one: the first call runs.
+        let body = json!([
+            {"id": 1, "method": "aria2.x", "params": ["token:s"]},
+            {"id": 2, "method": "aria2.x", "params": ["token:z"]},
+        ]);
+        let (a, calls) = ask(&body.to_string(), Some("s"));
+        assert!(a.unauthorized && calls.len() == 1, "{}", a.json);
     }
 
     #[test]
