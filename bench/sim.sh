@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The deterministic simulation at scale: runs the engine's simulation tests (src/engine/simulation/:
-# single downloads, and input lists with a third as many seeds per block) over many seeds in a release build, on every core, and prints how many ran, how long it took and
+# single downloads, input lists with a third as many seeds per block, daemons driven over RPC with a
+# fifth as many) over many seeds in a release build, on every core, and prints how many ran, how
+# long it took and
 # which failed (each with the command that replays it).
 #
 # Usage: bench/sim.sh [SEEDS] [FIRST]   (default 1000000 seeds from seed 1)
@@ -31,8 +33,9 @@ seq 0 $((blocks - 1)) | xargs -P "$JOBS" -I{} sh -c \
 end=$(date +%s)
 ran=$(( blocks * 2 * BLOCK ))
 lists=$(( blocks * (BLOCK / 3) ))
+daemons=$(( blocks * (BLOCK / 5) ))
 failed=$(grep -h "FAILED:" "$LOG"/block-*.log | sort -u || true)
-echo "simulation: $ran seeds ($FIRST..$((FIRST + ran - 1))) and $lists list seeds in $((end - start)) s on $JOBS cores"
+echo "simulation: $ran seeds ($FIRST..$((FIRST + ran - 1))), $lists list seeds and $daemons daemon seeds in $((end - start)) s on $JOBS cores"
 if [[ -n $failed ]]; then
     echo "$failed"
     grep -h "replay:" "$LOG"/block-*.log | sort -u

@@ -172,17 +172,19 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
             settling: false,
         }
     };
-    match &settings.input_file {
-        Some(path) => {
-            let (file, name) = match open_list(path) {
-                Ok(f) => f,
-                Err(m) => {
-                    console.finish();
-                    eprintln!("{m}");
-                    return 1;
-                }
-            };
-            let mut reader = match rewound(&file, &name) {
+    // The list is checked whole first (as in a normal run: a bad entry stops everything before
+    // anything starts); then each entry keeps its own option lines, `gid=` and `pause=true`.
+    let list = match open_input(settings, console) {
+        Ok(l) => l,
+        Err((m, code)) => {
+            console.finish();
+            eprintln!("{m}");
+            return code;
+        }
+    };
+    match list {
+        Some(list) => {
+            let reader = match rewound(&list.file, &list.name) {
                 Ok(r) => r,
                 Err(m) => {
                     console.finish();
@@ -190,22 +192,7 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
                     return 1;
                 }
             };
-            while let Some(entry) = reader.next_entry() {
-                for w in reader.warnings.drain(..) {
-                    console.log(cli::LogLevel::Warn, &w);
-                }
-                let entry = match entry {
-                    Ok(e) => e,
-                    Err(e) => {
-                        console.finish();
-                        eprintln!("{e}");
-                        return if e.starts_with("We encountered") {
-                            28
-                        } else {
-                            1
-                        };
-                    }
-                };
+            for entry in reader.map_while(Result::ok) {
                 let mut p = one(entry.uris, None);
                 for (def, v) in entry.options {
                     match def.name {

@@ -1411,3 +1411,29 @@ fn change_uri_on_a_running_download_changes_the_mirrors_it_uses() {
     );
     assert!(!b.requests_to("/f.bin").is_empty(), "B never asked");
 }
+
+#[test]
+fn get_servers_names_the_mirror_given_and_where_it_led() {
+    let server = TestServer::plain();
+    server.route(
+        "/real.bin",
+        Route::bytes(content(66, 2 * MIB)).throttle(16 * 1024, Duration::from_millis(20)),
+    );
+    server.route("/moved.bin", Route::redirect(302, server.url("/real.bin")));
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "-x1", "-s1"]);
+    let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/moved.bin")]])));
+    d.wait_for(&g, Duration::from_secs(10), |s| {
+        s["status"] == "active" && s["completedLength"] != "0"
+    });
+    let servers = d.call("aria2.getServers", json!([g]));
+    assert_eq!(servers[0]["index"], "1", "{servers}");
+    let first = &servers[0]["servers"][0];
+    assert_eq!(first["uri"], json!(server.url("/moved.bin")), "{servers}");
+    assert_eq!(
+        first["currentUri"],
+        json!(server.url("/real.bin")),
+        "{servers}"
+    );
+    assert!(first["downloadSpeed"].is_string(), "{servers}");
+}

@@ -599,6 +599,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         for slot in 0..self.conns.len() {
             self.close_conn(slot);
         }
+        self.rpc_stop();
         if let Some(dm) = self.daemon.take() {
             // A daemon's exit code follows the results it still holds: a failure whose result
             // was removed over RPC no longer counts (aria2).

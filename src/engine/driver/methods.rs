@@ -384,11 +384,18 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             .flatten()
             .filter(|c| c.works_for(dl))
             .map(|c| {
-                let uri =
-                    c.ex.as_ref()
-                        .map(|x| x.url.to_string())
-                        .unwrap_or_else(|| d.first_uri.clone());
-                json!({"currentUri": uri, "downloadSpeed": (speed / n).to_string(), "uri": uri})
+                // `uri` is the mirror as given, `currentUri` where it led (after redirects).
+                let (mirror, current) = match (&c.ex, &c.want) {
+                    (Some(x), _) => (x.mirror, x.url.to_string()),
+                    (None, Some(w)) => (w.mirror, w.url.to_string()),
+                    (None, None) => (0, d.first_uri.clone()),
+                };
+                let uri = d
+                    .uris
+                    .get(mirror)
+                    .map_or_else(|| current.clone(), |u| u.to_string());
+                // The download's speed shared among its connections (none is metered alone).
+                json!({"currentUri": current, "downloadSpeed": (speed / n).to_string(), "uri": uri})
             })
             .collect();
         Ok(json!([{"index": "1", "servers": servers}]))

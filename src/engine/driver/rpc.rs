@@ -316,6 +316,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         c.reading = None;
         let buf = owned.into_bytes().unwrap_or_default();
+        if res == -libc::EINTR || res == -libc::EAGAIN {
+            // Nothing happened: read again.
+            self.rpc_read(slot, buf);
+            return;
+        }
         if res <= 0 {
             self.rpc_close(slot);
             return;
@@ -664,11 +669,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         c.sending = None;
         let buf = owned.into_bytes().unwrap_or_default();
-        if res <= 0 {
-            self.rpc_close(slot);
-            return;
-        }
-        let sent = sent + res as usize;
+        let sent = match res {
+            // Nothing was sent: the same bytes again.
+            r if r == -libc::EINTR || r == -libc::EAGAIN => sent,
+            r if r <= 0 => {
+                self.rpc_close(slot);
+                return;
+            }
+            r => sent + r as usize,
+        };
         if sent < buf.len() {
             let fd = c.fd.clone();
             let op = self
@@ -713,6 +722,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.reactor.abandon(op);
         }
         self.rpc_arm_accepts();
+    }
+
+    /// The run is ending: every client is closed and the accepts in flight are abandoned, so
+    /// nothing of the server is left with the reactor.
+    pub(super) fn rpc_stop(&mut self) {
+        let Some(s) = self.server() else { return };
+        // Listeners first, so that closing a client does not arm an accept again.
+        let listeners = std::mem::take(&mut s.listeners);
+        let slots = s.clients.len();
+        for op in listeners.into_iter().filter_map(|l| l.op) {
+            self.reactor.abandon(op);
+        }
+        for slot in 0..slots {
+            self.rpc_close(slot);
+        }
     }
 
     /// Sends `frame` to every WebSocket client.

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -122,6 +122,10 @@ pub struct World {
     pub left_in_flight: usize,
     /// File reads done (`--checksum` reading back what was not hashed as it was written).
     pub file_reads: u64,
+    /// RPC clients (daemon mode): each connects once the run has taken its step and sends its
+    /// bytes, in order; `rpc_answers` gets what the engine sent back on each connection.
+    pub rpc_calls: std::collections::VecDeque<(u64, Vec<u8>)>,
+    pub rpc_answers: Vec<Vec<u8>>,
 }
 
 /// A simulated socket: its number is only a key.
@@ -163,6 +167,9 @@ struct Wire {
     /// After this many more bytes, nothing more comes.
     stall_in: Option<usize>,
     reset: bool,
+    /// An RPC client's connection (its number in `World::rpc_answers`): `outbound` is what the
+    /// client sends, what the engine sends is recorded as the answer.
+    rpc: Option<usize>,
 }
 
 enum Kind {
@@ -185,6 +192,10 @@ enum Kind {
     Plain,
     /// Never completes by itself (eventfd and signalfd reads).
     Never,
+    /// An accept on the RPC listener: completes when the next scripted client is due.
+    Accept,
+    /// A read on an RPC client's connection.
+    ReadSock,
     Timer(Duration),
     /// A blocking job (its place in the queue), run when it completes: one at a time, in order.
     Job(u64, Option<Job>),
@@ -308,6 +319,22 @@ impl<T> Sim<T> {
                     Some(op.since)
                 }
             }
+            Kind::Accept => {
+                let w = self.world.borrow();
+                // Due: now. Not yet: a moment later (time moves on while nothing else does).
+                match w.rpc_calls.front() {
+                    Some(&(at, _)) if w.steps >= at => Some(self.clock),
+                    Some(_) => Some(self.clock + Duration::from_millis(100)),
+                    None => None,
+                }
+            }
+            Kind::ReadSock => {
+                let fd = fd_of(&op.owned);
+                match self.wires.get(&fd) {
+                    Some(w) if w.pending() > 0 => Some(op.since),
+                    _ => None,
+                }
+            }
             Kind::Recv { .. } => {
                 let fd = fd_of(&op.owned);
                 match self.wires.get(&fd) {
@@ -344,6 +371,57 @@ impl<T> Sim<T> {
                 std::mem::size_of::<libc::signalfd_siginfo>() as i32
             }
             Kind::Plain => 0,
+            Kind::Accept => {
+                let Some((_, bytes)) = self.world.borrow_mut().rpc_calls.pop_front() else {
+                    return -libc::EAGAIN;
+                };
+                // A real descriptor stands for the connection (the engine owns and closes it);
+                // its number keys the simulated wire.
+                // SAFETY: eventfd(2) with constant arguments; the result is checked.
+                let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+                if raw < 0 {
+                    return -libc::EMFILE;
+                }
+                // SAFETY: `raw` was just returned by eventfd and is owned by nothing else.
+                let conn = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+                let mut w = self.world.borrow_mut();
+                w.rpc_answers.push(Vec::new());
+                let k = w.rpc_answers.len() - 1;
+                drop(w);
+                self.wires.insert(
+                    raw,
+                    Wire {
+                        outbound: bytes,
+                        rpc: Some(k),
+                        ..Wire::default()
+                    },
+                );
+                if let Owned::Accept(_, slot) = &mut op.owned {
+                    *slot = Some(conn);
+                }
+                raw
+            }
+            Kind::ReadSock => {
+                if self.rng.chance(faults.again) {
+                    return -libc::EINTR;
+                }
+                let fd = fd_of(&op.owned);
+                let max_chunk = if faults.max_chunk == 0 {
+                    usize::MAX
+                } else {
+                    1 + self.rng.below(faults.max_chunk as u64) as usize
+                };
+                let Some(wire) = self.wires.get_mut(&fd) else {
+                    return -libc::ENOTCONN;
+                };
+                let Owned::Bytes(_, buf) = &mut op.owned else {
+                    return -libc::EINVAL;
+                };
+                let n = buf.len().min(wire.pending()).min(max_chunk);
+                buf[..n].copy_from_slice(&wire.outbound[wire.taken..wire.taken + n]);
+                wire.taken += n;
+                n as i32
+            }
             Kind::Connect(addr) => {
                 let fd = fd_of(&op.owned);
                 let w = self.world.borrow();
@@ -382,6 +460,12 @@ impl<T> Sim<T> {
                 };
                 if wire.reset {
                     return -libc::ECONNRESET;
+                }
+                if let Some(k) = wire.rpc {
+                    if let Some(answer) = self.world.borrow_mut().rpc_answers.get_mut(k) {
+                        answer.extend_from_slice(&rest[..n]);
+                    }
+                    return n as i32;
                 }
                 wire.inbound.extend_from_slice(&rest[..n]);
                 self.serve(fd);
@@ -681,14 +765,14 @@ impl<T> Reactor<T> for Sim<T> {
         Ok(Rc::new(SimSock(self.next_sock)))
     }
 
-    /// The simulation has no RPC clients: a listener accepts nothing.
+    /// The listener is only a key: its accepts complete as `World::rpc_calls` says.
     fn listen(&mut self, _addr: &SocketAddr) -> io::Result<Fd> {
         self.next_sock += 1;
         Ok(Rc::new(SimSock(self.next_sock)))
     }
 
     fn accept(&mut self, tag: T, listener: Fd) -> OpId {
-        self.insert(tag, Owned::Accept(listener, None), Kind::Never)
+        self.insert(tag, Owned::Accept(listener, None), Kind::Accept)
     }
 
     fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId {
@@ -735,7 +819,12 @@ impl<T> Reactor<T> for Sim<T> {
     }
 
     fn read(&mut self, tag: T, fd: Fd, buf: Vec<u8>) -> OpId {
-        self.insert(tag, Owned::Bytes(fd, buf), Kind::Never)
+        let rpc = self
+            .wires
+            .get(&fd.as_raw_fd())
+            .is_some_and(|w| w.rpc.is_some());
+        let kind = if rpc { Kind::ReadSock } else { Kind::Never };
+        self.insert(tag, Owned::Bytes(fd, buf), kind)
     }
 
     fn timer(&mut self, tag: T, after: Duration) -> OpId {

@@ -14,23 +14,23 @@ use crate::cli::DownloadOptions;
 const LIST_SEEDS: u64 = 300;
 
 /// The address that never answers (every job's silent mirror).
-const SILENT: usize = 3;
+pub(super) const SILENT: usize = 3;
 
-struct ListJob {
-    name: String,
-    data: Rc<Vec<u8>>,
+pub(super) struct ListJob {
+    pub(super) name: String,
+    pub(super) data: Rc<Vec<u8>>,
     /// (address, what it serves for this job's path).
-    mirrors: Vec<(usize, Mirror)>,
+    pub(super) mirrors: Vec<(usize, Mirror)>,
     /// `checksum=`: `Some(true)` the right digest, `Some(false)` a wrong one.
-    checksum: Option<bool>,
+    pub(super) checksum: Option<bool>,
 }
 
 impl ListJob {
-    fn path(&self) -> String {
+    pub(super) fn path(&self) -> String {
         format!("/d/{}", self.name)
     }
 
-    fn uris(&self) -> Vec<String> {
+    pub(super) fn uris(&self) -> Vec<String> {
         self.mirrors
             .iter()
             .map(|&(a, _)| format!("http://{}{}", addr(a), self.path()))
@@ -38,11 +38,11 @@ impl ListJob {
     }
 }
 
-struct ListScenario {
-    jobs: Vec<ListJob>,
-    args: Vec<String>,
-    faults: Faults,
-    budget: usize,
+pub(super) struct ListScenario {
+    pub(super) jobs: Vec<ListJob>,
+    pub(super) args: Vec<String>,
+    pub(super) faults: Faults,
+    pub(super) budget: usize,
 }
 
 fn mirror(rng: &mut Rng) -> Mirror {
@@ -63,7 +63,7 @@ fn mirror(rng: &mut Rng) -> Mirror {
 }
 
 impl ListScenario {
-    fn draw(seed: u64) -> ListScenario {
+    pub(super) fn draw(seed: u64) -> ListScenario {
         let mut rng = Rng::new(seed ^ 0x5ca1_ab1e_0000_0002);
         let jobs = (0..2 + rng.below(5))
             .map(|j| {
@@ -122,7 +122,7 @@ impl ListScenario {
         }
     }
 
-    fn servers(&self) -> HashMap<SocketAddr, HashMap<String, Route>> {
+    pub(super) fn servers(&self) -> HashMap<SocketAddr, HashMap<String, Route>> {
         let mut servers: HashMap<SocketAddr, HashMap<String, Route>> = HashMap::new();
         for job in &self.jobs {
             let good = job

@@ -32,6 +32,7 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
+mod daemon;
 mod lists;
 
 /// Seeds that once found a bug: they run first, every time. `Scenario::draw` only ever adds draws
@@ -288,6 +289,22 @@ fn run(
     world: Rc<RefCell<World>>,
     seed: u64,
 ) -> Result<Ended, String> {
+    run_with(budget, dir, args, uris, jobs, world, seed, None)
+}
+
+/// [`run`], in daemon mode when `daemon` holds the queue it starts with (`args` then has
+/// `--enable-rpc`; `World::rpc_calls` are its clients).
+#[allow(clippy::too_many_arguments)]
+fn run_with(
+    budget: usize,
+    dir: &Path,
+    args: &[String],
+    uris: &[String],
+    jobs: Option<Vec<Job>>,
+    world: Rc<RefCell<World>>,
+    seed: u64,
+    daemon: Option<Vec<super::Pending>>,
+) -> Result<Ended, String> {
     let mut argv: Vec<String> = args.to_vec();
     argv.push("-d".into());
     argv.push(dir.display().to_string());
@@ -316,10 +333,17 @@ fn run(
         })
         .into_iter();
     let mut console = console();
+    let daemon = match daemon {
+        Some(pending) => Some(Box::new(
+            super::driver::daemon::Daemon::new(&settings, pending, None)
+                .ok_or("daemon mode without --enable-rpc")?,
+        )),
+        None => None,
+    };
     let outside = Outside {
         signals: Some(signal_fd()),
         resolver: None,
-        daemon: None,
+        daemon,
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_on(sim, &settings, &mut jobs, &mut console, outside)
