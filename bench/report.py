@@ -478,7 +478,9 @@ def write_markdown(path, meta, runs, strace):
              + (f" — **{meta['ringdl_status']}**" if meta.get("ringdl_status") != "ok" else ""))
     L.append(f"* {meta.get('aria2c')}; {meta.get('curl')}")
     L.append(f"* {meta.get('nginx')} ({meta.get('nginx_workers')} workers, sendfile on, keepalive, "
-             f"HTTP/1.1, TLS 1.2/1.3 with an ECDSA P-256 certificate), {meta.get('openssl')}, loopback only")
+             f"HTTP/1.1, TLS 1.2/1.3 with an ECDSA P-256 certificate), {meta.get('openssl')}")
+    L.append(f"* Network: {meta.get('link', 'loopback')}; large downloads with "
+             f"`-x{meta.get('conns', '8')} -s{meta.get('conns', '8')}` (ringdl, aria2c)")
     nr = int(meta.get("rounds", "0"))
     nw = int(meta.get("warmup", "0") or 0)
     warm = f" after {nw} unmeasured warm-up round{'s' if nw != 1 else ''}" if nw else ""

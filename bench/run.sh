@@ -27,10 +27,16 @@ bench/run.sh [options]
   --timeout SEC     kill a run after SEC seconds (default 600)
   --warmup N        unmeasured warm-up rounds before the measured ones (default 1; --quick: 0)
   --strace-size S   size of the file for the strace run (default 64M)
+  --conns N         connections per large download: -x N -s N for ringdl and aria2c (default 8)
+  --link RTT,RATE   a real-network link instead of loopback: nginx in a network namespace of its
+                    own behind a veth pair with MTU 1500, tc netem adding RTT/2 each way and
+                    shaping each direction to RATE (e.g. --link 20ms,1gbit). Needs root, ip and
+                    tc; if the link cannot be made, one line says why and loopback is used.
   -h, --help        this text
 
 Needs: nginx, aria2c, curl, openssl, fincore, strace, GNU time (/usr/bin/time), python3.
-Traffic goes to 127.0.0.1 only.
+Traffic goes to 127.0.0.1 only, or with --link only over the veth pair this script makes (and
+removes, with its namespace, on exit).
 EOF
 }
 
@@ -51,7 +57,7 @@ to_bytes() { # 1G, 64M, 512K, 1000 -> bytes (binary units)
 # ---------------------------------------------------------------- options
 ROUNDS=""; SIZE=""; SMALL_N=""; QUICK=0; WORK=/var/tmp/ringdl-bench; OUT_MD=""
 TOOLS_OPT="ringdl,portable,aria2c,curl"; SCEN_OPT="https,http,small,strace"
-RINGDL_OPT=""; BUILD=1; TIMEOUT=600; STRACE_SIZE=64M; WARMUP=""
+RINGDL_OPT=""; BUILD=1; TIMEOUT=600; STRACE_SIZE=64M; WARMUP=""; CONNS=8; LINK=""
 while [[ $# -gt 0 ]]; do
     case $1 in
         --rounds) ROUNDS=${2:?}; shift 2 ;;
@@ -78,6 +84,10 @@ while [[ $# -gt 0 ]]; do
         --warmup=*) WARMUP=${1#*=}; shift ;;
         --strace-size) STRACE_SIZE=${2:?}; shift 2 ;;
         --strace-size=*) STRACE_SIZE=${1#*=}; shift ;;
+        --conns) CONNS=${2:?}; shift 2 ;;
+        --conns=*) CONNS=${1#*=}; shift ;;
+        --link) LINK=${2:?}; shift 2 ;;
+        --link=*) LINK=${1#*=}; shift ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -133,6 +143,8 @@ mkdir -p "$RES"/{time,logs,strace} "$DOCROOT/small" "$PKI" "$NGX"/{logs,tmp} "$O
 note "work dir $WORK ($FSTYPE), results in $RES"
 
 NGINX_PID=""
+NETNS=""
+NS_EXEC=()
 cleanup() {
     local rc=$?
     if [[ -n ${CUR_PGID:-} ]]; then
@@ -140,10 +152,12 @@ cleanup() {
         wait "$CUR_PGID" 2>/dev/null
     fi
     if [[ -n $NGINX_PID ]] && kill -0 "$NGINX_PID" 2>/dev/null; then
-        "$NGINX_BIN" -p "$NGX" -c "$NGX/nginx.conf" -e "$NGX/logs/error.log" -s stop 2>/dev/null || kill "$NGINX_PID" 2>/dev/null
+        "${NS_EXEC[@]}" "$NGINX_BIN" -p "$NGX" -c "$NGX/nginx.conf" -e "$NGX/logs/error.log" -s stop 2>/dev/null || kill "$NGINX_PID" 2>/dev/null
         for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
         kill -0 "$NGINX_PID" 2>/dev/null && kill -9 "$NGINX_PID" 2>/dev/null
     fi
+    # The namespace goes with its end of the veth pair, which takes the other end with it.
+    [[ -n $NETNS ]] && ip netns del "$NETNS" 2>/dev/null
     rm -rf "$OUTBASE"
     exit "$rc"
 }
@@ -216,8 +230,73 @@ PY
 fi
 chmod -R a+rX "$DOCROOT"
 
+# ---------------------------------------------------------------- the link (--link)
+# The server's end: 10.231.0.2 in a namespace of its own; ours: 10.231.0.1. Each end's qdisc delays
+# by RTT/2 and shapes to RATE, with a queue deep enough for the bandwidth-delay product.
+LINK_SERVER=10.231.0.2
+LINK_CLIENT=10.231.0.1
+SERVER_IP=127.0.0.1
+LINK_DESC="loopback"
+setup_link() { # RTT,RATE -> 0 with the link up, else 1 and one line on stderr
+    local rtt=${1%%,*} rate=${1#*,} half
+    [[ $1 == *,* && $rtt =~ ^[0-9]+ms$ && $rate =~ ^[0-9]+(k|m|g)?bit$ ]] ||
+        { echo "run.sh: --link wants RTT,RATE such as 20ms,1gbit (got $1)" >&2; return 1; }
+    half=$(( ${rtt%ms} * 500 ))us
+    command -v ip >/dev/null && command -v tc >/dev/null ||
+        { echo "run.sh: --link needs ip and tc (Debian: apt-get install iproute2); using loopback" >&2; return 1; }
+    NETNS="ringdl-bench-$$"
+    local vr="rdlb$$a" vs="rdlb$$b" err
+    vr=${vr:0:15}; vs=${vs:0:15}
+    if ! err=$( {
+        ip netns add "$NETNS" &&
+        ip link add "$vr" mtu 1500 type veth peer name "$vs" mtu 1500 &&
+        ip link set "$vs" netns "$NETNS" &&
+        ip addr add "$LINK_CLIENT/30" dev "$vr" && ip link set "$vr" up &&
+        ip netns exec "$NETNS" ip addr add "$LINK_SERVER/30" dev "$vs" &&
+        ip netns exec "$NETNS" ip link set "$vs" up &&
+        ip netns exec "$NETNS" ip link set lo up
+    } 2>&1 ); then
+        echo "run.sh: cannot make the link (${err//$'\n'/; }); using loopback" >&2
+        ip netns del "$NETNS" 2>/dev/null; ip link del "$vr" 2>/dev/null
+        NETNS=""
+        return 1
+    fi
+    NS_EXEC=(ip netns exec "$NETNS")
+    SERVER_IP=$LINK_SERVER
+    if tc qdisc add dev "$vr" root netem delay "$half" rate "$rate" limit 200000 2>/dev/null &&
+        ip netns exec "$NETNS" tc qdisc add dev "$vs" root netem delay "$half" rate "$rate" limit 200000 2>/dev/null; then
+        LINK_DESC="veth, MTU 1500, netem $rtt RTT, $rate each way"
+        return 0
+    fi
+    # Without netem (a kernel built without sch_netem) the delay cannot be made: the rate is
+    # shaped with tbf (a burst of 10 ms at that rate) and the link says it has no added delay.
+    tc qdisc del dev "$vr" root 2>/dev/null
+    local bytes burst
+    bytes=$(to_rate_bytes "$rate")
+    burst=$(( bytes / 100 > 65536 ? bytes / 100 : 65536 ))
+    if err=$( { tc qdisc add dev "$vr" root tbf rate "$rate" burst "$burst" latency 50ms &&
+        ip netns exec "$NETNS" tc qdisc add dev "$vs" root tbf rate "$rate" burst "$burst" latency 50ms; } 2>&1 ); then
+        echo "run.sh: this kernel has no netem: the link has MTU 1500 and $rate each way, but no added delay (not $rtt RTT)" >&2
+        LINK_DESC="veth, MTU 1500, $rate each way (tbf); no added delay: this kernel has no netem"
+        return 0
+    fi
+    echo "run.sh: cannot shape the link (${err//$'\n'/; }); using loopback" >&2
+    ip netns del "$NETNS" 2>/dev/null
+    NETNS=""; NS_EXEC=(); SERVER_IP=127.0.0.1
+    return 1
+}
+to_rate_bytes() { # 1gbit, 2500mbit, 100kbit -> bytes per second
+    local n=${1%bit} m=1
+    case $n in *g) m=1000000000; n=${n%g} ;; *m) m=1000000; n=${n%m} ;; *k) m=1000; n=${n%k} ;; esac
+    echo $(( n * m / 8 ))
+}
+if [[ -n $LINK ]]; then
+    setup_link "$LINK" && note "link: $LINK_DESC (namespace $NETNS)"
+fi
+
 # ---------------------------------------------------------------- certificates
-if [[ ! -f $PKI/server.pem || ! -f $PKI/ca.pem ]] || ! openssl x509 -checkend 86400 -noout -in "$PKI/server.pem" >/dev/null 2>&1; then
+if [[ ! -f $PKI/server.pem || ! -f $PKI/ca.pem ]] || ! openssl x509 -checkend 86400 -noout -in "$PKI/server.pem" >/dev/null 2>&1 ||
+    ! openssl x509 -noout -ext subjectAltName -in "$PKI/server.pem" 2>/dev/null | grep -q "$LINK_SERVER"; then
     note "creating CA and server certificate for 127.0.0.1/localhost"
     rm -f "$PKI"/*
     (
@@ -229,7 +308,7 @@ if [[ ! -f $PKI/server.pem || ! -f $PKI/ca.pem ]] || ! openssl x509 -checkend 86
             -addext "keyUsage=critical,keyCertSign,cRLSign"
         openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
             -keyout server.key -out server.csr -subj "/CN=localhost"
-        printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=critical,CA:FALSE" \
+        printf '%s\n' "subjectAltName=IP:127.0.0.1,IP:$LINK_SERVER,DNS:localhost" "basicConstraints=critical,CA:FALSE" \
             "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" >server.ext
         openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 90 \
             -extfile server.ext -out server.pem
@@ -275,11 +354,11 @@ http {
     keepalive_requests 100000;
 $(nginx_temp_dirs)
     server {
-        listen 127.0.0.1:$HTTP_PORT;
+        listen $SERVER_IP:$HTTP_PORT;
         root $DOCROOT;
     }
     server {
-        listen 127.0.0.1:$HTTPS_PORT ssl;
+        listen $SERVER_IP:$HTTPS_PORT ssl;
         root $DOCROOT;
         ssl_certificate $PKI/server.pem;
         ssl_certificate_key $PKI/server.key;
@@ -290,7 +369,7 @@ $(nginx_temp_dirs)
 EOF
         } >"$NGX/nginx.conf"
         rm -f "$NGX/nginx.pid"
-        if "$NGINX_BIN" -p "$NGX" -c "$NGX/nginx.conf" -e "$NGX/logs/error.log" 2>>"$NGX/logs/start.log"; then
+        if "${NS_EXEC[@]}" "$NGINX_BIN" -p "$NGX" -c "$NGX/nginx.conf" -e "$NGX/logs/error.log" 2>>"$NGX/logs/start.log"; then
             for _ in $(seq 50); do [[ -s $NGX/nginx.pid ]] && break; sleep 0.1; done
             NGINX_PID=$(cat "$NGX/nginx.pid" 2>/dev/null)
             [[ -n $NGINX_PID ]] && return 0
@@ -301,8 +380,8 @@ EOF
     die "nginx did not start"
 }
 start_nginx
-HTTP_BASE="http://127.0.0.1:$HTTP_PORT"
-HTTPS_BASE="https://127.0.0.1:$HTTPS_PORT"
+HTTP_BASE="http://$SERVER_IP:$HTTP_PORT"
+HTTPS_BASE="https://$SERVER_IP:$HTTPS_PORT"
 note "nginx $NGINX_PID on $HTTP_BASE and $HTTPS_BASE"
 for _ in $(seq 50); do
     curl -sS --cacert "$CA" -o /dev/null "$HTTPS_BASE/" -w '' 2>/dev/null && break
@@ -392,7 +471,7 @@ tool_cmd() { # tool scenario outdir
             case $tool in
                 ringdl|portable|aria2c)
                     local bin=aria2c; [[ $tool != aria2c ]] && bin=$RINGDL
-                    CMD=("$bin" -x8 -s8 "--ca-certificate=$CA" --allow-overwrite=true -d "$out"
+                    CMD=("$bin" "-x$CONNS" "-s$CONNS" "--ca-certificate=$CA" --allow-overwrite=true -d "$out"
                          --console-log-level=warn --summary-interval=0 "$base/$name")
                     [[ $tool == portable ]] && CMD+=(--engine=portable) ;;
                 curl)
@@ -594,6 +673,8 @@ run_strace() { # tool
         for (i = 3; i <= NF; i++) if ($i ~ /^(OpenSSL|GnuTLS|wolfSSL|BoringSSL|LibreSSL|mbedTLS|rustls)/) v = v " (" $i ")"
         print v}')"
     printf 'nginx\t%s\n' "$("$NGINX_BIN" -v 2>&1 | head -1)"
+    printf 'link\t%s\n' "$LINK_DESC"
+    printf 'conns\t%s\n' "$CONNS"
     printf 'openssl\t%s\n' "$(openssl version 2>/dev/null)"
     rev=$(git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null || echo "no-commit")
     [[ -n $(git -C "$REPO" status --porcelain --untracked-files=no 2>/dev/null) ]] && rev+="-dirty"
