@@ -13,6 +13,13 @@ use std::time::{Duration, Instant};
 
 /// user_data of completions nobody waits for (linked timeouts, cancel requests).
 const IGNORE: u64 = u64::MAX;
+/// The user data of the sweep timer (see `sweep`).
+const SWEEP: u64 = u64::MAX - 1;
+/// How often sends and receives are checked against the I/O timeout: a quarter of it, at most a
+/// second (a timeout fires at most that late).
+fn sweep_every(io_timeout: Duration) -> Duration {
+    (io_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
+}
 
 /// Opcodes the engine uses; a kernel without any of them is refused at start.
 const NEEDED: &[(u8, &str)] = &[
@@ -31,21 +38,16 @@ const NEEDED: &[(u8, &str)] = &[
     (opcode::Fallocate::CODE, "FALLOCATE"),
 ];
 
-/// Which linked timeout an operation gets.
-#[derive(Debug, Clone, Copy)]
-pub enum Deadline {
-    /// `--timeout`: a socket that says nothing for this long has failed.
-    Io = 0,
-    /// `--connect-timeout`.
-    Connect = 1,
-}
-
 struct Entry<T> {
     /// `None` for the reactor's own read of the worker's eventfd.
     tag: Option<T>,
     owned: Owned,
     /// Abandoned: the completion is dropped here, never delivered.
     abandoned: bool,
+    /// A send or receive: when it has waited too long (`--timeout`), and whether it has been
+    /// cancelled for that (its completion is then delivered with ECANCELED).
+    deadline: Option<Instant>,
+    timed_out: bool,
 }
 
 /// The ring, the table of operations in flight, and the pool registered with it.
@@ -54,8 +56,9 @@ pub struct Uring<T> {
     table: Table<Entry<T>>,
     /// Completions reaped while making room in the submission queue, delivered at the next `wait`.
     backlog: VecDeque<(u64, i32)>,
-    /// The linked timeouts' timespecs; the kernel reads them when the entries are submitted.
-    deadlines: Box<[types::Timespec; 2]>,
+    /// The connect timeout's timespec (`--connect-timeout`, linked to each connect); the kernel
+    /// reads it when the entries are submitted.
+    connect_deadline: Box<types::Timespec>,
     /// The ring failed: nothing more will complete, so what the table holds is never freed.
     broken: bool,
     pool: Pool,
@@ -63,6 +66,14 @@ pub struct Uring<T> {
     worker: Option<Worker>,
     /// Shutting down: the worker's eventfd read is not issued again.
     closing: bool,
+    /// Sends and receives carry no linked timeout each (a GiB of receives would bring thousands
+    /// of cancelled timeouts back): one timer wakes the ring every `sweep_period` while any is in
+    /// flight, and those past their deadline are cancelled.
+    io_timeout: Duration,
+    sweep_period: Duration,
+    sweep_ts: Box<types::Timespec>,
+    sweep_armed: bool,
+    next_sweep: Instant,
 }
 
 /// Refuses a ring whose kernel lacks an opcode the engine uses (`supported` answers the probe), so
@@ -124,11 +135,16 @@ impl<T> Uring<T> {
             ring,
             table: Table::default(),
             backlog: VecDeque::new(),
-            deadlines: Box::new([timespec(io_timeout), timespec(connect_timeout)]),
+            connect_deadline: Box::new(timespec(connect_timeout)),
             broken: false,
             pool,
             worker: None,
             closing: false,
+            io_timeout,
+            sweep_period: sweep_every(io_timeout),
+            sweep_ts: Box::new(timespec(sweep_every(io_timeout))),
+            sweep_armed: false,
+            next_sweep: Instant::now() + sweep_every(io_timeout),
         };
         r.push(&[opcode::Nop::new().build().user_data(IGNORE)]);
         r.ring.submit_and_wait(1).map_err(unavailable)?;
@@ -154,7 +170,53 @@ impl<T> Uring<T> {
             tag,
             owned,
             abandoned: false,
+            deadline: None,
+            timed_out: false,
         })
+    }
+
+    /// A send or receive, with its deadline; the sweep timer is armed if it is not.
+    fn insert_io(&mut self, tag: T, owned: Owned) -> u64 {
+        let ud = self.table.insert(Entry {
+            tag: Some(tag),
+            owned,
+            abandoned: false,
+            deadline: Some(Instant::now() + self.io_timeout),
+            timed_out: false,
+        });
+        self.arm_sweep();
+        ud
+    }
+
+    fn arm_sweep(&mut self) {
+        if self.sweep_armed || self.closing || self.broken {
+            return;
+        }
+        let ptr: *const types::Timespec = &*self.sweep_ts;
+        let t = opcode::Timeout::new(ptr).build().user_data(SWEEP);
+        if self.push(&[t]) {
+            self.sweep_armed = true;
+        }
+    }
+
+    /// Cancels the sends and receives past their deadline; their completions come back with
+    /// ECANCELED, as a linked timeout's would have.
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        if now < self.next_sweep {
+            return;
+        }
+        self.next_sweep = now + self.sweep_period;
+        let late = self
+            .table
+            .ids(|e| !e.abandoned && !e.timed_out && e.deadline.is_some_and(|d| d <= now));
+        for id in late {
+            if let Some(e) = self.table.get_mut(id) {
+                e.timed_out = true;
+            }
+            let c = opcode::AsyncCancel::new(id).build().user_data(IGNORE);
+            self.push(&[c]);
+        }
     }
 
     fn take(&mut self, ud: u64) -> Option<Entry<T>> {
@@ -172,8 +234,9 @@ impl<T> Uring<T> {
             let mut sq = self.ring.submission();
             if sq.capacity() - sq.len() >= entries.len() {
                 // SAFETY: every entry's memory (blocks, buffers, addresses, timespecs) is owned by
-                // the table entry of its user_data, or by `self.deadlines`, until its completion is
-                // reaped; descriptors are kept open by the same entry.
+                // the table entry of its user_data, or by `self.connect_deadline` and
+                // `self.sweep_ts` (as long as the ring), until its completion is reaped;
+                // descriptors are kept open by the same entry.
                 unsafe {
                     let _ = sq.push_multiple(entries);
                 }
@@ -236,8 +299,8 @@ impl<T> Uring<T> {
         self.arm_worker();
     }
 
-    fn deadline(&self, which: Deadline) -> squeue::Entry {
-        opcode::LinkTimeout::new(&self.deadlines[which as usize])
+    fn connect_deadline(&self) -> squeue::Entry {
+        opcode::LinkTimeout::new(&*self.connect_deadline)
             .build()
             .user_data(IGNORE)
     }
@@ -287,7 +350,7 @@ impl<T> Reactor<T> for Uring<T> {
             .build()
             .flags(squeue::Flags::IO_LINK)
             .user_data(ud);
-        let t = self.deadline(Deadline::Connect);
+        let t = self.connect_deadline();
         self.stage(ud, &[c, t])
     }
 
@@ -298,13 +361,11 @@ impl<T> Reactor<T> for Uring<T> {
         let at = at.min(block.len());
         let len = len.min(block.len() - at);
         let ptr = block.addr().wrapping_add(at);
-        let ud = self.insert(tag, Owned::Block(sock, block));
+        let ud = self.insert_io(tag, Owned::Block(sock, block));
         let r = opcode::ReadFixed::new(types::Fd(fd), ptr, len as u32, 0)
             .build()
-            .flags(squeue::Flags::IO_LINK)
             .user_data(ud);
-        let t = self.deadline(Deadline::Io);
-        self.stage(ud, &[r, t])
+        self.stage(ud, &[r])
     }
 
     /// Sends `buf[from..]`, failing with ECANCELED after the I/O timeout.
@@ -313,14 +374,12 @@ impl<T> Reactor<T> for Uring<T> {
         let from = from.min(buf.len());
         let (ptr, len) = (buf[from..].as_ptr(), buf.len() - from);
         // Moving the Vec into the table does not move its heap buffer.
-        let ud = self.insert(tag, Owned::Bytes(sock, buf));
+        let ud = self.insert_io(tag, Owned::Bytes(sock, buf));
         let s = opcode::Send::new(types::Fd(fd), ptr, len as u32)
             .flags(libc::MSG_NOSIGNAL)
             .build()
-            .flags(squeue::Flags::IO_LINK)
             .user_data(ud);
-        let t = self.deadline(Deadline::Io);
-        self.stage(ud, &[s, t])
+        self.stage(ud, &[s])
     }
 
     /// Writes `block[from..from + len]` (cut to the block) to `file` at `offset`.
@@ -429,6 +488,7 @@ impl<T> Reactor<T> for Uring<T> {
         if self.broken && self.backlog.is_empty() {
             return Err(io::Error::other("the ring failed"));
         }
+        self.sweep();
         let want = usize::from(self.backlog.is_empty());
         if !self.broken {
             match self.ring.submit_and_wait(want) {
@@ -449,6 +509,14 @@ impl<T> Reactor<T> for Uring<T> {
         }
         while let Some((ud, res)) = self.backlog.pop_front() {
             if ud == IGNORE {
+                continue;
+            }
+            if ud == SWEEP {
+                self.sweep_armed = false;
+                self.sweep();
+                if !self.table.ids(|e| e.deadline.is_some()).is_empty() {
+                    self.arm_sweep();
+                }
                 continue;
             }
             let Some(mut e) = self.take(ud) else { continue };
