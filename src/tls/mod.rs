@@ -136,7 +136,7 @@ impl TlsConfig {
         let mut config = match o.certificate {
             None => builder.with_no_client_auth(),
             Some(cert_file) => {
-                let (certs, key) = client_identity(cert_file, o.private_key.unwrap_or(cert_file))?;
+                let (certs, key) = identity(cert_file, o.private_key.unwrap_or(cert_file))?;
                 builder
                     .with_client_auth_cert(certs, key)
                     .map_err(|e| TlsError::Config(format!("{}: {e}", cert_file.display())))?
@@ -164,8 +164,9 @@ pub struct TlsOptions<'a> {
     pub tls13_only: bool,
 }
 
-/// A client certificate chain and its key, from PEM files.
-fn client_identity(
+/// A certificate chain and its key, from PEM files (a client's `--certificate`, the RPC server's
+/// `--rpc-certificate`).
+fn identity(
     cert_file: &Path,
     key_file: &Path,
 ) -> Result<

@@ -3,8 +3,6 @@
 //! in-memory buffers: its copies cost nothing here, and it handles the handshake, key updates and
 //! close_notify without a state machine of ours. The download data path keeps the unbuffered client.
 use super::{from_rustls, TlsError};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ServerConfig, ServerConnection};
 use std::io::Read;
 use std::path::Path;
@@ -26,22 +24,7 @@ impl ServerTlsConfig {
     /// The certificate chain from `cert_file` and the unencrypted key from `key_file`, both PEM
     /// (`--rpc-certificate`, `--rpc-private-key`). The error names the file and the cause.
     pub fn load(cert_file: &Path, key_file: &Path) -> Result<ServerTlsConfig, TlsError> {
-        let certs = CertificateDer::pem_file_iter(cert_file)
-            .map_err(|e| TlsError::Config(format!("{}: {e}", cert_file.display())))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| TlsError::Config(format!("{}: {e}", cert_file.display())))?;
-        if certs.is_empty() {
-            return Err(TlsError::Config(format!(
-                "{}: no PEM certificate in it",
-                cert_file.display()
-            )));
-        }
-        let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
-            TlsError::Config(format!(
-                "{}: no unencrypted PEM private key in it ({e})",
-                key_file.display()
-            ))
-        })?;
+        let (certs, key) = super::identity(cert_file, key_file)?;
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -144,6 +127,8 @@ impl ServerSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
     use std::io::Write;
 
     fn pki(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, String) {

@@ -406,11 +406,7 @@ impl<T> Sim<T> {
                     return -libc::EINTR;
                 }
                 let fd = fd_of(&op.owned);
-                let max_chunk = if faults.max_chunk == 0 {
-                    usize::MAX
-                } else {
-                    1 + self.rng.below(faults.max_chunk as u64) as usize
-                };
+                let max_chunk = self.chunk_limit(faults.max_chunk);
                 let Some(wire) = self.wires.get_mut(&fd) else {
                     return -libc::ENOTCONN;
                 };
@@ -477,11 +473,7 @@ impl<T> Sim<T> {
                 if self.rng.chance(faults.again) {
                     return -libc::EINTR;
                 }
-                let max_chunk = if faults.max_chunk == 0 {
-                    usize::MAX
-                } else {
-                    1 + self.rng.below(faults.max_chunk as u64) as usize
-                };
+                let max_chunk = self.chunk_limit(faults.max_chunk);
                 let Some(wire) = self.wires.get_mut(&fd) else {
                     return -libc::ENOTCONN;
                 };
@@ -573,6 +565,15 @@ impl<T> Sim<T> {
                 };
                 completion_result(usize::try_from(r).map_err(|_| io::Error::last_os_error()))
             }
+        }
+    }
+
+    /// The most one read may return now: any amount, or up to a drawn part of `max_chunk`.
+    fn chunk_limit(&mut self, max_chunk: usize) -> usize {
+        if max_chunk == 0 {
+            usize::MAX
+        } else {
+            1 + self.rng.below(max_chunk as u64) as usize
         }
     }
 

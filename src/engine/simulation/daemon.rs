@@ -279,20 +279,14 @@ fn simulated_daemons_end_complete_or_resumable() {
     let count = env_u64("RINGDL_SIM_SEEDS").map_or(DAEMON_SEEDS, |n| n / 5);
     let first = env_u64("RINGDL_SIM_FIRST").unwrap_or(1);
     let started = std::time::Instant::now();
-    let mut failures = Vec::new();
     let mut t = Tally::default();
-    for seed in first..first.saturating_add(count) {
-        if let Err(e) = run_daemon_seed(seed, false, &mut t) {
-            eprintln!(
-                "daemon seed {seed} FAILED: {e}\n  replay: RINGDL_SIM_DAEMON_SEED={seed} cargo test \
-                 --lib engine::simulation::daemon -- --nocapture"
-            );
-            failures.push(seed);
-            if failures.len() >= 10 {
-                break;
-            }
-        }
-    }
+    let failures = run_block(
+        "daemon seed",
+        ("RINGDL_SIM_DAEMON_SEED", "daemon"),
+        first,
+        count,
+        |seed| run_daemon_seed(seed, false, &mut t),
+    );
     eprintln!(
         "daemon simulation: seeds {first}..{} in {:.1} s, {} failed; downloads: {} complete, {} \
          removed, {} failed, {} paused, waiting or cut; calls: {} answered, {} refused",

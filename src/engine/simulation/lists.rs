@@ -290,20 +290,14 @@ fn simulated_lists_end_complete_or_resumable() {
     let count = env_u64("RINGDL_SIM_SEEDS").map_or(LIST_SEEDS, |n| n / 3);
     let first = env_u64("RINGDL_SIM_FIRST").unwrap_or(1);
     let started = std::time::Instant::now();
-    let mut failures = Vec::new();
     let mut tally = Tally::default();
-    for seed in first..first.saturating_add(count) {
-        if let Err(e) = run_list_seed(seed, false, &mut tally) {
-            eprintln!(
-                "list seed {seed} FAILED: {e}\n  replay: RINGDL_SIM_LIST_SEED={seed} cargo test \
-                 --lib engine::simulation::lists -- --nocapture"
-            );
-            failures.push(seed);
-            if failures.len() >= 10 {
-                break;
-            }
-        }
-    }
+    let failures = run_block(
+        "list seed",
+        ("RINGDL_SIM_LIST_SEED", "lists"),
+        first,
+        count,
+        |seed| run_list_seed(seed, false, &mut tally),
+    );
     eprintln!(
         "list simulation: seeds {first}..{} in {:.1} s, {} failed; downloads: {} complete, {} \
          failed, {} cut by a kill or Ctrl-C",

@@ -627,6 +627,33 @@ fn expect_code(sc: &Scenario, code: u8) -> Result<(), String> {
     }
 }
 
+/// Runs `run` on `count` seeds from `first`, stopping after ten failures; each failure is printed
+/// with `what`, the seed, and the command that replays it (`replay_env=SEED cargo test --lib
+/// engine::simulation::MODULE`). The seeds that failed.
+fn run_block(
+    what: &str,
+    replay: (&str, &str),
+    first: u64,
+    count: u64,
+    mut run: impl FnMut(u64) -> Result<(), String>,
+) -> Vec<u64> {
+    let mut failures = Vec::new();
+    for seed in first..first.saturating_add(count) {
+        if let Err(e) = run(seed) {
+            eprintln!(
+                "{what} {seed} FAILED: {e}\n  replay: {}={seed} cargo test --lib \
+                 engine::simulation::{} -- --nocapture",
+                replay.0, replay.1
+            );
+            failures.push(seed);
+            if failures.len() >= 10 {
+                break;
+            }
+        }
+    }
+    failures
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
