@@ -305,6 +305,12 @@ pub fn run(
 /// Runs as a daemon (`--enable-rpc`): `pending` are the downloads given at start (command line,
 /// `-i`, a session), queued; the RPC server adds and controls the rest until `aria2.shutdown` or a
 /// signal.
+/// A socket operation that ended with `res` did nothing and is simply issued again (EINTR, or
+/// EAGAIN from a reactor that tried too early): downloads and RPC connections alike.
+pub(super) fn nothing_happened(res: i32) -> bool {
+    res == -libc::EINTR || res == -libc::EAGAIN
+}
+
 pub fn serve(
     settings: &Settings,
     pending: Vec<daemon::Pending>,
@@ -727,7 +733,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Whether a descriptor read that ended with `res` should be issued again: not when the
     /// descriptor failed, which would only fail again at once, for ever.
     fn rearm(res: i32) -> bool {
-        res >= 0 || res == -libc::EINTR || res == -libc::EAGAIN || res == -libc::ECANCELED
+        res >= 0 || nothing_happened(res) || res == -libc::ECANCELED
     }
 
     /// Drops the completed operation from connection `slot`'s list. False if the connection it was

@@ -403,10 +403,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 
     pub(super) fn on_send(&mut self, slot: usize, res: i32, buf: Vec<u8>, sent: usize) {
-        if res == -libc::EINTR
-            || res == -libc::EAGAIN
-            || (res > 0 && sent + (res as usize) < buf.len())
-        {
+        if nothing_happened(res) || (res > 0 && sent + (res as usize) < buf.len()) {
             let sent = if res > 0 { sent + res as usize } else { sent };
             let Some(c) = self.conns[slot].as_mut() else {
                 return;
@@ -456,7 +453,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 _ => c.rbuf = Some(block),
             }
         }
-        if res == -libc::EINTR || res == -libc::EAGAIN {
+        if nothing_happened(res) {
             self.after_io(slot);
             return;
         }

@@ -316,7 +316,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         c.reading = None;
         let buf = owned.into_bytes().unwrap_or_default();
-        if res == -libc::EINTR || res == -libc::EAGAIN {
+        if nothing_happened(res) {
             // Nothing happened: read again.
             self.rpc_read(slot, buf);
             return;
@@ -671,7 +671,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let buf = owned.into_bytes().unwrap_or_default();
         let sent = match res {
             // Nothing was sent: the same bytes again.
-            r if r == -libc::EINTR || r == -libc::EAGAIN => sent,
+            r if nothing_happened(r) => sent,
             r if r <= 0 => {
                 self.rpc_close(slot);
                 return;

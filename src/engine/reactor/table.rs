@@ -76,6 +76,13 @@ impl<E> Table<E> {
         Some(e)
     }
 
+    /// Whether any entry is as `keep` says (no list made).
+    pub(super) fn any(&self, keep: impl Fn(&E) -> bool) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.entry.as_ref().is_some_and(&keep))
+    }
+
     /// Entries held.
     pub(super) fn live(&self) -> usize {
         self.live

@@ -514,7 +514,7 @@ impl<T> Reactor<T> for Uring<T> {
             if ud == SWEEP {
                 self.sweep_armed = false;
                 self.sweep();
-                if !self.table.ids(|e| e.deadline.is_some()).is_empty() {
+                if self.table.any(|e| e.deadline.is_some()) {
                     self.arm_sweep();
                 }
                 continue;
