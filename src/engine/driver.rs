@@ -302,15 +302,15 @@ pub fn run(
     start(settings, jobs, expected, console, None)
 }
 
-/// Runs as a daemon (`--enable-rpc`): `pending` are the downloads given at start (command line,
-/// `-i`, a session), queued; the RPC server adds and controls the rest until `aria2.shutdown` or a
-/// signal.
 /// A socket operation that ended with `res` did nothing and is simply issued again (EINTR, or
 /// EAGAIN from a reactor that tried too early): downloads and RPC connections alike.
 pub(super) fn nothing_happened(res: i32) -> bool {
     res == -libc::EINTR || res == -libc::EAGAIN
 }
 
+/// Runs as a daemon (`--enable-rpc`): `pending` are the downloads given at start (command line,
+/// `-i`, a session), queued; the RPC server adds and controls the rest until `aria2.shutdown` or a
+/// signal.
 pub fn serve(
     settings: &Settings,
     pending: Vec<daemon::Pending>,
