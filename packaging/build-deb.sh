@@ -54,7 +54,7 @@ if [ "$build" = 1 ]; then
   remap="--remap-path-prefix=$src=/usr/src/ringdl-$upstream --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$target_dir=/target"
   export RUSTFLAGS="${RUSTFLAGS:-} $remap"
   prefix_map="-ffile-prefix-map=$src=/usr/src/ringdl-$upstream -ffile-prefix-map=$cargo_home=/cargo -ffile-prefix-map=$target_dir=/target"
-  # _FORTIFY_SOURCE for the C parts (aws-lc): lintian's hardening-no-fortify-functions.
+  # _FORTIFY_SOURCE for the C parts (ring's): lintian's hardening-no-fortify-functions.
   export CFLAGS="${CFLAGS:-} $prefix_map -D_FORTIFY_SOURCE=2" CXXFLAGS="${CXXFLAGS:-} $prefix_map"
   CARGO_TARGET_DIR=$target_dir cargo build --release --locked --bin ringdl
 fi

@@ -42,9 +42,9 @@ def dep5(expr):
 
 # What a crate's own LICENSE file says beyond its SPDX metadata.
 NOTES = {
-    "aws-lc-sys": "aws-lc is derived from BoringSSL and OpenSSL; its LICENSE file notes that"
-    " some OpenSSL-derived files also carry the original OpenSSL/SSLeay copyright notices,"
-    " which the crate's SPDX metadata does not list.",
+    "ring": "ring's own code is under ISC; code taken from BoringSSL is under Apache-2.0 or ISC"
+    " (its LICENSE and LICENSE-BoringSSL files; each source file names its licence at the top),"
+    " and a polyfill from once_cell is under Apache-2.0 or MIT.",
 }
 
 groups = defaultdict(list)

@@ -113,7 +113,7 @@ impl TlsConfig {
 
     /// The client settings from every TLS option.
     pub fn with(o: &TlsOptions) -> Result<TlsConfig, TlsError> {
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let versions: &[&'static rustls::SupportedProtocolVersion] = if o.tls13_only {
             &[&rustls::version::TLS13]
         } else {
@@ -501,7 +501,7 @@ mod tests {
         )
         .unwrap();
         let key = rustls::pki_types::PrivateKeyDer::try_from(ck.key_pair.serialize_der()).unwrap();
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let cfg = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()

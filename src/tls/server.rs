@@ -25,7 +25,7 @@ impl ServerTlsConfig {
     /// (`--rpc-certificate`, `--rpc-private-key`). The error names the file and the cause.
     pub fn load(cert_file: &Path, key_file: &Path) -> Result<ServerTlsConfig, TlsError> {
         let (certs, key) = super::identity(cert_file, key_file)?;
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Config(e.to_string()))?
@@ -150,7 +150,7 @@ mod tests {
         roots
             .add(CertificateDer::from_pem_slice(pem.as_bytes()).unwrap())
             .unwrap();
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let client_config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()

@@ -29,7 +29,7 @@ impl Transport {
         roots
             .add(CertificateDer::from_pem_slice(cert_pem.as_bytes()).expect("a PEM certificate"))
             .expect("add the certificate");
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("versions")
