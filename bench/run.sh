@@ -19,8 +19,11 @@ bench/run.sh [options]
   --dir DIR         work directory on a real disk (default /var/tmp/ringdl-bench)
   --out FILE        where to write RESULTS.md (default: bench/RESULTS.md for a full run in
                     which every ringdl run succeeded; otherwise the run's results dir)
-  --tools LIST      comma list out of ringdl,portable,aria2c,curl (default all four;
-                    portable is ringdl with --engine=portable)
+  --tools LIST      comma list out of ringdl,portable,aria2c,aria2c-best,curl (default
+                    ringdl,portable,aria2c,curl, and aria2c-best too with --link; portable is
+                    ringdl with --engine=portable; aria2c-best is aria2c with the settings its
+                    users pick for speed: -x16 -s16 -k1M --file-allocation=falloc
+                    --disk-cache=64M, whatever --conns says)
   --scenarios LIST  comma list out of https,http,small,strace (default all four)
   --ringdl PATH     use this ringdl binary instead of building target/release/ringdl
   --no-build        do not run cargo build --release; use target/release/ringdl as it is
@@ -56,7 +59,7 @@ to_bytes() { # 1G, 64M, 512K, 1000 -> bytes (binary units)
 
 # ---------------------------------------------------------------- options
 ROUNDS=""; SIZE=""; SMALL_N=""; QUICK=0; WORK=/var/tmp/ringdl-bench; OUT_MD=""
-TOOLS_OPT="ringdl,portable,aria2c,curl"; SCEN_OPT="https,http,small,strace"
+TOOLS_OPT=""; SCEN_OPT="https,http,small,strace"
 RINGDL_OPT=""; BUILD=1; TIMEOUT=600; STRACE_SIZE=64M; WARMUP=""; CONNS=8; LINK=""
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -104,9 +107,12 @@ fi
 SIZE_BYTES=$(to_bytes "$SIZE") || die "bad --size: $SIZE"
 STRACE_BYTES=$(to_bytes "$STRACE_SIZE") || die "bad --strace-size: $STRACE_SIZE"
 ((SIZE_BYTES > 0)) || die "--size must be > 0"
+DEFAULT_TOOLS="ringdl,portable,aria2c,curl"
+[[ -n $LINK ]] && DEFAULT_TOOLS="ringdl,portable,aria2c,aria2c-best,curl"
+: "${TOOLS_OPT:=$DEFAULT_TOOLS}"
 IFS=, read -r -a TOOLS <<<"$TOOLS_OPT"
 IFS=, read -r -a SCENARIOS <<<"$SCEN_OPT"
-for t in "${TOOLS[@]}"; do [[ $t =~ ^(ringdl|portable|aria2c|curl)$ ]] || die "unknown tool: $t"; done
+for t in "${TOOLS[@]}"; do [[ $t =~ ^(ringdl|portable|aria2c|aria2c-best|curl)$ ]] || die "unknown tool: $t"; done
 for s in "${SCENARIOS[@]}"; do [[ $s =~ ^(https|http|small|strace)$ ]] || die "unknown scenario: $s"; done
 has_scen() { [[ ",$SCEN_OPT," == *",$1,"* ]]; }
 has_tool() { [[ ",$TOOLS_OPT," == *",$1,"* ]]; }
@@ -237,6 +243,7 @@ LINK_SERVER=10.231.0.2
 LINK_CLIENT=10.231.0.1
 SERVER_IP=127.0.0.1
 LINK_DESC="loopback"
+LINK_RATE_BYTES=""  # the link's rate in bytes/s, when there is a link
 setup_link() { # RTT,RATE -> 0 with the link up, else 1 and one line on stderr
     local rtt=${1%%,*} rate=${1#*,} half
     [[ $1 == *,* && $rtt =~ ^[0-9]+ms$ && $rate =~ ^[0-9]+(k|m|g)?bit$ ]] ||
@@ -266,6 +273,7 @@ setup_link() { # RTT,RATE -> 0 with the link up, else 1 and one line on stderr
     if tc qdisc add dev "$vr" root netem delay "$half" rate "$rate" limit 200000 2>/dev/null &&
         ip netns exec "$NETNS" tc qdisc add dev "$vs" root netem delay "$half" rate "$rate" limit 200000 2>/dev/null; then
         LINK_DESC="veth, MTU 1500, netem $rtt RTT, $rate each way"
+        LINK_RATE_BYTES=$(to_rate_bytes "$rate")
         return 0
     fi
     # Without netem (a kernel built without sch_netem) the delay cannot be made: the rate is
@@ -278,6 +286,7 @@ setup_link() { # RTT,RATE -> 0 with the link up, else 1 and one line on stderr
         ip netns exec "$NETNS" tc qdisc add dev "$vs" root tbf rate "$rate" burst "$burst" latency 50ms; } 2>&1 ); then
         echo "run.sh: this kernel has no netem: the link has MTU 1500 and $rate each way, but no added delay (not $rtt RTT)" >&2
         LINK_DESC="veth, MTU 1500, $rate each way (tbf); no added delay: this kernel has no netem"
+        LINK_RATE_BYTES=$bytes
         return 0
     fi
     echo "run.sh: cannot shape the link (${err//$'\n'/; }); using loopback" >&2
@@ -474,6 +483,10 @@ tool_cmd() { # tool scenario outdir
                     CMD=("$bin" "-x$CONNS" "-s$CONNS" "--ca-certificate=$CA" --allow-overwrite=true -d "$out"
                          --console-log-level=warn --summary-interval=0 "$base/$name")
                     [[ $tool == portable ]] && CMD+=(--engine=portable) ;;
+                aria2c-best)
+                    CMD=(aria2c -x16 -s16 -k1M --file-allocation=falloc --disk-cache=64M
+                         "--ca-certificate=$CA" --allow-overwrite=true -d "$out"
+                         --console-log-level=warn --summary-interval=0 "$base/$name") ;;
                 curl)
                     CMD=(curl -sS --fail --cacert "$CA" -o "$out/$name" "$base/$name") ;;
             esac ;;
@@ -487,6 +500,10 @@ tool_cmd() { # tool scenario outdir
                          --console-log-level=warn --summary-interval=0)
                     [[ $tool == portable ]] && CMD+=(--engine=portable)
                     CMD+=("${urls[@]}") ;;
+                aria2c-best)
+                    CMD=(aria2c -Z -j16 --file-allocation=none --disk-cache=64M "--ca-certificate=$CA"
+                         --allow-overwrite=true -d "$out" --console-log-level=warn --summary-interval=0
+                         "${urls[@]}") ;;
                 curl)
                     CMD=(curl -sS --fail -Z --parallel-max 16 --cacert "$CA" --output-dir "$out"
                          --remote-name-all "${urls[@]}") ;;
@@ -674,6 +691,7 @@ run_strace() { # tool
         print v}')"
     printf 'nginx\t%s\n' "$("$NGINX_BIN" -v 2>&1 | head -1)"
     printf 'link\t%s\n' "$LINK_DESC"
+    printf 'link_rate_bytes\t%s\n' "$LINK_RATE_BYTES"
     printf 'conns\t%s\n' "$CONNS"
     printf 'openssl\t%s\n' "$(openssl version 2>/dev/null)"
     rev=$(git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null || echo "no-commit")
@@ -685,7 +703,7 @@ run_strace() { # tool
     printf 'nginx_workers\t%s\n' "$(nginx_pids; echo $((${#NG_PIDS[@]} - 1)))"
     printf 'source_resident\t%s\n' "$([[ -f $DOCROOT/$BIG_NAME ]] && resident_bytes "$DOCROOT/$BIG_NAME")"
     for s in https http small; do
-        for t in ringdl portable aria2c curl; do printf 'cmd_%s_%s\t%s\n' "$s" "$t" "$(cmd_for_display "$t" "$s")"; done
+        for t in ringdl portable aria2c aria2c-best curl; do printf 'cmd_%s_%s\t%s\n' "$s" "$t" "$(cmd_for_display "$t" "$s")"; done
     done
     printf 'strace_cmd\t%s\n' "strace -f -c -o \$RESULT <the https command above, for the ${STRACE_BYTES}-byte file>"
 } >"$RES/meta.tsv"
@@ -741,7 +759,7 @@ if [[ -z $OUT_MD ]]; then
         nfail=$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "fail") f = i; next }
                              ($3 == "ringdl" || $3 == "portable") && $f != "-"' "$RUNS_TSV" | wc -l)
         nring=$(awk -F'\t' 'NR > 1 && ($3 == "ringdl" || $3 == "portable")' "$RUNS_TSV" | wc -l)
-        if has_tool ringdl && ((nring > 0 && nfail == 0)) && [[ $TOOLS_OPT == "ringdl,portable,aria2c,curl" ]]; then
+        if has_tool ringdl && ((nring > 0 && nfail == 0)) && [[ $TOOLS_OPT == "$DEFAULT_TOOLS" ]]; then
             OUT_MD="$BENCH_DIR/RESULTS.md"
         else
             note "not writing bench/RESULTS.md: ringdl failed $nfail of $nring runs or the tool set is partial (use --out to force)"
