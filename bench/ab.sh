@@ -31,7 +31,7 @@ head -c $((1 << 30)) /dev/urandom > "$WORK/www/big.bin"
 ) >/dev/null 2>&1
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 SSL=""
-[[ $SCHEME == https ]] && SSL="ssl; ssl_certificate $WORK/cert.pem; ssl_certificate_key $WORK/key.pem"
+[[ $SCHEME == https ]] && SSL="ssl; ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate $WORK/cert.pem; ssl_certificate_key $WORK/key.pem"
 cat > "$WORK/nginx.conf" <<CONF
 daemon on; worker_processes 2; pid $WORK/nginx.pid; error_log $WORK/logs/error.log;
 events {}
