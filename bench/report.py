@@ -405,18 +405,13 @@ def targets(runs, strace, tools, meta):
                                ok, pct, fig, nfail, nall))
     out += portable_targets(runs, tools)
     rall = all_runs(runs, "small", "ringdl")
-    if rall and "aria2c" in tools:
-        rs = ok_runs(runs, "small", "ringdl")
-        xs = pair_ratios(runs, "small", "ringdl", "aria2c", "wall_s")
-        ok = bool(xs) and med(xs) <= 1.0
-        out.append(target_line(f"Small files ({meta.get('small_n')} over HTTPS) wall <= aria2c", ok, xs,
-                               fmt_ratio(xs), len(rall) - len(rs), len(rall)))
-    if rall and "curl" in tools:
-        rs = ok_runs(runs, "small", "ringdl")
-        xs = pair_ratios(runs, "small", "ringdl", "curl", "wall_s")
-        ok = bool(xs) and med(xs) <= 1.0
-        out.append(target_line(f"Small files ({meta.get('small_n')} over HTTPS) wall <= curl -Z", ok, xs,
-                               fmt_ratio(xs), len(rall) - len(rs), len(rall)))
+    rs = ok_runs(runs, "small", "ringdl")
+    for other, label in (("aria2c", "aria2c"), ("curl", "curl -Z")):
+        if rall and other in tools:
+            xs = pair_ratios(runs, "small", "ringdl", other, "wall_s")
+            ok = bool(xs) and med(xs) <= 1.0
+            out.append(target_line(f"Small files ({meta.get('small_n')} over HTTPS) wall <= {label}", ok,
+                                   xs, fmt_ratio(xs), len(rall) - len(rs), len(rall)))
     if "ringdl" in strace:
         e = strace["ringdl"]
         label = (f"strace: < {STRACE_TARGET} read/write-family syscalls for "
