@@ -113,7 +113,7 @@ impl TlsConfig {
 
     /// The client settings from every TLS option.
     pub fn with(o: &TlsOptions) -> Result<TlsConfig, TlsError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = crypto_provider();
         let versions: &[&'static rustls::SupportedProtocolVersion] = if o.tls13_only {
             &[&rustls::version::TLS13]
         } else {
@@ -147,6 +147,12 @@ impl TlsConfig {
             inner: Arc::new(config),
         })
     }
+}
+
+/// The cryptography every TLS connection of ringdl's uses, client and RPC server alike: rustls's
+/// ring provider (bench/RESULTS.md has why: its AES-GCM path and its start-up cost).
+pub fn crypto_provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// Everything the TLS options say.
@@ -501,8 +507,7 @@ mod tests {
         )
         .unwrap();
         let key = rustls::pki_types::PrivateKeyDer::try_from(ck.key_pair.serialize_der()).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let cfg = rustls::ServerConfig::builder_with_provider(provider)
+        let cfg = rustls::ServerConfig::builder_with_provider(crypto_provider())
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_no_client_auth()

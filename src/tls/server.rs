@@ -25,8 +25,7 @@ impl ServerTlsConfig {
     /// (`--rpc-certificate`, `--rpc-private-key`). The error names the file and the cause.
     pub fn load(cert_file: &Path, key_file: &Path) -> Result<ServerTlsConfig, TlsError> {
         let (certs, key) = super::identity(cert_file, key_file)?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = ServerConfig::builder_with_provider(provider)
+        let mut config = ServerConfig::builder_with_provider(crate::tls::crypto_provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Config(e.to_string()))?
             .with_no_client_auth()
@@ -150,12 +149,12 @@ mod tests {
         roots
             .add(CertificateDer::from_pem_slice(pem.as_bytes()).unwrap())
             .unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let client_config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+        let client_config =
+            rustls::ClientConfig::builder_with_provider(crate::tls::crypto_provider())
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
         let mut client =
             rustls::ClientConnection::new(Arc::new(client_config), "localhost".try_into().unwrap())
                 .unwrap();

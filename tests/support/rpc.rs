@@ -29,8 +29,7 @@ impl Transport {
         roots
             .add(CertificateDer::from_pem_slice(cert_pem.as_bytes()).expect("a PEM certificate"))
             .expect("add the certificate");
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
+        let config = rustls::ClientConfig::builder_with_provider(ringdl::tls::crypto_provider())
             .with_safe_default_protocol_versions()
             .expect("versions")
             .with_root_certificates(roots)
