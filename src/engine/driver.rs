@@ -35,6 +35,7 @@ mod pace;
 mod proxy;
 mod queue;
 mod response;
+mod results;
 mod resume;
 mod rpc;
 mod schedule;
@@ -560,13 +561,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // The daemon's GID index holds exactly the downloads it holds.
             let held: std::collections::HashSet<u64> = dm
                 .waiting
-                .iter()
-                .map(|p| p.gid)
+                .gids()
                 .chain(dm.running.keys().copied())
-                .chain(dm.stopped.iter().map(|s| s.gid))
+                .chain(dm.stopped.heads().map(|s| s.gid))
                 .collect();
             assert!(held == dm.gids, "the daemon's GID index is out of step");
             dm.waiting.check();
+            dm.stopped.check();
         }
         for (dl, d) in self.dls.iter().enumerate() {
             // A download told to stop (Ctrl-C, or paused or removed over RPC) that is still

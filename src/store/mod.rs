@@ -1,8 +1,10 @@
 //! Output files: choosing the path (aria2's renaming rules), opening with `O_DIRECT` or the buffered
 //! fallback, preallocating, and the arithmetic of packing bytes into aligned write blocks. The bytes
-//! themselves move through the ring (`engine/`); this module decides where and how much.
+//! themselves move through the ring (`engine/`); this module decides where and how much. Also the
+//! daemon's record file (`records`), which keeps long lists' strings out of memory.
 pub mod checksum;
 pub mod control;
+pub mod records;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;

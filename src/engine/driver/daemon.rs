@@ -7,6 +7,7 @@ use crate::cli::defs::OptDef;
 use crate::cli::DownloadOptions;
 use crate::rpc::status::{Status, StatusView, UriState};
 use crate::rpc::RpcError;
+use crate::store::records::Records;
 use sha2::Digest;
 
 /// A download not running: not started yet, or paused. A `gid` of 0 asks for a new one.
@@ -69,16 +70,6 @@ pub(crate) struct Stopped {
     pub piece_length: u32,
 }
 
-/// A result dropped past `--max-download-result` that the session still saves.
-#[derive(Debug, Clone)]
-pub(crate) struct Unfinished {
-    pub gid: u64,
-    pub status: Status,
-    pub code: ExitCode,
-    pub uris: Vec<String>,
-    pub options: Vec<(&'static OptDef, String)>,
-}
-
 /// The daemon's state besides the engine's downloads.
 pub(crate) struct Daemon {
     pub waiting: super::queue::Queue,
@@ -86,15 +77,14 @@ pub(crate) struct Daemon {
     /// Every GID held (waiting, running, stopped): a new or given GID is checked against it, and a
     /// whole GID found, without a walk through a long queue.
     pub gids: std::collections::HashSet<u64>,
-    pub stopped: VecDeque<Stopped>,
+    /// Results, and (`--keep-unfinished-download-result` with `--save-session`) the failed and,
+    /// with `--force-save`, removed ones dropped past `--max-download-result`, kept only for the
+    /// session file, as aria2 does. Without a session nothing would read those, so none are kept.
+    pub stopped: super::results::Results,
     pub stopped_total: u64,
     /// The last error among results dropped past `--max-download-result` (it still counts for
     /// the exit code, as in aria2; results removed by a call do not).
     pub evicted_error: Option<ExitCode>,
-    /// `--keep-unfinished-download-result` with `--save-session`: failed (and, with
-    /// `--force-save`, removed) results dropped past `--max-download-result`, kept only for the
-    /// session file, as aria2 does. Without a session nothing would read them, so none are kept.
-    pub unfinished: Vec<Unfinished>,
     pub keep_unfinished: bool,
     /// Downloads still running when the daemon stopped.
     pub in_progress: usize,
@@ -193,13 +183,12 @@ impl Daemon {
             chunk.copy_from_slice(&r[..chunk.len()]);
         }
         let mut dm = Daemon {
-            waiting: super::queue::Queue::default(),
+            waiting: super::queue::Queue::new(Records::in_dir(&settings.download.dir)),
             running: HashMap::new(),
             gids: std::collections::HashSet::new(),
-            stopped: VecDeque::new(),
+            stopped: super::results::Results::new(Records::in_dir(&settings.download.dir)),
             stopped_total: 0,
             evicted_error: None,
-            unfinished: Vec::new(),
             keep_unfinished: rpc.keep_unfinished_download_result,
             in_progress: 0,
             max_results: rpc.max_download_result,
@@ -266,7 +255,7 @@ impl Daemon {
     /// Keeps a result, dropping the oldest past `--max-download-result`.
     pub(crate) fn keep(&mut self, s: Stopped) {
         self.stopped_total += 1;
-        self.stopped.push_back(s);
+        self.stopped.push(s);
         self.trim_results();
     }
 
@@ -274,25 +263,20 @@ impl Daemon {
     /// for the exit code, and one the session would save is kept for it.
     pub(crate) fn trim_results(&mut self) {
         while self.stopped.len() > self.max_results {
-            if let Some(old) = self.stopped.pop_front() {
-                if old.status == Status::Error {
-                    self.evicted_error = Some(old.code);
-                }
-                self.gids.remove(&old.gid);
-                let saved = self
-                    .session
-                    .as_ref()
-                    .is_some_and(|r| r.saves(old.status, old.code));
-                if self.keep_unfinished && old.status != Status::Complete && saved {
-                    self.unfinished.push(Unfinished {
-                        gid: old.gid,
-                        status: old.status,
-                        code: old.code,
-                        uris: old.uris,
-                        options: old.options,
-                    });
-                }
+            let session = self.session.as_ref();
+            let keep_unfinished = self.keep_unfinished;
+            let dropped = self.stopped.drop_oldest(|h| {
+                keep_unfinished
+                    && h.status != Status::Complete
+                    && session.is_some_and(|r| r.saves(h.status, h.code))
+            });
+            let Some((gid, status, code)) = dropped else {
+                break;
+            };
+            if status == Status::Error {
+                self.evicted_error = Some(code);
             }
+            self.gids.remove(&gid);
         }
     }
 
@@ -300,7 +284,7 @@ impl Daemon {
     /// last one dropped past `--max-download-result`.
     pub(crate) fn last_error(&self) -> Option<ExitCode> {
         self.stopped
-            .iter()
+            .heads()
             .rev()
             .find(|s| s.status == Status::Error)
             .map(|s| s.code)
@@ -344,7 +328,7 @@ impl Daemon {
             return String::new();
         };
         let mut out = String::new();
-        for u in &self.unfinished {
+        for u in self.stopped.unfinished() {
             if rules.saves(u.status, u.code) {
                 session_entry(
                     &mut out,
@@ -356,7 +340,7 @@ impl Daemon {
                 );
             }
         }
-        for st in &self.stopped {
+        for st in self.stopped.iter() {
             if rules.saves(st.status, st.code) {
                 session_entry(
                     &mut out,
@@ -535,10 +519,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if let Some(i) = dm.waiting.position(gid) {
             return Some(Place::Waiting(i));
         }
-        dm.stopped
-            .iter()
-            .position(|s| s.gid == gid)
-            .map(Place::Stopped)
+        dm.stopped.position(gid).map(Place::Stopped)
     }
 
     /// A running download's status.
@@ -593,8 +574,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let dm = self.daemon.as_ref()?;
         match self.place(gid)? {
             Place::Active(i) => Some(self.active_view(i)),
-            Place::Waiting(i) => dm.waiting.get(i).map(|p| dm.pending_view(p)),
-            Place::Stopped(i) => Some(stopped_view(&dm.stopped[i])),
+            Place::Waiting(i) => dm.waiting.get(i).map(|p| dm.pending_view(&p)),
+            Place::Stopped(i) => dm.stopped.get(i).map(|s| stopped_view(&s)),
         }
     }
 

@@ -220,7 +220,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             page(dm.waiting.len(), offset, num)
                 .into_iter()
                 .filter_map(|i| dm.waiting.get(i))
-                .map(|p| dm.pending_view(p).to_json(&keys))
+                .map(|p| dm.pending_view(&p).to_json(&keys))
                 .collect(),
         ))
     }
@@ -236,7 +236,8 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         Ok(Value::Array(
             page(dm.stopped.len(), offset, num)
                 .into_iter()
-                .map(|i| stopped_view(&dm.stopped[i]).to_json(&keys))
+                .filter_map(|i| dm.stopped.get(i))
+                .map(|s| stopped_view(&s).to_json(&keys))
                 .collect(),
         ))
     }
@@ -415,8 +416,8 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         let dm = e.daemon.as_deref()?;
         let own = match e.place(g)? {
             Place::Active(_) => dm.running.get(&g)?.options.clone(),
-            Place::Waiting(i) => dm.waiting.get(i)?.options.clone(),
-            Place::Stopped(i) => dm.stopped[i].options.clone(),
+            Place::Waiting(i) => dm.waiting.get(i)?.options,
+            Place::Stopped(i) => dm.stopped.get(i)?.options,
         };
         let mut all: Vec<(&'static OptDef, String)> = dm
             .options
@@ -444,8 +445,8 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         check_out(&new)?;
         match self.0.place(g) {
             Some(Place::Waiting(i)) => {
-                if let Some(o) = self.0.daemon().and_then(|d| d.waiting.options_mut(i)) {
-                    merge(o, &new);
+                if let Some(d) = self.0.daemon() {
+                    d.waiting.update(i, |p| merge(&mut p.options, &new));
                 }
             }
             Some(Place::Active(dl)) => {
@@ -556,8 +557,9 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         match self.0.place(g) {
             Some(Place::Stopped(i)) => {
                 if let Some(d) = self.0.daemon() {
-                    d.stopped.remove(i);
-                    d.gids.remove(&g);
+                    if let Some(gid) = d.stopped.remove(i) {
+                        d.gids.remove(&gid);
+                    }
                 }
                 Ok(json!("OK"))
             }
@@ -593,35 +595,29 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             let urls: Vec<url::Url> = add.iter().filter_map(|u| url::Url::parse(u).ok()).collect();
             self.0.dls[dl].change_mirrors(&del, &urls);
         }
-        let uris = match place {
-            Some(Place::Waiting(i)) => {
-                let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
-                d.waiting
-                    .uris_mut(i)
-                    .ok_or_else(|| gid_err("No such download for GID#{}", g))?
+        // aria2's edit of a URI list: each deleted URI's first occurrence goes, then the added
+        // ones go in at `position` (past the end: last).
+        let edit = |uris: &mut Vec<String>| {
+            let mut deleted = 0;
+            for u in &del {
+                if let Some(i) = uris.iter().position(|x| x == u) {
+                    uris.remove(i);
+                    deleted += 1;
+                }
             }
-            Some(Place::Active(_)) => {
-                let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
-                &mut d
-                    .running
-                    .get_mut(&g)
-                    .ok_or_else(|| gid_err("No such download for GID#{}", g))?
-                    .uris
+            let at = position.map_or(uris.len(), |n| (n.max(0) as usize).min(uris.len()));
+            for (k, u) in add.iter().enumerate() {
+                uris.insert(at + k, u.clone());
             }
-            _ => return Err(gid_err("No such download for GID#{}", g)),
+            (deleted, add.len())
         };
-        let mut deleted = 0;
-        for u in &del {
-            if let Some(i) = uris.iter().position(|x| x == u) {
-                uris.remove(i);
-                deleted += 1;
-            }
-        }
-        let at = position.map_or(uris.len(), |n| (n.max(0) as usize).min(uris.len()));
-        let added = add.len();
-        for (k, u) in add.into_iter().enumerate() {
-            uris.insert(at + k, u);
-        }
+        let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
+        let edited = match place {
+            Some(Place::Waiting(i)) => d.waiting.update(i, |p| edit(&mut p.uris)),
+            Some(Place::Active(_)) => d.running.get_mut(&g).map(|r| edit(&mut r.uris)),
+            _ => None,
+        };
+        let (deleted, added) = edited.ok_or_else(|| gid_err("No such download for GID#{}", g))?;
         Ok(json!([deleted, added]))
     }
 
@@ -694,8 +690,8 @@ impl<R: Reactor<Tag>> Service for Calls<'_, '_, R> {
             "aria2.changeGlobalOption" => self.change_global_option(&p),
             "aria2.purgeDownloadResult" => {
                 if let Some(d) = self.0.daemon() {
-                    for s in std::mem::take(&mut d.stopped) {
-                        d.gids.remove(&s.gid);
+                    for gid in d.stopped.clear() {
+                        d.gids.remove(&gid);
                     }
                 }
                 Ok(json!("OK"))

@@ -2,42 +2,178 @@
 //! the entries that may start (not paused, not settling), changed only through its own methods,
 //! so the scheduler asks for the next download after every step without walking a queue of a
 //! million paused entries to find there is none.
-use super::daemon::Pending;
+//!
+//! In memory each entry is a fixed-size slot (its GID, its two flags, where its record is); its
+//! URIs, own options and what an earlier run reached are a record in a [`Records`] store, on disk
+//! where the daemon can make a file. Reading an entry decodes a copy; changing one writes a new
+//! record.
+use super::daemon::{Known, Pending};
+use crate::cli::defs::{self, OptDef};
+use crate::store::records::{Dec, Enc, Loc, Records};
 use std::collections::VecDeque;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
+struct Slot {
+    gid: u64,
+    paused: bool,
+    /// An earlier run's last control-file save is in flight (see [`Pending::settling`]).
+    settling: bool,
+    record: Loc,
+}
+
+#[derive(Debug)]
 pub(crate) struct Queue {
-    items: VecDeque<Pending>,
+    items: VecDeque<Slot>,
+    records: Records,
     /// Entries that are neither paused nor settling.
     runnable: usize,
 }
 
-fn runs(p: &Pending) -> bool {
-    !p.paused && !p.settling
+impl Default for Queue {
+    fn default() -> Queue {
+        Queue::new(Records::in_memory())
+    }
+}
+
+fn runs(s: &Slot) -> bool {
+    !s.paused && !s.settling
+}
+
+/// A download's URIs and own options (by name), into a record.
+pub(super) fn put_uris_options(
+    e: &mut Enc,
+    uris: &[String],
+    options: &[(&'static OptDef, String)],
+) {
+    e.u64(uris.len() as u64);
+    for u in uris {
+        e.str(u);
+    }
+    e.u64(options.len() as u64);
+    for (d, v) in options {
+        e.str(d.name).str(v);
+    }
+}
+
+/// A download's own options.
+pub(super) type OwnOptions = Vec<(&'static OptDef, String)>;
+
+/// What [`put_uris_options`] wrote.
+pub(super) fn uris_options(d: &mut Dec) -> Option<(Vec<String>, OwnOptions)> {
+    let n = d.u64()?;
+    let mut uris = Vec::new();
+    for _ in 0..n {
+        uris.push(d.str()?.to_string());
+    }
+    let n = d.u64()?;
+    let mut options = Vec::new();
+    for _ in 0..n {
+        let name = d.str()?;
+        let value = d.str()?;
+        // Only options from the table are ever stored.
+        if let Some(def) = defs::by_name(name) {
+            options.push((def, value.to_string()));
+        }
+    }
+    Some((uris, options))
+}
+
+/// An entry's record: its URIs, its own options and what an earlier run reached.
+fn encode(p: &Pending) -> Vec<u8> {
+    let mut e = Enc::default();
+    put_uris_options(&mut e, &p.uris, &p.options);
+    match &p.known {
+        None => {
+            e.u64(0);
+        }
+        Some(k) => {
+            e.u64(1).u64(k.total).u64(k.completed).str(&k.path);
+        }
+    }
+    e.0
+}
+
+/// The parts of an entry its record holds; `None` for a record cut short or unreadable.
+type Parts = (Vec<String>, OwnOptions, Option<Known>);
+
+fn decode(bytes: &[u8]) -> Option<Parts> {
+    let mut d = Dec(bytes);
+    let (uris, options) = uris_options(&mut d)?;
+    let known = match d.u64()? {
+        0 => None,
+        _ => Some(Known {
+            total: d.u64()?,
+            completed: d.u64()?,
+            path: d.str()?.to_string(),
+        }),
+    };
+    Some((uris, options, known))
 }
 
 impl Queue {
+    /// An empty queue keeping its records in `records`.
+    pub(crate) fn new(records: Records) -> Queue {
+        Queue {
+            items: VecDeque::new(),
+            records,
+            runnable: 0,
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.items.len()
     }
 
-    pub(crate) fn get(&self, i: usize) -> Option<&Pending> {
-        self.items.get(i)
+    /// The entry of `s`, read from its record. A record that cannot be read back (an I/O error
+    /// on the record file) gives the entry without URIs: it fails when it starts, with the
+    /// error that says so, instead of vanishing.
+    fn entry(&self, s: &Slot) -> Pending {
+        let (uris, options, known) = self
+            .records
+            .get(&s.record)
+            .ok()
+            .and_then(|b| decode(&b))
+            .unwrap_or_default();
+        Pending {
+            gid: s.gid,
+            uris,
+            options,
+            paused: s.paused,
+            known,
+            settling: s.settling,
+        }
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Pending> + '_ {
-        self.items.iter()
+    /// A copy of the entry at `i`.
+    pub(crate) fn get(&self, i: usize) -> Option<Pending> {
+        self.items.get(i).map(|s| self.entry(s))
+    }
+
+    /// Copies of the entries, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Pending> + '_ {
+        self.items.iter().map(|s| self.entry(s))
+    }
+
+    /// The entries' GIDs, in order (no record is read).
+    pub(crate) fn gids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.items.iter().map(|s| s.gid)
     }
 
     /// Where download `gid` waits.
     pub(crate) fn position(&self, gid: u64) -> Option<usize> {
-        self.items.iter().position(|p| p.gid == gid)
+        self.items.iter().position(|s| s.gid == gid)
     }
 
     /// Puts `p` at `at` (past the end: last).
     pub(crate) fn insert(&mut self, at: usize, p: Pending) {
-        self.runnable += usize::from(runs(&p));
-        self.items.insert(at.min(self.items.len()), p);
+        let s = Slot {
+            gid: p.gid,
+            paused: p.paused,
+            settling: p.settling,
+            record: self.records.put(&encode(&p)),
+        };
+        self.runnable += usize::from(runs(&s));
+        self.items.insert(at.min(self.items.len()), s);
     }
 
     pub(crate) fn push_back(&mut self, p: Pending) {
@@ -48,30 +184,34 @@ impl Queue {
         self.insert(0, p);
     }
 
+    /// Takes the entry at `i` out.
     pub(crate) fn remove(&mut self, i: usize) -> Option<Pending> {
-        let p = self.items.remove(i)?;
-        self.runnable -= usize::from(runs(&p));
+        let s = self.items.remove(i)?;
+        self.runnable -= usize::from(runs(&s));
+        let p = self.entry(&s);
+        self.records.free(s.record);
+        self.compact_if_due();
         Some(p)
     }
 
-    /// Moves the entry at `from` to `to`.
+    /// Moves the entry at `from` to `to` (its record stays where it is).
     pub(crate) fn move_item(&mut self, from: usize, to: usize) {
-        if let Some(p) = self.remove(from) {
-            self.insert(to, p);
+        if let Some(s) = self.items.remove(from) {
+            self.items.insert(to.min(self.items.len()), s);
         }
     }
 
     /// Pauses or unpauses the entry at `i`; false if it already was so.
     pub(crate) fn set_paused(&mut self, i: usize, paused: bool) -> bool {
-        let Some(p) = self.items.get_mut(i) else {
+        let Some(s) = self.items.get_mut(i) else {
             return false;
         };
-        if p.paused == paused {
+        if s.paused == paused {
             return false;
         }
-        let before = runs(p);
-        p.paused = paused;
-        let after = runs(p);
+        let before = runs(s);
+        s.paused = paused;
+        let after = runs(s);
         self.recount(before, after);
         true
     }
@@ -85,12 +225,12 @@ impl Queue {
 
     /// The download `gid` ran before and its control-file saves are done: it may start again.
     pub(crate) fn settle(&mut self, gid: u64) {
-        let Some(p) = self.items.iter_mut().find(|p| p.gid == gid) else {
+        let Some(s) = self.items.iter_mut().find(|s| s.gid == gid) else {
             return;
         };
-        let before = runs(p);
-        p.settling = false;
-        let after = runs(p);
+        let before = runs(s);
+        s.settling = false;
+        let after = runs(s);
         self.recount(before, after);
     }
 
@@ -111,25 +251,35 @@ impl Queue {
         self.remove(at)
     }
 
-    /// The entry at `i`'s own options and URIs, to change (neither decides whether it runs).
-    pub(crate) fn options_mut(
-        &mut self,
-        i: usize,
-    ) -> Option<&mut Vec<(&'static crate::cli::defs::OptDef, String)>> {
-        self.items.get_mut(i).map(|p| &mut p.options)
+    /// Changes the URIs or own options of the entry at `i` (neither decides whether it runs) and
+    /// stores the result; `f`'s answer, or `None` without such an entry.
+    pub(crate) fn update<R>(&mut self, i: usize, f: impl FnOnce(&mut Pending) -> R) -> Option<R> {
+        let mut p = self.get(i)?;
+        let r = f(&mut p);
+        let bytes = encode(&p);
+        let s = self.items.get_mut(i)?;
+        let old = std::mem::replace(&mut s.record, self.records.put(&bytes));
+        self.records.free(old);
+        self.compact_if_due();
+        Some(r)
     }
 
-    pub(crate) fn uris_mut(&mut self, i: usize) -> Option<&mut Vec<String>> {
-        self.items.get_mut(i).map(|p| &mut p.uris)
+    /// Rewrites the record store once most of it is dead.
+    fn compact_if_due(&mut self) {
+        if self.records.wants_compaction() {
+            self.records
+                .compact(self.items.iter_mut().map(|s| &mut s.record));
+        }
     }
 
-    /// Debug builds: the count agrees with the entries.
+    /// Debug builds: the count agrees with the entries, and the store with the records held.
     pub(crate) fn check(&self) {
-        let counted = self.items.iter().filter(|p| runs(p)).count();
+        let counted = self.items.iter().filter(|s| runs(s)).count();
         assert_eq!(
             counted, self.runnable,
             "the queue's count of runnable entries is out of step"
         );
+        self.records.check(self.items.iter().map(|s| &s.record));
     }
 }
 
@@ -174,5 +324,63 @@ mod tests {
         assert_eq!(q.take_runnable().map(|p| p.gid), Some(4));
         assert_eq!(q.len(), 0);
         q.check();
+    }
+
+    /// Entries come back as they went in, through changes, moves and the record store's
+    /// compactions, from a queue whose records are in a file.
+    #[test]
+    fn entries_read_back_exactly_through_changes_and_compactions() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut q = Queue::new(Records::in_dir(dir.path()));
+        let dir_opt = defs::by_name("dir").expect("dir is an option");
+        let mut model: Vec<Pending> = Vec::new();
+        for g in 1..=3000u64 {
+            let mut p = entry(g, g % 3 == 0, false);
+            p.uris
+                .push(format!("https://mirror/{}", "m".repeat((g % 97) as usize)));
+            if g % 5 == 0 {
+                p.options.push((dir_opt, format!("/d/{g}")));
+            }
+            if g % 7 == 0 {
+                p.known = Some(Known {
+                    total: g * 1000,
+                    completed: g,
+                    path: format!("/d/f{g}"),
+                });
+            }
+            model.push(p.clone());
+            q.push_back(p);
+        }
+        let same = |q: &Queue, model: &[Pending]| {
+            assert_eq!(q.len(), model.len());
+            for (a, b) in q.iter().zip(model) {
+                assert_eq!(format!("{a:?}"), format!("{b:?}"));
+            }
+            q.check();
+        };
+        same(&q, &model);
+        // Rewrite every entry's URIs many times: dead records pile up and are compacted away.
+        for round in 0..40 {
+            for i in (0..model.len()).step_by(3) {
+                let u = format!("https://r{round}/{i}/{}", "u".repeat(200));
+                assert_eq!(q.update(i, |p| p.uris[0].clone_from(&u)), Some(()));
+                model[i].uris[0] = u;
+            }
+        }
+        // About 9 MiB were written; compactions kept the file near its live size.
+        assert!(
+            q.records.stored_bytes() < 4 << 20,
+            "{}",
+            q.records.stored_bytes()
+        );
+        same(&q, &model);
+        q.move_item(10, 0);
+        let moved = model.remove(10);
+        model.insert(0, moved);
+        for i in (0..model.len()).rev().step_by(2) {
+            assert_eq!(q.remove(i).map(|p| p.gid), Some(model.remove(i).gid));
+        }
+        same(&q, &model);
+        assert_eq!(q.update(model.len(), |_| ()), None);
     }
 }

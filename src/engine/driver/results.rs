@@ -1,0 +1,263 @@
+//! The daemon's stopped results (`tellStopped`, at most `--max-download-result`) and the failed
+//! ones dropped past that limit that only the session file still wants
+//! (`--keep-unfinished-download-result`). In memory each is a fixed-size head (GID, state, sizes);
+//! its message, paths, URIs and own options are a record in a [`Records`] store, so a hundred
+//! thousand results cost their heads. Reading a result decodes a copy.
+use super::daemon::Stopped;
+use super::queue::{put_uris_options, uris_options};
+use crate::rpc::status::Status;
+use crate::store::records::{Dec, Enc, Loc, Records};
+use crate::ui::exit::ExitCode;
+use std::collections::VecDeque;
+
+/// What a result keeps in memory.
+#[derive(Debug)]
+pub(crate) struct Head {
+    pub gid: u64,
+    pub status: Status,
+    pub code: ExitCode,
+    pub total: u64,
+    pub completed: u64,
+    pub piece_length: u32,
+    record: Loc,
+}
+
+#[derive(Debug)]
+pub(crate) struct Results {
+    held: VecDeque<Head>,
+    /// Dropped past `--max-download-result`, kept for the session file only.
+    unfinished: Vec<Head>,
+    records: Records,
+}
+
+impl Default for Results {
+    fn default() -> Results {
+        Results::new(Records::in_memory())
+    }
+}
+
+fn encode(s: &Stopped) -> Vec<u8> {
+    let mut e = Enc::default();
+    e.str(&s.message).str(&s.dir).str(&s.path);
+    put_uris_options(&mut e, &s.uris, &s.options);
+    e.0
+}
+
+impl Results {
+    pub(crate) fn new(records: Records) -> Results {
+        Results {
+            held: VecDeque::new(),
+            unfinished: Vec::new(),
+            records,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// The result `h`, read from its record. One that cannot be read back (an I/O error on the
+    /// record file) keeps its head's facts and says why the rest is missing.
+    fn result(&self, h: &Head) -> Stopped {
+        let bytes = self.records.get(&h.record).unwrap_or_default();
+        let mut d = Dec(&bytes);
+        let mut rest = || {
+            let message = d.str()?.to_string();
+            let dir = d.str()?.to_string();
+            let path = d.str()?.to_string();
+            let (uris, options) = uris_options(&mut d)?;
+            Some((message, dir, path, uris, options))
+        };
+        let (message, dir, path, uris, options) = rest().unwrap_or_else(|| {
+            let lost = "The result's record could not be read back.".to_string();
+            (lost, String::new(), String::new(), Vec::new(), Vec::new())
+        });
+        Stopped {
+            gid: h.gid,
+            status: h.status,
+            code: h.code,
+            message,
+            total: h.total,
+            completed: h.completed,
+            dir,
+            path,
+            uris,
+            options,
+            piece_length: h.piece_length,
+        }
+    }
+
+    /// Keeps `s` as the newest result.
+    pub(crate) fn push(&mut self, s: Stopped) {
+        let record = self.records.put(&encode(&s));
+        self.held.push_back(Head {
+            gid: s.gid,
+            status: s.status,
+            code: s.code,
+            total: s.total,
+            completed: s.completed,
+            piece_length: s.piece_length,
+            record,
+        });
+    }
+
+    /// A copy of the result at `i` (0: the oldest).
+    pub(crate) fn get(&self, i: usize) -> Option<Stopped> {
+        self.held.get(i).map(|h| self.result(h))
+    }
+
+    /// The results' heads, oldest first (no record is read).
+    pub(crate) fn heads(&self) -> impl DoubleEndedIterator<Item = &Head> + '_ {
+        self.held.iter()
+    }
+
+    /// Copies of the results, oldest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Stopped> + '_ {
+        self.held.iter().map(|h| self.result(h))
+    }
+
+    pub(crate) fn position(&self, gid: u64) -> Option<usize> {
+        self.held.iter().position(|h| h.gid == gid)
+    }
+
+    /// Forgets the result at `i`; its GID, if there was one.
+    pub(crate) fn remove(&mut self, i: usize) -> Option<u64> {
+        let h = self.held.remove(i)?;
+        let gid = h.gid;
+        self.records.free(h.record);
+        self.compact_if_due();
+        Some(gid)
+    }
+
+    /// Forgets every result; their GIDs.
+    pub(crate) fn clear(&mut self) -> Vec<u64> {
+        let gids = self.held.iter().map(|h| h.gid).collect();
+        for h in std::mem::take(&mut self.held) {
+            self.records.free(h.record);
+        }
+        self.compact_if_due();
+        gids
+    }
+
+    /// Drops the oldest result, or with `keep` moves it to the results only the session file
+    /// wants (its record stays as it is). Its head's facts (GID, state, code).
+    pub(crate) fn drop_oldest(
+        &mut self,
+        keep: impl FnOnce(&Head) -> bool,
+    ) -> Option<(u64, Status, ExitCode)> {
+        let h = self.held.pop_front()?;
+        let facts = (h.gid, h.status, h.code);
+        if keep(&h) {
+            self.unfinished.push(h);
+        } else {
+            self.records.free(h.record);
+            self.compact_if_due();
+        }
+        Some(facts)
+    }
+
+    /// Copies of the results dropped past the limit that the session file still wants, oldest
+    /// first.
+    pub(crate) fn unfinished(&self) -> impl Iterator<Item = Stopped> + '_ {
+        self.unfinished.iter().map(|h| self.result(h))
+    }
+
+    fn compact_if_due(&mut self) {
+        if self.records.wants_compaction() {
+            self.records.compact(
+                self.held
+                    .iter_mut()
+                    .chain(self.unfinished.iter_mut())
+                    .map(|h| &mut h.record),
+            );
+        }
+    }
+
+    /// Debug builds and tests: the store agrees with the records held.
+    pub(crate) fn check(&self) {
+        self.records
+            .check(self.held.iter().chain(&self.unfinished).map(|h| &h.record));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(gid: u64) -> Stopped {
+        let dir = crate::cli::defs::by_name("dir").expect("dir is an option");
+        Stopped {
+            gid,
+            status: if gid % 2 == 0 {
+                Status::Complete
+            } else {
+                Status::Error
+            },
+            code: ExitCode((gid % 30) as u8),
+            message: format!("message {gid} {}", "m".repeat((gid % 50) as usize)),
+            total: gid * 4096,
+            completed: gid,
+            dir: format!("/d{gid}"),
+            path: format!("/d{gid}/f"),
+            uris: vec![format!("http://h/{gid}"), "http://mirror/x".into()],
+            options: vec![(dir, format!("/d{gid}"))],
+            piece_length: 1 << 20,
+        }
+    }
+
+    fn same(a: &Stopped, b: &Stopped) {
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+
+    /// Results come back exactly through the limit's drops (some kept for the session), removals,
+    /// a purge and the compactions those cause, from a store in a file.
+    #[test]
+    fn results_read_back_exactly_through_drops_removals_and_compactions() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut r = Results::new(Records::in_dir(dir.path()));
+        let mut model: VecDeque<Stopped> = VecDeque::new();
+        let mut kept: Vec<Stopped> = Vec::new();
+        for g in 1..=20_000u64 {
+            r.push(result(g));
+            model.push_back(result(g));
+            while r.len() > 1000 {
+                let facts = r.drop_oldest(|h| h.status == Status::Error && h.gid % 3 == 0);
+                let m = model.pop_front().expect("the model agrees");
+                assert_eq!(facts, Some((m.gid, m.status, m.code)));
+                if m.status == Status::Error && m.gid % 3 == 0 {
+                    kept.push(m);
+                }
+            }
+            if g % 7 == 0 {
+                let i = (g as usize * 31) % r.len();
+                assert_eq!(r.remove(i), model.remove(i).map(|m| m.gid));
+            }
+        }
+        r.check();
+        // About 3.6 MB went in; what is held is a small part of it.
+        assert!(
+            r.records.stored_bytes() < 2 << 20,
+            "{}",
+            r.records.stored_bytes()
+        );
+        assert_eq!(r.len(), model.len());
+        for (a, b) in r.iter().zip(&model) {
+            same(&a, b);
+        }
+        for (i, b) in model.iter().enumerate() {
+            same(&r.get(i).expect("held"), b);
+            assert_eq!(r.position(b.gid), Some(i));
+        }
+        assert_eq!(r.unfinished().count(), kept.len());
+        for (a, b) in r.unfinished().zip(&kept) {
+            same(&a, b);
+        }
+        let gids = r.clear();
+        assert_eq!(gids, model.iter().map(|m| m.gid).collect::<Vec<_>>());
+        assert_eq!(r.len(), 0);
+        r.check();
+        for (a, b) in r.unfinished().zip(&kept) {
+            same(&a, b);
+        }
+    }
+}

@@ -1,0 +1,405 @@
+//! Byte records kept out of the process's memory: the daemon's long lists (the waiting queue, the
+//! stopped results) keep a small fixed-size slot per entry in memory and the entry's URIs,
+//! options, paths and messages here, so a million queued downloads cost their slots and not their
+//! strings.
+//!
+//! The backing is an unnamed file (`O_TMPFILE`, or a file unlinked as soon as it is made) in a
+//! directory the caller names, or memory where no file can be made. Records are appended through
+//! a 64 KiB buffer; a record is read back with one `pread`, which the page cache answers for a
+//! file this recent. These are synchronous calls of a few microseconds made while answering an
+//! RPC call that needs the bytes at once; they never touch a download's data. A write that fails
+//! (a full disk) leaves the file as it is and keeps every later record in memory: nothing is
+//! lost, the store only stops saving memory.
+//!
+//! A record's place is a [`Loc`], an owned value: it is given by [`Records::put`] and ends in
+//! exactly one [`Records::free`] or [`Records::take`], so the store knows how many of its bytes
+//! are dead and rewrites itself (compaction) once they outnumber the live ones.
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Appended records are written to the file once this many bytes wait.
+const FLUSH_AT: usize = 64 * 1024;
+/// Dead bytes below this are never worth a compaction.
+const COMPACT_MIN: u64 = 1 << 20;
+
+/// Where one record is. Not `Clone`: it is handed back exactly once.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a record's place must be freed or taken"]
+pub struct Loc {
+    off: u64,
+    len: u32,
+}
+
+impl Loc {
+    /// The record's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// An append-only store of records; see the module's documentation.
+#[derive(Debug)]
+pub struct Records {
+    /// The backing file, if any: bytes `[0, flushed)` are in it.
+    file: Option<File>,
+    /// A write to the file failed: later records stay in `tail`.
+    stuck: bool,
+    flushed: u64,
+    /// Bytes `[flushed, flushed + tail.len())`.
+    tail: Vec<u8>,
+    live: u64,
+    dead: u64,
+    /// Where a compaction makes its new file.
+    dir: Option<PathBuf>,
+}
+
+impl Records {
+    /// A store in memory only.
+    pub fn in_memory() -> Records {
+        Records {
+            file: None,
+            stuck: false,
+            flushed: 0,
+            tail: Vec::new(),
+            live: 0,
+            dead: 0,
+            dir: None,
+        }
+    }
+
+    /// A store backed by an unnamed file in `dir`, else in the system's temporary directory,
+    /// else in memory.
+    pub fn in_dir(dir: &Path) -> Records {
+        for d in [dir.to_path_buf(), std::env::temp_dir()] {
+            if let Ok(file) = unnamed_file(&d) {
+                return Records {
+                    file: Some(file),
+                    dir: Some(d),
+                    ..Records::in_memory()
+                };
+            }
+        }
+        Records::in_memory()
+    }
+
+    /// Whether records go to a file (false: in memory, by choice or since a write failed).
+    pub fn on_disk(&self) -> bool {
+        self.file.is_some() && !self.stuck
+    }
+
+    /// Bytes the store holds, dead ones included.
+    pub fn stored_bytes(&self) -> u64 {
+        self.flushed + self.tail.len() as u64
+    }
+
+    /// Bytes held in memory (the write buffer, or everything for a store in memory).
+    pub fn memory_bytes(&self) -> usize {
+        self.tail.capacity()
+    }
+
+    /// Stores `bytes` as a new record.
+    pub fn put(&mut self, bytes: &[u8]) -> Loc {
+        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        let bytes = &bytes[..len as usize];
+        let loc = Loc {
+            off: self.flushed + self.tail.len() as u64,
+            len,
+        };
+        self.tail.extend_from_slice(bytes);
+        self.live += u64::from(len);
+        if self.tail.len() >= FLUSH_AT {
+            self.flush();
+        }
+        loc
+    }
+
+    /// Writes the buffered records to the file (if there is one that still takes writes).
+    fn flush(&mut self) {
+        let Some(file) = self.file.as_ref().filter(|_| !self.stuck) else {
+            return;
+        };
+        match file.write_all_at(&self.tail, self.flushed) {
+            Ok(()) => {
+                self.flushed += self.tail.len() as u64;
+                self.tail.clear();
+                if self.tail.capacity() > 2 * FLUSH_AT {
+                    self.tail.shrink_to(FLUSH_AT);
+                }
+            }
+            // The file keeps what it has; this and every later record stay in memory.
+            Err(_) => self.stuck = true,
+        }
+    }
+
+    /// The record at `loc`.
+    pub fn get(&self, loc: &Loc) -> io::Result<Vec<u8>> {
+        let len = loc.len as usize;
+        if loc.off >= self.flushed {
+            let at = usize::try_from(loc.off - self.flushed).unwrap_or(usize::MAX);
+            return self
+                .tail
+                .get(at..at.saturating_add(len))
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| io::Error::other("record past the store's end"));
+        }
+        let file = self
+            .file
+            .as_ref()
+            .ok_or_else(|| io::Error::other("record store without its file"))?;
+        let mut out = vec![0u8; len];
+        file.read_exact_at(&mut out, loc.off)?;
+        Ok(out)
+    }
+
+    /// The record at `loc` is no longer needed.
+    pub fn free(&mut self, loc: Loc) {
+        self.live -= u64::from(loc.len);
+        self.dead += u64::from(loc.len);
+    }
+
+    /// The record at `loc`, freed.
+    pub fn take(&mut self, loc: Loc) -> io::Result<Vec<u8>> {
+        let bytes = self.get(&loc);
+        self.free(loc);
+        bytes
+    }
+
+    /// Replaces the record at `loc` with `bytes`.
+    pub fn replace(&mut self, loc: Loc, bytes: &[u8]) -> Loc {
+        self.free(loc);
+        self.put(bytes)
+    }
+
+    /// Whether dead bytes outnumber live ones enough for [`Records::compact`] to pay.
+    pub fn wants_compaction(&self) -> bool {
+        self.dead >= COMPACT_MIN && self.dead > self.live
+    }
+
+    /// Rewrites the store with only the records at `locs` (every live one), which are updated
+    /// to their new places. A record that cannot be read back becomes an empty one.
+    pub fn compact<'a>(&mut self, locs: impl Iterator<Item = &'a mut Loc>) {
+        let mut fresh = match self.dir.as_deref().filter(|_| !self.stuck) {
+            Some(d) => match unnamed_file(d) {
+                Ok(file) => Records {
+                    file: Some(file),
+                    dir: Some(d.to_path_buf()),
+                    ..Records::in_memory()
+                },
+                Err(_) => Records::in_memory(),
+            },
+            None => Records::in_memory(),
+        };
+        for loc in locs {
+            let bytes = self.get(loc).unwrap_or_default();
+            *loc = fresh.put(&bytes);
+        }
+        *self = fresh;
+    }
+
+    /// Checks the store's count of live bytes against `locs` (debug checks and tests).
+    pub fn check<'a>(&self, locs: impl Iterator<Item = &'a Loc>) {
+        let sum: u64 = locs.map(|l| u64::from(l.len)).sum();
+        assert_eq!(
+            sum, self.live,
+            "the record store's live bytes are out of step"
+        );
+    }
+}
+
+/// A file with no name in `dir`: `O_TMPFILE` where the filesystem has it, else a new file removed
+/// at once.
+fn unnamed_file(dir: &Path) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).write(true).mode(0o600);
+    if let Ok(f) = opts.clone().custom_flags(libc::O_TMPFILE).open(dir) {
+        return Ok(f);
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let seed = (u64::from(std::process::id()) << 32) | u64::from(nanos);
+    for n in 0..16u64 {
+        let path = dir.join(format!(".ringdl-records-{:x}", seed.wrapping_add(n)));
+        match opts.clone().create_new(true).open(&path) {
+            Ok(f) => {
+                std::fs::remove_file(&path)?;
+                return Ok(f);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("no unused name for a record file"))
+}
+
+/// Writes the fields of a record.
+#[derive(Debug, Default)]
+pub struct Enc(pub Vec<u8>);
+
+impl Enc {
+    pub fn u64(&mut self, mut v: u64) -> &mut Self {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+        self
+    }
+
+    pub fn str(&mut self, s: &str) -> &mut Self {
+        self.u64(s.len() as u64);
+        self.0.extend_from_slice(s.as_bytes());
+        self
+    }
+}
+
+/// Reads the fields of a record in the order [`Enc`] wrote them; `None` past its end.
+#[derive(Debug)]
+pub struct Dec<'a>(pub &'a [u8]);
+
+impl<'a> Dec<'a> {
+    pub fn u64(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&b, rest) = self.0.split_first()?;
+            self.0 = rest;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    pub fn str(&mut self) -> Option<&'a str> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        if n > self.0.len() {
+            return None;
+        }
+        let (s, rest) = self.0.split_at(n);
+        self.0 = rest;
+        std::str::from_utf8(s).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill(r: &mut Records, n: usize) -> Vec<(Loc, Vec<u8>)> {
+        (0..n)
+            .map(|i| {
+                let bytes: Vec<u8> = format!("record {i} {}", "x".repeat(i % 300)).into_bytes();
+                (r.put(&bytes), bytes)
+            })
+            .collect()
+    }
+
+    fn agrees(r: &Records, held: &[(Loc, Vec<u8>)]) {
+        for (loc, bytes) in held {
+            assert_eq!(&r.get(loc).expect("a record reads back"), bytes);
+        }
+        r.check(held.iter().map(|(l, _)| l));
+    }
+
+    #[test]
+    fn records_read_back_from_the_file_and_the_buffer_and_survive_compaction() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut r = Records::in_dir(dir.path());
+        assert!(r.on_disk());
+        // Nothing with a name is left in the directory.
+        assert_eq!(std::fs::read_dir(dir.path()).expect("listed").count(), 0);
+        let mut held = fill(&mut r, 20_000);
+        assert!(r.flushed > 0, "most records went to the file");
+        assert!(r.memory_bytes() <= 2 * FLUSH_AT);
+        agrees(&r, &held);
+        // Free three in four: the store then wants to drop them.
+        let mut kept = Vec::new();
+        for (i, (loc, bytes)) in held.drain(..).enumerate() {
+            if i % 4 == 0 {
+                kept.push((loc, bytes));
+            } else if i % 4 == 1 {
+                assert_eq!(r.take(loc).expect("taken"), bytes);
+            } else {
+                r.free(loc);
+            }
+        }
+        assert!(r.wants_compaction());
+        let before = r.stored_bytes();
+        r.compact(kept.iter_mut().map(|(l, _)| l));
+        assert!(!r.wants_compaction());
+        assert!(r.stored_bytes() < before / 3);
+        assert!(r.on_disk());
+        agrees(&r, &kept);
+        // Replacing moves a record and keeps the count.
+        let (loc, _) = kept.pop().expect("one kept");
+        let loc = r.replace(loc, b"new");
+        assert_eq!(r.get(&loc).expect("read"), b"new");
+        kept.push((loc, b"new".to_vec()));
+        agrees(&r, &kept);
+    }
+
+    #[test]
+    fn a_store_whose_file_refuses_writes_keeps_every_record_in_memory() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("read-only");
+        std::fs::write(&path, b"").expect("made");
+        let mut r = Records {
+            file: Some(File::open(&path).expect("opened for reading only")),
+            dir: Some(dir.path().to_path_buf()),
+            ..Records::in_memory()
+        };
+        let held = fill(&mut r, 2_000);
+        assert!(!r.on_disk(), "the failed write was seen");
+        assert_eq!(r.flushed, 0);
+        agrees(&r, &held);
+        let mut held = held;
+        for (loc, _) in held.drain(1..) {
+            r.free(loc);
+        }
+        r.compact(held.iter_mut().map(|(l, _)| l));
+        agrees(&r, &held);
+    }
+
+    #[test]
+    fn a_store_in_memory_and_one_in_a_missing_directory_work_alike() {
+        for mut r in [
+            Records::in_memory(),
+            Records::in_dir(Path::new("/nonexistent/ringdl/dir")),
+        ] {
+            let held = fill(&mut r, 1_000);
+            agrees(&r, &held);
+        }
+    }
+
+    #[test]
+    fn fields_read_back_in_order_and_a_cut_record_reads_as_none() {
+        let mut e = Enc::default();
+        e.u64(0).u64(127).u64(128).u64(u64::MAX).str("").str("é\tx");
+        let mut d = Dec(&e.0);
+        assert_eq!(d.u64(), Some(0));
+        assert_eq!(d.u64(), Some(127));
+        assert_eq!(d.u64(), Some(128));
+        assert_eq!(d.u64(), Some(u64::MAX));
+        assert_eq!(d.str(), Some(""));
+        assert_eq!(d.str(), Some("é\tx"));
+        assert_eq!(d.u64(), None);
+        for cut in 0..e.0.len() {
+            let mut d = Dec(&e.0[..cut]);
+            let all = (|| {
+                for _ in 0..4 {
+                    d.u64()?;
+                }
+                d.str()?;
+                d.str()
+            })();
+            assert_eq!(all, None, "cut at {cut}");
+        }
+    }
+}
