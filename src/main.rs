@@ -160,7 +160,6 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
         Some(r) => r,
         None => return 1,
     };
-    let mut pending = Vec::new();
     let one = |uris: Vec<String>, out: Option<String>| {
         let out_def = cli::defs::by_name("out");
         ringdl::engine::Pending {
@@ -173,7 +172,8 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
         }
     };
     // The list is checked whole first (as in a normal run: a bad entry stops everything before
-    // anything starts); then each entry keeps its own option lines, `gid=` and `pause=true`.
+    // anything starts); then it is read again as the queue fills, each entry keeping its own
+    // option lines, `gid=` and `pause=true`: a session of a million entries is never held whole.
     let list = match open_input(settings, console) {
         Ok(l) => l,
         Err((m, code)) => {
@@ -182,7 +182,7 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
             return code;
         }
     };
-    match list {
+    let pending: Box<dyn Iterator<Item = ringdl::engine::Pending> + '_> = match list {
         Some(list) => {
             let reader = match rewound(&list.file, &list.name) {
                 Ok(r) => r,
@@ -192,7 +192,7 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
                     return 1;
                 }
             };
-            for entry in reader.map_while(Result::ok) {
+            Box::new(reader.map_while(Result::ok).map(move |entry| {
                 let mut p = one(entry.uris, None);
                 for (def, v) in entry.options {
                     match def.name {
@@ -201,19 +201,21 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
                         _ => p.options.push((def, v)),
                     }
                 }
-                pending.push(p);
-            }
+                p
+            }))
         }
-        None if settings.force_sequential => {
-            for u in &settings.uris {
-                pending.push(one(vec![u.clone()], None));
-            }
-        }
-        None if !settings.uris.is_empty() => {
-            pending.push(one(settings.uris.clone(), settings.download.out.clone()));
-        }
-        None => {}
-    }
+        None if settings.force_sequential => Box::new(
+            settings
+                .uris
+                .iter()
+                .map(move |u| one(vec![u.clone()], None)),
+        ),
+        None if !settings.uris.is_empty() => Box::new(std::iter::once(one(
+            settings.uris.clone(),
+            settings.download.out.clone(),
+        ))),
+        None => Box::new(std::iter::empty()),
+    };
     if rpc.secret.is_none() && rpc.user.is_none() {
         console.log(
             cli::LogLevel::Warn,

@@ -314,7 +314,7 @@ pub(super) fn nothing_happened(res: i32) -> bool {
 /// signal.
 pub fn serve(
     settings: &Settings,
-    pending: Vec<daemon::Pending>,
+    pending: impl IntoIterator<Item = daemon::Pending>,
     tls: Option<crate::tls::server::ServerTlsConfig>,
     console: &mut Console,
 ) -> Result<Summary, StartError> {

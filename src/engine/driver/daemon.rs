@@ -173,7 +173,7 @@ pub(crate) fn session_entry(
 impl Daemon {
     pub(crate) fn new(
         settings: &Settings,
-        pending: Vec<Pending>,
+        pending: impl IntoIterator<Item = Pending>,
         tls: Option<crate::tls::server::ServerTlsConfig>,
     ) -> Option<Daemon> {
         let rpc = settings.rpc.as_ref()?;
