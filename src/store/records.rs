@@ -3,8 +3,9 @@
 //! options, paths and messages here, so a million queued downloads cost their slots and not their
 //! strings.
 //!
-//! The backing is an unnamed file (`O_TMPFILE`, or a file unlinked as soon as it is made) in a
-//! directory the caller names, or memory where no file can be made. Records are appended through
+//! The backing is an unnamed file: `O_TMPFILE` in a directory the caller names (the download
+//! directory), else in the system's temporary directory (there also a file unlinked as soon as
+//! it is made), else memory. Records are appended through
 //! a 64 KiB buffer; a record is read back with one `pread`, which the page cache answers for a
 //! file this recent. These are synchronous calls of a few microseconds made while answering an
 //! RPC call that needs the bytes at once; they never touch a download's data. A write that fails
@@ -29,13 +30,13 @@ const COMPACT_MIN: u64 = 1 << 20;
 #[must_use = "a record's place must be freed or taken"]
 pub struct Loc {
     off: u64,
-    len: u32,
+    len: u64,
 }
 
 impl Loc {
     /// The record's length in bytes.
-    pub fn len(&self) -> usize {
-        self.len as usize
+    pub fn len(&self) -> u64 {
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
@@ -76,16 +77,7 @@ impl Records {
     /// A store backed by an unnamed file in `dir`, else in the system's temporary directory,
     /// else in memory.
     pub fn in_dir(dir: &Path) -> Records {
-        for d in [dir.to_path_buf(), std::env::temp_dir()] {
-            if let Ok(file) = unnamed_file(&d) {
-                return Records {
-                    file: Some(file),
-                    dir: Some(d),
-                    ..Records::in_memory()
-                };
-            }
-        }
-        Records::in_memory()
+        Records::new_file(Some(dir)).unwrap_or_else(Records::in_memory)
     }
 
     /// Whether records go to a file (false: in memory, by choice or since a write failed).
@@ -105,14 +97,12 @@ impl Records {
 
     /// Stores `bytes` as a new record.
     pub fn put(&mut self, bytes: &[u8]) -> Loc {
-        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-        let bytes = &bytes[..len as usize];
         let loc = Loc {
             off: self.flushed + self.tail.len() as u64,
-            len,
+            len: bytes.len() as u64,
         };
         self.tail.extend_from_slice(bytes);
-        self.live += u64::from(len);
+        self.live += loc.len;
         if self.tail.len() >= FLUSH_AT {
             self.flush();
         }
@@ -139,7 +129,7 @@ impl Records {
 
     /// The record at `loc`.
     pub fn get(&self, loc: &Loc) -> io::Result<Vec<u8>> {
-        let len = loc.len as usize;
+        let len = usize::try_from(loc.len).map_err(io::Error::other)?;
         if loc.off >= self.flushed {
             let at = usize::try_from(loc.off - self.flushed).unwrap_or(usize::MAX);
             return self
@@ -159,8 +149,8 @@ impl Records {
 
     /// The record at `loc` is no longer needed.
     pub fn free(&mut self, loc: Loc) {
-        self.live -= u64::from(loc.len);
-        self.dead += u64::from(loc.len);
+        self.live -= loc.len;
+        self.dead += loc.len;
     }
 
     /// The record at `loc`, freed.
@@ -182,29 +172,63 @@ impl Records {
     }
 
     /// Rewrites the store with only the records at `locs` (every live one), which are updated
-    /// to their new places. A record that cannot be read back becomes an empty one.
+    /// to their new places. The records are read in the order they lie, through a 1 MiB window,
+    /// not one read each. A store on disk that can make no new file is left as it is (it keeps
+    /// working; its dead bytes stay until a later try succeeds). A record that cannot be read
+    /// back becomes an empty one.
     pub fn compact<'a>(&mut self, locs: impl Iterator<Item = &'a mut Loc>) {
-        let mut fresh = match self.dir.as_deref().filter(|_| !self.stuck) {
-            Some(d) => match unnamed_file(d) {
-                Ok(file) => Records {
-                    file: Some(file),
-                    dir: Some(d.to_path_buf()),
-                    ..Records::in_memory()
-                },
-                Err(_) => Records::in_memory(),
-            },
-            None => Records::in_memory(),
+        let mut fresh = if self.file.is_some() {
+            match Records::new_file(self.dir.as_deref()) {
+                Some(r) => r,
+                None => return,
+            }
+        } else {
+            Records::in_memory()
         };
+        let mut locs: Vec<&mut Loc> = locs.collect();
+        locs.sort_unstable_by_key(|l| l.off);
+        let mut window = Window::default();
         for loc in locs {
-            let bytes = self.get(loc).unwrap_or_default();
-            *loc = fresh.put(&bytes);
+            let bytes = window.read(self, loc).unwrap_or_default();
+            *loc = fresh.put(bytes);
         }
+        fresh.flush();
         *self = fresh;
+    }
+
+    /// A store in a new unnamed file: in `dir` if given, else (or failing that) in the system's
+    /// temporary directory.
+    fn new_file(dir: Option<&Path>) -> Option<Records> {
+        let temp = std::env::temp_dir();
+        let tries = dir
+            .map(|d| (d, true))
+            .into_iter()
+            .chain([(temp.as_path(), false)]);
+        for (d, only_tmpfile) in tries {
+            if let Ok(file) = unnamed_file(d, only_tmpfile) {
+                return Some(Records {
+                    file: Some(file),
+                    // Later compactions try the directory asked for first again.
+                    dir: Some(dir.unwrap_or(d).to_path_buf()),
+                    ..Records::in_memory()
+                });
+            }
+        }
+        None
+    }
+
+    /// Tests: loses every record written to the file so far, as a failing disk would.
+    #[cfg(test)]
+    pub fn damage(&mut self) {
+        self.flush();
+        if let Some(f) = self.file.as_ref() {
+            f.set_len(0).expect("cut");
+        }
     }
 
     /// Checks the store's count of live bytes against `locs` (debug checks and tests).
     pub fn check<'a>(&self, locs: impl Iterator<Item = &'a Loc>) {
-        let sum: u64 = locs.map(|l| u64::from(l.len)).sum();
+        let sum: u64 = locs.map(|l| l.len).sum();
         assert_eq!(
             sum, self.live,
             "the record store's live bytes are out of step"
@@ -212,13 +236,15 @@ impl Records {
     }
 }
 
-/// A file with no name in `dir`: `O_TMPFILE` where the filesystem has it, else a new file removed
-/// at once.
-fn unnamed_file(dir: &Path) -> io::Result<File> {
+/// A file with no name in `dir`: `O_TMPFILE` where the filesystem has it, else, unless
+/// `only_tmpfile` (asked for in a user's download directory, where no name may appear), a new
+/// file removed at once.
+fn unnamed_file(dir: &Path, only_tmpfile: bool) -> io::Result<File> {
     let mut opts = OpenOptions::new();
     opts.read(true).write(true).mode(0o600);
-    if let Ok(f) = opts.clone().custom_flags(libc::O_TMPFILE).open(dir) {
-        return Ok(f);
+    let tmpfile = opts.clone().custom_flags(libc::O_TMPFILE).open(dir);
+    if tmpfile.is_ok() || only_tmpfile {
+        return tmpfile;
     }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -228,14 +254,55 @@ fn unnamed_file(dir: &Path) -> io::Result<File> {
         let path = dir.join(format!(".ringdl-records-{:x}", seed.wrapping_add(n)));
         match opts.clone().create_new(true).open(&path) {
             Ok(f) => {
-                std::fs::remove_file(&path)?;
-                return Ok(f);
+                return match std::fs::remove_file(&path) {
+                    Ok(()) => Ok(f),
+                    Err(e) => Err(e),
+                };
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
     }
     Err(io::Error::other("no unused name for a record file"))
+}
+
+/// Reads records in the order they lie in a store, through one buffer of the file's bytes.
+#[derive(Default)]
+struct Window {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+impl Window {
+    const SIZE: u64 = 1 << 20;
+
+    fn read<'w>(&'w mut self, r: &'w Records, loc: &Loc) -> io::Result<&'w [u8]> {
+        let end = loc.off + loc.len;
+        if loc.off >= r.flushed || end > r.flushed {
+            let at =
+                usize::try_from(loc.off.saturating_sub(r.flushed)).map_err(io::Error::other)?;
+            let len = usize::try_from(loc.len).map_err(io::Error::other)?;
+            return r
+                .tail
+                .get(at..at.saturating_add(len))
+                .ok_or_else(|| io::Error::other("record past the store's end"));
+        }
+        let inside = loc.off >= self.start && end <= self.start + self.bytes.len() as u64;
+        if !inside {
+            let file = r
+                .file
+                .as_ref()
+                .ok_or_else(|| io::Error::other("record store without its file"))?;
+            let want = (end.min(r.flushed) - loc.off).max(Window::SIZE.min(r.flushed - loc.off));
+            self.bytes
+                .resize(usize::try_from(want).map_err(io::Error::other)?, 0);
+            self.start = loc.off;
+            file.read_exact_at(&mut self.bytes, loc.off)?;
+        }
+        let from = usize::try_from(loc.off - self.start).map_err(io::Error::other)?;
+        let len = usize::try_from(loc.len).map_err(io::Error::other)?;
+        Ok(&self.bytes[from..from + len])
+    }
 }
 
 /// Writes the fields of a record.
@@ -343,6 +410,32 @@ mod tests {
         assert_eq!(r.get(&loc).expect("read"), b"new");
         kept.push((loc, b"new".to_vec()));
         agrees(&r, &kept);
+    }
+
+    /// Records bigger than the compaction's read window, and a compaction whose directory has
+    /// gone: it moves to the temporary directory, still on disk.
+    #[test]
+    fn compaction_reads_big_records_and_finds_another_directory() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let sub = dir.path().join("gone");
+        std::fs::create_dir(&sub).expect("made");
+        let mut r = Records::in_dir(&sub);
+        assert!(r.on_disk());
+        let mut held = Vec::new();
+        for i in 0..40usize {
+            let bytes = vec![i as u8; if i % 10 == 3 { 1_500_000 } else { 70_000 + i }];
+            let loc = r.put(&bytes);
+            if i % 2 == 0 {
+                held.push((loc, bytes));
+            } else {
+                r.free(loc);
+            }
+        }
+        std::fs::remove_dir(&sub).expect("removed");
+        assert!(r.wants_compaction());
+        r.compact(held.iter_mut().map(|(l, _)| l));
+        assert!(r.on_disk(), "compaction fell back to memory");
+        agrees(&r, &held);
     }
 
     #[test]

@@ -323,12 +323,15 @@ impl Daemon {
 
     /// The session file's text: stopped downloads that failed (and, with `--force-save`, the
     /// others), then the running ones, then the queue, as aria2 orders them.
-    pub(crate) fn session_text(&self, running_order: &[u64]) -> String {
+    /// A record that cannot be read back fails it: the last session saved stays as it is rather
+    /// than lose that download.
+    pub(crate) fn session_text(&self, running_order: &[u64]) -> std::io::Result<String> {
         let Some(rules) = self.session.as_ref() else {
-            return String::new();
+            return Ok(String::new());
         };
         let mut out = String::new();
         for u in self.stopped.unfinished() {
+            let u = u?;
             if rules.saves(u.status, u.code) {
                 session_entry(
                     &mut out,
@@ -341,6 +344,7 @@ impl Daemon {
             }
         }
         for st in self.stopped.iter() {
+            let st = st?;
             if rules.saves(st.status, st.code) {
                 session_entry(
                     &mut out,
@@ -365,6 +369,7 @@ impl Daemon {
             }
         }
         for p in self.waiting.iter() {
+            let p = p?;
             session_entry(
                 &mut out,
                 &p.uris,
@@ -374,7 +379,7 @@ impl Daemon {
                 &p.options,
             );
         }
-        out
+        Ok(out)
     }
 
     /// A waiting download's status.
@@ -697,14 +702,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if let Some(op) = dm.save_op {
             return Some(op);
         }
-        let text = dm.session_text(&order);
-        let hash: [u8; 32] = sha2::Sha256::digest(text.as_bytes()).into();
-        if only_if_changed && dm.saved_hash == Some(hash) {
-            return None;
-        }
-        dm.saved_hash = Some(hash);
-        let job: crate::engine::reactor::Job =
-            Box::new(move || crate::store::atomic_write(&path, text.as_bytes()));
+        let job: crate::engine::reactor::Job = match dm.session_text(&order) {
+            Ok(text) => {
+                let hash: [u8; 32] = sha2::Sha256::digest(text.as_bytes()).into();
+                if only_if_changed && dm.saved_hash == Some(hash) {
+                    return None;
+                }
+                dm.saved_hash = Some(hash);
+                Box::new(move || crate::store::atomic_write(&path, text.as_bytes()))
+            }
+            // Said as a failed save (`on_session_saved`); the file on disk is left as it was.
+            Err(e) => Box::new(move || Err(e)),
+        };
         let op = self.reactor.blocking(Tag::SessionSaved, job);
         if let Some(dm) = self.daemon() {
             dm.save_op = Some(op);

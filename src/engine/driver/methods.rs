@@ -446,7 +446,9 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         match self.0.place(g) {
             Some(Place::Waiting(i)) => {
                 if let Some(d) = self.0.daemon() {
-                    d.waiting.update(i, |p| merge(&mut p.options, &new));
+                    if let Some(Err(e)) = d.waiting.update(i, |p| merge(&mut p.options, &new)) {
+                        return Err(unreadable(g, &e));
+                    }
                 }
             }
             Some(Place::Active(dl)) => {
@@ -613,7 +615,11 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         };
         let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
         let edited = match place {
-            Some(Place::Waiting(i)) => d.waiting.update(i, |p| edit(&mut p.uris)),
+            Some(Place::Waiting(i)) => d
+                .waiting
+                .update(i, |p| edit(&mut p.uris))
+                .transpose()
+                .map_err(|e| unreadable(g, &e))?,
             Some(Place::Active(_)) => d.running.get_mut(&g).map(|r| edit(&mut r.uris)),
             _ => None,
         };
@@ -628,6 +634,13 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         }
         Ok(json!("OK"))
     }
+}
+
+/// A waiting download whose record (`store::records`) cannot be read back is not changed.
+fn unreadable(g: u64, e: &std::io::Error) -> RpcError {
+    RpcError::new(format!(
+        "GID#{g:016x} cannot be changed: its queued entry could not be read back ({e})"
+    ))
 }
 
 /// `tellWaiting`/`tellStopped`'s offset and count.

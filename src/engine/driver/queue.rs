@@ -51,7 +51,13 @@ pub(super) fn put_uris_options(
     }
     e.u64(options.len() as u64);
     for (d, v) in options {
-        e.str(d.name).str(v);
+        // The option's place in the table, one past it (records live only as long as this
+        // process); 0 and its name for one not from the table.
+        match defs::OPTIONS.iter().position(|o| std::ptr::eq(o, *d)) {
+            Some(at) => e.u64(at as u64 + 1),
+            None => e.u64(0).str(d.name),
+        };
+        e.str(v);
     }
 }
 
@@ -68,10 +74,12 @@ pub(super) fn uris_options(d: &mut Dec) -> Option<(Vec<String>, OwnOptions)> {
     let n = d.u64()?;
     let mut options = Vec::new();
     for _ in 0..n {
-        let name = d.str()?;
+        let def = match d.u64()? {
+            0 => defs::by_name(d.str()?),
+            at => defs::OPTIONS.get(usize::try_from(at - 1).ok()?),
+        };
         let value = d.str()?;
-        // Only options from the table are ever stored.
-        if let Some(def) = defs::by_name(name) {
+        if let Some(def) = def {
             options.push((def, value.to_string()));
         }
     }
@@ -124,24 +132,34 @@ impl Queue {
         self.items.len()
     }
 
-    /// The entry of `s`, read from its record. A record that cannot be read back (an I/O error
-    /// on the record file) gives the entry without URIs: it fails when it starts, with the
-    /// error that says so, instead of vanishing.
-    fn entry(&self, s: &Slot) -> Pending {
-        let (uris, options, known) = self
-            .records
-            .get(&s.record)
-            .ok()
-            .and_then(|b| decode(&b))
-            .unwrap_or_default();
-        Pending {
+    /// The entry of `s`, read from its record.
+    fn try_entry(&self, s: &Slot) -> std::io::Result<Pending> {
+        let bytes = self.records.get(&s.record)?;
+        let (uris, options, known) = decode(&bytes)
+            .ok_or_else(|| std::io::Error::other("a queued download's record is cut short"))?;
+        Ok(Pending {
             gid: s.gid,
             uris,
             options,
             paused: s.paused,
             known,
             settling: s.settling,
-        }
+        })
+    }
+
+    /// The entry of `s` to show or start. A record that cannot be read back (an I/O error on the
+    /// record file) gives the entry without URIs: it fails when it starts, with the error that
+    /// says so, instead of vanishing. What is written back (`update`, the session) never takes
+    /// such a copy.
+    fn entry(&self, s: &Slot) -> Pending {
+        self.try_entry(s).unwrap_or_else(|_| Pending {
+            gid: s.gid,
+            uris: Vec::new(),
+            options: Vec::new(),
+            paused: s.paused,
+            known: None,
+            settling: s.settling,
+        })
     }
 
     /// A copy of the entry at `i`.
@@ -149,9 +167,9 @@ impl Queue {
         self.items.get(i).map(|s| self.entry(s))
     }
 
-    /// Copies of the entries, in order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = Pending> + '_ {
-        self.items.iter().map(|s| self.entry(s))
+    /// Copies of the entries, in order; an error for one whose record cannot be read back.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = std::io::Result<Pending>> + '_ {
+        self.items.iter().map(|s| self.try_entry(s))
     }
 
     /// The entries' GIDs, in order (no record is read).
@@ -252,16 +270,24 @@ impl Queue {
     }
 
     /// Changes the URIs or own options of the entry at `i` (neither decides whether it runs) and
-    /// stores the result; `f`'s answer, or `None` without such an entry.
-    pub(crate) fn update<R>(&mut self, i: usize, f: impl FnOnce(&mut Pending) -> R) -> Option<R> {
-        let mut p = self.get(i)?;
+    /// stores the result; `f`'s answer, `None` without such an entry, or the error that kept its
+    /// record from being read (then nothing changes).
+    pub(crate) fn update<R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(&mut Pending) -> R,
+    ) -> Option<std::io::Result<R>> {
+        let mut p = match self.try_entry(self.items.get(i)?) {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
         let r = f(&mut p);
         let bytes = encode(&p);
         let s = self.items.get_mut(i)?;
         let old = std::mem::replace(&mut s.record, self.records.put(&bytes));
         self.records.free(old);
         self.compact_if_due();
-        Some(r)
+        Some(Ok(r))
     }
 
     /// Rewrites the record store once most of it is dead.
@@ -354,6 +380,7 @@ mod tests {
         let same = |q: &Queue, model: &[Pending]| {
             assert_eq!(q.len(), model.len());
             for (a, b) in q.iter().zip(model) {
+                let a = a.expect("the record reads back");
                 assert_eq!(format!("{a:?}"), format!("{b:?}"));
             }
             q.check();
@@ -363,7 +390,10 @@ mod tests {
         for round in 0..40 {
             for i in (0..model.len()).step_by(3) {
                 let u = format!("https://r{round}/{i}/{}", "u".repeat(200));
-                assert_eq!(q.update(i, |p| p.uris[0].clone_from(&u)), Some(()));
+                assert!(matches!(
+                    q.update(i, |p| p.uris[0].clone_from(&u)),
+                    Some(Ok(()))
+                ));
                 model[i].uris[0] = u;
             }
         }
@@ -381,6 +411,22 @@ mod tests {
             assert_eq!(q.remove(i).map(|p| p.gid), Some(model.remove(i).gid));
         }
         same(&q, &model);
-        assert_eq!(q.update(model.len(), |_| ()), None);
+        assert!(q.update(model.len(), |_| ()).is_none());
+    }
+
+    /// An entry whose record cannot be read back is neither changed nor written out empty.
+    #[test]
+    fn an_unreadable_record_is_an_error_not_an_empty_entry() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut q = Queue::new(Records::in_dir(dir.path()));
+        for g in 1..=10 {
+            q.push_back(entry(g, true, false));
+        }
+        q.records.damage();
+        assert!(matches!(q.update(3, |p| p.uris.clear()), Some(Err(_))));
+        assert!(q.iter().all(|p| p.is_err()));
+        // Shown (and, if started, failed) without its URIs; its place and GID stay.
+        assert_eq!(q.get(3).map(|p| (p.gid, p.uris.len())), Some((4, 0)));
+        q.check();
     }
 }

@@ -56,10 +56,9 @@ impl Results {
         self.held.len()
     }
 
-    /// The result `h`, read from its record. One that cannot be read back (an I/O error on the
-    /// record file) keeps its head's facts and says why the rest is missing.
-    fn result(&self, h: &Head) -> Stopped {
-        let bytes = self.records.get(&h.record).unwrap_or_default();
+    /// The result `h`, read from its record.
+    fn try_result(&self, h: &Head) -> std::io::Result<Stopped> {
+        let bytes = self.records.get(&h.record)?;
         let mut d = Dec(&bytes);
         let mut rest = || {
             let message = d.str()?.to_string();
@@ -68,10 +67,37 @@ impl Results {
             let (uris, options) = uris_options(&mut d)?;
             Some((message, dir, path, uris, options))
         };
-        let (message, dir, path, uris, options) = rest().unwrap_or_else(|| {
-            let lost = "The result's record could not be read back.".to_string();
-            (lost, String::new(), String::new(), Vec::new(), Vec::new())
-        });
+        let (message, dir, path, uris, options) =
+            rest().ok_or_else(|| std::io::Error::other("a result's record is cut short"))?;
+        Ok(self.with_head(h, message, dir, path, uris, options))
+    }
+
+    /// The result `h` to show. One whose record cannot be read back (an I/O error on the record
+    /// file) keeps its head's facts and says why the rest is missing; the session never takes
+    /// such a copy.
+    fn result(&self, h: &Head) -> Stopped {
+        self.try_result(h).unwrap_or_else(|e| {
+            let lost = format!("The result's record could not be read back: {e}");
+            self.with_head(
+                h,
+                lost,
+                String::new(),
+                String::new(),
+                Vec::new(),
+                Vec::new(),
+            )
+        })
+    }
+
+    fn with_head(
+        &self,
+        h: &Head,
+        message: String,
+        dir: String,
+        path: String,
+        uris: Vec<String>,
+        options: super::queue::OwnOptions,
+    ) -> Stopped {
         Stopped {
             gid: h.gid,
             status: h.status,
@@ -111,9 +137,9 @@ impl Results {
         self.held.iter()
     }
 
-    /// Copies of the results, oldest first.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = Stopped> + '_ {
-        self.held.iter().map(|h| self.result(h))
+    /// Copies of the results, oldest first; an error for one whose record cannot be read back.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = std::io::Result<Stopped>> + '_ {
+        self.held.iter().map(|h| self.try_result(h))
     }
 
     pub(crate) fn position(&self, gid: u64) -> Option<usize> {
@@ -157,9 +183,9 @@ impl Results {
     }
 
     /// Copies of the results dropped past the limit that the session file still wants, oldest
-    /// first.
-    pub(crate) fn unfinished(&self) -> impl Iterator<Item = Stopped> + '_ {
-        self.unfinished.iter().map(|h| self.result(h))
+    /// first; an error for one whose record cannot be read back.
+    pub(crate) fn unfinished(&self) -> impl Iterator<Item = std::io::Result<Stopped>> + '_ {
+        self.unfinished.iter().map(|h| self.try_result(h))
     }
 
     fn compact_if_due(&mut self) {
@@ -242,7 +268,7 @@ mod tests {
         );
         assert_eq!(r.len(), model.len());
         for (a, b) in r.iter().zip(&model) {
-            same(&a, b);
+            same(&a.expect("the record reads back"), b);
         }
         for (i, b) in model.iter().enumerate() {
             same(&r.get(i).expect("held"), b);
@@ -250,14 +276,14 @@ mod tests {
         }
         assert_eq!(r.unfinished().count(), kept.len());
         for (a, b) in r.unfinished().zip(&kept) {
-            same(&a, b);
+            same(&a.expect("the record reads back"), b);
         }
         let gids = r.clear();
         assert_eq!(gids, model.iter().map(|m| m.gid).collect::<Vec<_>>());
         assert_eq!(r.len(), 0);
         r.check();
         for (a, b) in r.unfinished().zip(&kept) {
-            same(&a, b);
+            same(&a.expect("the record reads back"), b);
         }
     }
 }
