@@ -879,3 +879,41 @@ fn connect_fails_when_every_resolved_address_refuses() {
         "no connection error line\n{run}"
     );
 }
+
+/// A file that cannot be created (its path is a directory) fails the download with aria2's
+/// errorCode 16 and its words, on one connection or split, whatever arrived meanwhile: no control
+/// file and nothing else is left, and the results table shows no speed, as aria2c's does (it
+/// opens the file before it reads the body).
+#[test]
+fn a_file_that_cannot_be_created_fails_with_16_and_leaves_nothing() {
+    let server = TestServer::plain();
+    server.route("/f.bin", Route::bytes(content(91, 3 * MIB)));
+    for split in [SINGLE, SPLIT] {
+        let dir = TestDir::new();
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        let mut args = vec!["--allow-overwrite=true", "-d"];
+        let d = dir.arg();
+        args.push(&d);
+        args.extend_from_slice(&["-o", "sub"]);
+        args.extend_from_slice(split);
+        let url = server.url("/f.bin");
+        args.push(&url);
+        let run = ringdl(&dir, &args);
+        assert_eq!(run.code(), 16, "{run}");
+        let want = format!(
+            "errorCode=16 Failed to open the file {}, cause: Is a directory",
+            dir.join("sub").display()
+        );
+        assert_eq!(run.lines_with(&want).len(), 1, "{run}");
+        let table = run.lines_with("|ERR |");
+        assert_eq!(table.len(), 1, "{run}");
+        assert!(table[0].contains("n/a"), "{run}");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != ".home")
+            .collect();
+        assert_eq!(left, vec!["sub".to_string()], "{run}");
+        assert_eq!(std::fs::read_dir(dir.join("sub")).unwrap().count(), 0);
+    }
+}

@@ -438,6 +438,16 @@ pub enum DlState {
     Finished,
 }
 
+/// A new output file being created on the file-job thread: the job leaves the opened file (or
+/// why it could not be opened) here, and the connection and URI whose response asked for it, to
+/// name in the error.
+#[derive(Debug, Clone)]
+pub struct Opening {
+    pub result: std::sync::Arc<std::sync::Mutex<Option<std::io::Result<store::OutFile>>>>,
+    pub conn: Owner,
+    pub uri: String,
+}
+
 /// One file being downloaded.
 pub struct Download {
     /// Where it is in the engine's list, and its serial there.
@@ -496,8 +506,20 @@ pub struct Download {
     /// and nothing allocated, so a file never holds bytes (or length) no control file accounts
     /// for — a later `-c` would take them for data.
     pub first_save_pending: bool,
-    /// An allocation waiting for that save.
+    /// An allocation waiting for that save (or for the file's creation).
     pub alloc_after_save: Option<u64>,
+    /// The current generation's file is being created by the file-job thread: until it is
+    /// open, filled blocks wait (`submit_flushes`) and the download cannot end (the creation
+    /// counts in `writes`).
+    pub opening: Option<Opening>,
+    /// A control-file save was asked for while the file was being created: it is made once the
+    /// file exists (a file that cannot be created leaves no control file).
+    pub save_when_open: bool,
+    /// Its file could not be created: it leaves no control file.
+    pub create_failed: bool,
+    /// Complete, and its file cut to length: only the finishing is left (a stop now changes
+    /// nothing).
+    pub cut: bool,
     /// Resumed from a control file: the first request already asks for a range.
     pub resumed: bool,
     /// `-c` without a control file: the existing file's length (rounded down to 16 KiB), asked for first.
@@ -524,7 +546,8 @@ pub struct Download {
     /// Which version of the remote file this download holds: sent as If-Range, so a changed file
     /// is answered whole instead of being mixed in.
     pub validator: Option<Validator>,
-    /// Ended without receiving a body (dry run, 304).
+    /// Ended without receiving a body (dry run, 304), or without a file to keep it in (its
+    /// creation failed after the body had begun to arrive).
     pub no_data: bool,
     /// `-V`: the existing file is being checked; nothing is fetched unless it fails.
     pub checking_existing: bool,
@@ -613,6 +636,10 @@ impl Download {
             saved_generation: 0,
             first_save_pending: false,
             alloc_after_save: None,
+            opening: None,
+            save_when_open: false,
+            create_failed: false,
+            cut: false,
             resumed: false,
             continue_from: None,
             expected,
@@ -665,10 +692,28 @@ impl Download {
 
     /// Takes `file` as the download's output file, under a new generation.
     pub fn open_file(&mut self, file: File) {
+        self.new_generation();
+        self.file = Some(Rc::new(file));
+    }
+
+    /// Starts a new generation whose file `open` is still creating ([`Download::attach_file`]
+    /// gives it); what the creation's completion is tagged with.
+    pub fn begin_open(&mut self, open: Opening) -> FileOf {
+        self.new_generation();
+        self.opening = Some(open);
+        self.file_of()
+    }
+
+    /// The file the current generation's creation opened.
+    pub fn attach_file(&mut self, file: File) {
+        self.opening = None;
+        self.file = Some(Rc::new(file));
+    }
+
+    fn new_generation(&mut self) {
         static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         self.drop_file();
         self.generation = GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.file = Some(Rc::new(file));
     }
 
     /// Lets go of the open file. Its operations in flight complete on it and count down
@@ -676,6 +721,8 @@ impl Download {
     /// without forgetting what was derived from its bytes (`start_over`) would mix two attempts.
     fn drop_file(&mut self) {
         self.file = None;
+        self.opening = None;
+        self.save_when_open = false;
         self.generation = 0;
         self.first_save_pending = false;
         self.alloc_after_save = None;

@@ -3,7 +3,7 @@
 //! every download has ended and every operation in flight has completed.
 use super::conn::{
     http_failure, BodySink, Conn, ConnState, DlId, DlState, Download, Exchange, Failure, FileOf,
-    Fill, Flush, Job, Outcome, Phase, RecvInFlight, ServerKey, Validator, Want,
+    Fill, Flush, Job, Opening, Outcome, Phase, RecvInFlight, ServerKey, Validator, Want,
 };
 use super::reactor::{
     Block, Class, Completion, Epoll, Fd, Layout, OpId, Pool, Reactor, SetupError, Uring,
@@ -148,6 +148,14 @@ pub(crate) enum Tag {
     /// A one-off timer (rate limits, retry waits).
     Timer {
         at: Instant,
+    },
+    /// A new output file created (or not) by the file-job thread.
+    Opened {
+        file: FileOf,
+    },
+    /// A finished file cut to its length by the file-job thread.
+    Truncated {
+        file: FileOf,
     },
     /// Allocating a new file's space ahead of its writes.
     Fallocate {
@@ -691,6 +699,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
             }
             Tag::Timer { at } => self.on_timer(at),
+            Tag::Truncated { file } => {
+                if let Some(dl) = self.file_op_done(file) {
+                    self.on_truncated(dl, res);
+                }
+            }
+            Tag::Opened { file } => {
+                if let Some(dl) = self.file_op_done(file) {
+                    self.on_opened(dl);
+                }
+            }
             Tag::Fallocate { file } => {
                 if let Some(dl) = self.file_op_done(file) {
                     self.on_fallocate(dl, res);

@@ -388,7 +388,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return Ok(());
         }
         // Whether this response creates the file (not a retry that goes on writing into it).
-        let created = d.file.is_none();
+        let created = d.file.is_none() && d.opening.is_none();
         let mut allocating = None;
         if created {
             let name = match d.opts.out.clone() {
@@ -443,29 +443,33 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             if d.control.as_ref() != Some(&store::control::control_path(&path)) {
                 d.control = None;
             }
-            let out = store::open_output(&path, true).map_err(|e| {
-                Failure::fatal(
-                    ExitCode::FILE_CREATE,
-                    format!(
-                        "Failed to open the file {}, cause: {}",
-                        path.display(),
-                        sys::cause(&e)
-                    ),
-                )
-            })?;
+            // The file is created on the file-job thread (creating a file costs the loop a
+            // millisecond on some file systems, and a list of small files creates one per
+            // download): the body goes on arriving into blocks, which wait for it
+            // (`submit_flushes`), and the download cannot end before it is open (`on_opened`).
+            let validator = d.validator.as_ref().map(Validator::encode);
+            let open = Opening {
+                result: Default::default(),
+                conn: conn_id,
+                uri: url.to_string(),
+            };
+            let result = open.result.clone();
+            let at = path.clone();
+            let job: crate::engine::reactor::Job = Box::new(move || {
+                let out = store::open_output(&at, true);
+                if let (Ok(o), Some(v)) = (&out, &validator) {
+                    sys::set_validator(o.file.as_raw_fd(), v);
+                }
+                if let Ok(mut slot) = result.lock() {
+                    *slot = Some(out);
+                }
+                Ok(())
+            });
             let d = &mut self.dls[dl];
-            if !out.direct {
-                self.console.notice(&format!(
-                    "{}: O_DIRECT is not supported here; writing through the page cache and dropping it behind",
-                    path.display()
-                ));
-            }
-            d.direct = out.direct;
-            let fd = out.file.as_raw_fd();
-            if let Some(v) = &d.validator {
-                sys::set_validator(fd, &v.encode());
-            }
-            d.open_file(out.file);
+            let file = d.begin_open(open);
+            d.writes += 1;
+            self.reactor.blocking(Tag::Opened { file }, job);
+            let d = &mut self.dls[dl];
             d.path = Some(path);
             allocating = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit);
         }

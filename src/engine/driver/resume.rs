@@ -370,6 +370,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if !d.length_known {
             return false;
         }
+        if d.opening.is_some() {
+            // The file is being created: the save waits for it (`on_opened`).
+            d.save_when_open = true;
+            return false;
+        }
+        if d.create_failed {
+            // Nothing for a control file to describe.
+            return false;
+        }
         let (Some(path), Some(plan)) = (&d.path, &d.plan) else {
             return false;
         };
@@ -482,7 +491,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// one by one, and finds a full disk before any byte is fetched.
     pub(super) fn allocate(&mut self, dl: usize, len: u64) {
         let d = &mut self.dls[dl];
-        if d.first_save_pending {
+        if d.first_save_pending || d.opening.is_some() {
             d.alloc_after_save = Some(len);
             return;
         }

@@ -228,6 +228,20 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         self.maybe_finish(dl);
     }
 
+    /// Download `dl`'s finished file was cut to its length (`maybe_finish`), or could not be.
+    pub(super) fn on_truncated(&mut self, dl: usize, res: i32) {
+        let d = &mut self.dls[dl];
+        d.cut = res >= 0;
+        if res < 0 && d.error.is_none() {
+            let f = Failure::fatal(
+                ExitCode::FILE_IO,
+                format!("Failed to truncate {}: {}", d.path_text(), errno_text(res)),
+            );
+            d.error = Some(f);
+        }
+        self.maybe_finish(dl);
+    }
+
     /// Ends a download whose work is done (or failed) once nothing of it is in flight.
     pub(super) fn maybe_finish(&mut self, dl: usize) {
         if self.flushes.holds(dl) {
@@ -238,7 +252,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.state != DlState::Active || d.writes > 0 || d.old_writes > 0 {
             return;
         }
-        if d.error.is_some() || d.halted {
+        if d.error.is_some() || (d.halted && !d.cut) {
             if !working {
                 d.state = DlState::Finished;
                 d.ended = Some(self.reactor.now());
@@ -303,18 +317,39 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let total = d.plan.as_ref().map_or(0, Plan::total);
         let path = d.path_text();
         if let Some(file) = d.file.take() {
-            if let Err(e) = file.set_len(total) {
-                let f =
-                    Failure::fatal(ExitCode::FILE_IO, format!("Failed to truncate {path}: {e}"));
-                d.error = Some(f);
-            }
             // -R: the server's Last-Modified time (best effort: a bad date changes nothing).
-            let remote = d
+            let mtime = d
                 .last_modified
                 .as_deref()
-                .and_then(|t| httpdate::parse_http_date(t).ok());
-            if let (true, Some(t)) = (d.opts.remote_time, remote) {
-                let _ = file.set_modified(t);
+                .and_then(|t| httpdate::parse_http_date(t).ok())
+                .filter(|_| d.opts.remote_time);
+            let cut = move |file: &std::fs::File| {
+                file.set_len(total)?;
+                if let Some(t) = mtime {
+                    let _ = file.set_modified(t);
+                }
+                Ok(())
+            };
+            match Rc::try_unwrap(file) {
+                Ok(file) => {
+                    // Cut to its length (the padding of the last block goes), dated and closed
+                    // on the file-job thread: the download finishes when that is done
+                    // (`on_truncated`), having waited on nothing of its own meanwhile.
+                    d.writes += 1;
+                    let tag = Tag::Truncated { file: d.file_of() };
+                    self.reactor.blocking(tag, Box::new(move || cut(&file)));
+                    return;
+                }
+                // Still shared (nothing should hold it now): done here.
+                Err(file) => {
+                    if let Err(e) = cut(&file) {
+                        let f = Failure::fatal(
+                            ExitCode::FILE_IO,
+                            format!("Failed to truncate {path}: {e}"),
+                        );
+                        d.error = Some(f);
+                    }
+                }
             }
         }
         d.state = DlState::Finished;

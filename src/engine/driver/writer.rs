@@ -49,6 +49,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // only ever grow without a gap: one write at a time, in order.
             let no_gaps = d.saved_generation != d.generation && d.writes > 0;
             if d.old_writes > 0
+                || d.opening.is_some()
                 || d.first_save_pending
                 || no_gaps
                 || held.iter().any(|h: &Flush| h.dl == fl.dl)
@@ -105,6 +106,59 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         // Connections waiting for blocks can go on if some were freed above.
         self.wake_starved();
+    }
+
+    /// Download `dl`'s new file was created on the file-job thread (`accept_first_response`), or
+    /// could not be: the blocks that waited for it are written, or the download fails as a
+    /// file that cannot be opened does.
+    pub(super) fn on_opened(&mut self, dl: usize) {
+        let d = &mut self.dls[dl];
+        let Some(open) = d.opening.take() else {
+            return;
+        };
+        let result = open.result.lock().ok().and_then(|mut r| r.take());
+        let path = d.path_text();
+        match result {
+            Some(Ok(out)) => {
+                if !out.direct {
+                    self.console.notice(&format!(
+                        "{path}: O_DIRECT is not supported here; writing through the page cache and dropping it behind"
+                    ));
+                }
+                let d = &mut self.dls[dl];
+                d.direct = out.direct;
+                d.attach_file(out.file);
+                if std::mem::take(&mut d.save_when_open) {
+                    self.save_control(dl);
+                }
+                let d = &mut self.dls[dl];
+                if !d.first_save_pending {
+                    if let Some(n) = d.alloc_after_save.take() {
+                        self.allocate(dl, n);
+                    }
+                }
+            }
+            failed => {
+                let cause = match failed {
+                    Some(Err(e)) => sys::cause(&e),
+                    _ => "the file-job thread did not open it".to_string(),
+                };
+                let f = Failure::fatal(
+                    ExitCode::FILE_CREATE,
+                    format!("Failed to open the file {path}, cause: {cause}"),
+                );
+                // What arrived meanwhile is dropped with its blocks: none of it was downloaded
+                // to a file (aria2, opening first, shows no speed either).
+                self.dls[dl].no_data = true;
+                self.dls[dl].create_failed = true;
+                if self.dls[dl].error.is_none() {
+                    self.fail_download(dl, f, Some((open.conn, open.uri)));
+                }
+            }
+        }
+        // The blocks that waited are written now (or, without a file, dropped).
+        self.submit_flushes();
+        self.maybe_finish(dl);
     }
 
     /// A write of download `dl`'s current file completed (`file_op_done` counted it).
