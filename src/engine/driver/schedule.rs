@@ -330,18 +330,25 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
                 Ok(())
             };
-            match Rc::try_unwrap(file) {
-                Ok(file) => {
-                    // Cut to its length (the padding of the last block goes), dated and closed
-                    // on the file-job thread: the download finishes when that is done
+            // Until it is cut, the file may end in the last block's padding. Where a saved
+            // control file describes it, a kill meanwhile leaves a download `-c` resumes by that
+            // file, and the cut goes to the file-job thread. Where none does (length unknown, or
+            // a one-block file before its first save), `-c` would take the padded length for
+            // what is done: the cut is made here, in the step that saw the last write.
+            let described = d.saved_generation == d.generation && d.control.is_some();
+            // The job gets a descriptor of its own: the file's `Rc` may still be held by the
+            // completion being handled (the last write's).
+            match file.try_clone().ok().filter(|_| described) {
+                Some(file) => {
+                    // Cut to its length (the padding of the last block goes) and dated on the
+                    // file-job thread: the download finishes when that is done
                     // (`on_truncated`), having waited on nothing of its own meanwhile.
                     d.writes += 1;
                     let tag = Tag::Truncated { file: d.file_of() };
                     self.reactor.blocking(tag, Box::new(move || cut(&file)));
                     return;
                 }
-                // Still shared (nothing should hold it now): done here.
-                Err(file) => {
+                None => {
                     if let Err(e) = cut(&file) {
                         let f = Failure::fatal(
                             ExitCode::FILE_IO,
