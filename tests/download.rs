@@ -917,3 +917,38 @@ fn a_file_that_cannot_be_created_fails_with_16_and_leaves_nothing() {
         assert_eq!(std::fs::read_dir(dir.join("sub")).unwrap().count(), 0);
     }
 }
+
+/// Eight downloads whose files take the same name, started together: each gets a name of its own
+/// (`x.bin`, `x.1.bin`, ... as aria2 renames) and its own bytes, even while the first files are
+/// still being created.
+#[test]
+fn same_named_downloads_started_together_get_names_of_their_own() {
+    let server = TestServer::plain();
+    let bodies: Vec<Vec<u8>> = (0..8)
+        .map(|i| content(200 + i, 300_000 + i as usize))
+        .collect();
+    let mut args = vec!["-Z".to_string(), "-j8".to_string()];
+    for (i, b) in bodies.iter().enumerate() {
+        server.route(&format!("/d{i}/x.bin"), Route::bytes(b.clone()));
+        args.push(server.url(&format!("/d{i}/x.bin")));
+    }
+    let dir = TestDir::new();
+    args.extend(["-d".to_string(), dir.arg()]);
+    let run = ringdl(&dir, &args);
+    assert_eq!(run.code(), 0, "{run}");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".home")
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = (1..8).map(|i| format!("x.{i}.bin")).collect();
+    want.push("x.bin".into());
+    want.sort();
+    assert_eq!(names, want, "{run}");
+    let mut got: Vec<String> = names.iter().map(|n| sha256_file(&dir.join(n))).collect();
+    let mut expected: Vec<String> = bodies.iter().map(|b| sha256_hex(b)).collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected, "{run}");
+}

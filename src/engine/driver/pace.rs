@@ -125,7 +125,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let running = d
             .started
             .map_or(Duration::ZERO, |s| now.saturating_duration_since(s));
-        if limit == 0 || running < SLOW_GRACE || d.verifying || d.error.is_some() || speed > limit {
+        // Every byte in (its file being cut or checked): nothing left to be slow at.
+        let all_in = d.plan.as_ref().is_some_and(Plan::is_complete);
+        if limit == 0
+            || running < SLOW_GRACE
+            || d.verifying
+            || all_in
+            || d.error.is_some()
+            || speed > limit
+        {
             return;
         }
         let host = d

@@ -406,12 +406,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             };
             // Until the file is open, failures still name the path it would have had (as aria2).
             d.path = Some(d.opts.dir.join(&name));
+            let d = &self.dls[dl];
+            // A name is taken by a file, or by another download whose file is still being
+            // created (the job thread has not made it yet).
+            let creating = |p: &std::path::Path| {
+                self.dls.iter().enumerate().any(|(i, o)| {
+                    i != dl
+                        && o.state == DlState::Active
+                        && o.opening.is_some()
+                        && o.path.as_deref() == Some(p)
+                })
+            };
             let (path, renamed) = store::choose_path(
                 &d.opts.dir,
                 &name,
                 d.opts.allow_overwrite,
                 d.opts.auto_file_renaming,
-                |p| p.exists(),
+                |p| p.exists() || creating(p),
             )
             .map_err(|e| match e {
                 store::PathError::Exists(_) => Failure::fatal(ExitCode::FILE_EXISTS, e.to_string()),

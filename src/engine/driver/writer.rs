@@ -132,7 +132,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     self.save_control(dl);
                 }
                 let d = &mut self.dls[dl];
-                if !d.first_save_pending {
+                // A download stopped or failed meanwhile keeps its file as written: no allocation.
+                let stopping = d.halted || d.error.is_some();
+                if !d.first_save_pending && !stopping {
                     if let Some(n) = d.alloc_after_save.take() {
                         self.allocate(dl, n);
                     }
