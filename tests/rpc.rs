@@ -1283,14 +1283,19 @@ fn a_slowloris_client_is_closed_thirty_seconds_after_its_first_byte() {
     d.call("aria2.getGlobalStat", json!([]));
 }
 
-/// The daemon's resident memory, from /proc.
-fn rss_kib(pid: u32) -> u64 {
+/// A figure of the daemon's memory from /proc (`VmRSS`, `VmHWM`), in KiB.
+fn status_kib(pid: u32, key: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
+        .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
+}
+
+/// The daemon's resident memory.
+fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS")
 }
 
 #[test]
@@ -1527,14 +1532,9 @@ fn memory_stays_flat_with_a_long_queue_and_many_results() {
     assert!(per_result < 250, "{per_result} bytes a result");
 }
 
-/// The daemon's peak memory, from /proc.
+/// The daemon's peak memory.
 fn hwm_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
+    status_kib(pid, "VmHWM")
 }
 
 /// A saved session of 40 000 paused downloads given back with `-i` is queued as it is read: the

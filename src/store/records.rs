@@ -129,15 +129,10 @@ impl Records {
 
     /// The record at `loc`.
     pub fn get(&self, loc: &Loc) -> io::Result<Vec<u8>> {
-        let len = usize::try_from(loc.len).map_err(io::Error::other)?;
-        if loc.off >= self.flushed {
-            let at = usize::try_from(loc.off - self.flushed).unwrap_or(usize::MAX);
-            return self
-                .tail
-                .get(at..at.saturating_add(len))
-                .map(<[u8]>::to_vec)
-                .ok_or_else(|| io::Error::other("record past the store's end"));
+        if let Some(bytes) = self.in_tail(loc) {
+            return bytes.map(<[u8]>::to_vec);
         }
+        let len = usize::try_from(loc.len).map_err(io::Error::other)?;
         let file = self
             .file
             .as_ref()
@@ -145,6 +140,18 @@ impl Records {
         let mut out = vec![0u8; len];
         file.read_exact_at(&mut out, loc.off)?;
         Ok(out)
+    }
+
+    /// The record at `loc` from the write buffer, if it is there (not yet in the file; a record
+    /// never spans the two).
+    fn in_tail(&self, loc: &Loc) -> Option<io::Result<&[u8]>> {
+        let at = usize::try_from(loc.off.checked_sub(self.flushed)?).ok()?;
+        let len = usize::try_from(loc.len).ok()?;
+        Some(
+            self.tail
+                .get(at..at.saturating_add(len))
+                .ok_or_else(|| io::Error::other("record past the store's end")),
+        )
     }
 
     /// The record at `loc` is no longer needed.
@@ -253,12 +260,7 @@ fn unnamed_file(dir: &Path, only_tmpfile: bool) -> io::Result<File> {
     for n in 0..16u64 {
         let path = dir.join(format!(".ringdl-records-{:x}", seed.wrapping_add(n)));
         match opts.clone().create_new(true).open(&path) {
-            Ok(f) => {
-                return match std::fs::remove_file(&path) {
-                    Ok(()) => Ok(f),
-                    Err(e) => Err(e),
-                };
-            }
+            Ok(f) => return std::fs::remove_file(&path).map(|()| f),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
@@ -278,14 +280,8 @@ impl Window {
 
     fn read<'w>(&'w mut self, r: &'w Records, loc: &Loc) -> io::Result<&'w [u8]> {
         let end = loc.off + loc.len;
-        if loc.off >= r.flushed || end > r.flushed {
-            let at =
-                usize::try_from(loc.off.saturating_sub(r.flushed)).map_err(io::Error::other)?;
-            let len = usize::try_from(loc.len).map_err(io::Error::other)?;
-            return r
-                .tail
-                .get(at..at.saturating_add(len))
-                .ok_or_else(|| io::Error::other("record past the store's end"));
+        if let Some(bytes) = r.in_tail(loc) {
+            return bytes;
         }
         let inside = loc.off >= self.start && end <= self.start + self.bytes.len() as u64;
         if !inside {
