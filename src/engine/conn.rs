@@ -12,7 +12,7 @@ use crate::ui::exit::ExitCode;
 use std::fs::File;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use url::Url;
 
 /// One download as the command line (or `-Z`) gives it: mirrors of one file.
@@ -321,6 +321,95 @@ impl Exchange {
     }
 }
 
+/// How many bytes a receive on a connection waits for (`SO_RCVLOWAT`): what arrives in about
+/// `AHEAD` at the connection's recent rate, so a fast connection is read in large steps (fewer
+/// completions, fewer window updates and wake-ups per byte) and a slow one as soon as anything
+/// arrives. The caller never asks for more than is sure to come, and a connection that goes quiet
+/// is brought back to the kernel's default on the next tick, so no byte waits long for company.
+#[derive(Debug)]
+pub struct LowWater {
+    /// The mark the socket has (1, the kernel's default, until set).
+    pub set: usize,
+    /// The mark the recent rate asks for.
+    mark: usize,
+    /// The start of the rate window and the bytes received in it.
+    since: Option<Instant>,
+    bytes: u64,
+    /// The last receive that brought bytes.
+    last: Option<Instant>,
+}
+
+impl Default for LowWater {
+    fn default() -> Self {
+        LowWater {
+            set: 1,
+            mark: 1,
+            since: None,
+            bytes: 0,
+            last: None,
+        }
+    }
+}
+
+impl LowWater {
+    /// The most a receive waits for.
+    pub const MAX: usize = 256 * 1024;
+    /// Below this a mark is not worth a system call.
+    const MIN: usize = 16 * 1024;
+    /// How much time's worth of bytes a receive waits for.
+    const AHEAD: Duration = Duration::from_millis(25);
+    /// The rate is measured over windows this long.
+    const WINDOW: Duration = Duration::from_millis(100);
+    /// A connection that brought nothing for this long gets the kernel's default back.
+    pub const QUIET: Duration = Duration::from_millis(250);
+
+    /// A receive brought `n` bytes at `now`.
+    pub fn received(&mut self, now: Instant, n: usize) {
+        self.last = Some(now);
+        let Some(since) = self.since else {
+            self.since = Some(now);
+            return;
+        };
+        self.bytes += n as u64;
+        let dt = now.saturating_duration_since(since);
+        if dt < Self::WINDOW {
+            return;
+        }
+        let ahead = self.bytes as f64 * Self::AHEAD.as_secs_f64() / dt.as_secs_f64();
+        // A power of two, so that small changes of rate do not each cost a system call.
+        let mark = (ahead as usize).min(Self::MAX);
+        self.mark = if mark < Self::MIN {
+            1
+        } else {
+            1 << mark.ilog2()
+        };
+        self.since = Some(now);
+        self.bytes = 0;
+    }
+
+    /// The mark for the next receive, when `sure` more bytes are certain to come.
+    pub fn want(&self, sure: usize) -> usize {
+        if self.mark > 1 && sure >= self.mark {
+            self.mark
+        } else {
+            1
+        }
+    }
+
+    /// True when the connection has a mark above 1 and brought nothing for `QUIET`: its rate is
+    /// forgotten and the mark goes back to 1 (the caller sets it on the socket).
+    pub fn quiet(&mut self, now: Instant) -> bool {
+        let quiet = self
+            .last
+            .is_none_or(|t| now.saturating_duration_since(t) >= Self::QUIET);
+        if self.set == 1 || !quiet {
+            return false;
+        }
+        *self = LowWater::default();
+        true
+    }
+}
+
 /// Connection life cycle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConnState {
@@ -371,6 +460,8 @@ pub struct Conn {
     pub connect_error: i32,
     /// Not reading because a rate limit's tokens are spent; a timer wakes it.
     pub throttled: bool,
+    /// How many bytes a receive waits for.
+    pub low_water: LowWater,
     /// The proxy this connection goes through.
     pub proxy: Option<crate::http::proxy::Proxy>,
     /// The tunnel through the proxy being opened; while it is, nothing else is sent or read.
@@ -420,6 +511,7 @@ impl Conn {
             tls_blocked: false,
             connect_error: -libc::ECONNREFUSED,
             throttled: false,
+            low_water: LowWater::default(),
         }
     }
 
@@ -1152,5 +1244,56 @@ pub fn http_failure(e: HttpError) -> Failure {
     match e {
         HttpError::RangeMismatch { .. } => Failure::retry(ExitCode::CANNOT_RESUME, e.to_string()),
         other => Failure::retry(ExitCode::HTTP_PROTOCOL, other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LowWater;
+    use std::time::{Duration, Instant};
+
+    /// Feeds `per_ms` bytes a millisecond for `ms` milliseconds, one receive a millisecond.
+    fn feed(w: &mut LowWater, start: Instant, ms: u64, per_ms: usize) -> Instant {
+        let mut t = start;
+        for _ in 0..ms {
+            t += Duration::from_millis(1);
+            w.received(t, per_ms);
+        }
+        t
+    }
+
+    #[test]
+    fn the_mark_follows_the_rate_and_never_passes_what_is_sure_to_come() {
+        let t0 = Instant::now();
+        let mut w = LowWater::default();
+        assert_eq!(w.want(usize::MAX), 1, "no rate measured yet");
+        // 10 MB/s: 25 ms are 250 000 bytes, a mark of 128 KiB.
+        let t = feed(&mut w, t0, 150, 10_000);
+        assert_eq!(w.want(usize::MAX), 128 * 1024);
+        assert_eq!(w.want(128 * 1024), 128 * 1024);
+        assert_eq!(
+            w.want(128 * 1024 - 1),
+            1,
+            "fewer bytes to come than the mark"
+        );
+        // 1 GB/s: capped.
+        let t = feed(&mut w, t, 150, 1_000_000);
+        assert_eq!(w.want(usize::MAX), LowWater::MAX);
+        // 200 kB/s: 5 000 bytes in 25 ms, not worth a mark.
+        feed(&mut w, t, 150, 200);
+        assert_eq!(w.want(usize::MAX), 1);
+    }
+
+    #[test]
+    fn a_quiet_connection_gets_the_default_back_once() {
+        let t0 = Instant::now();
+        let mut w = LowWater::default();
+        let t = feed(&mut w, t0, 150, 10_000);
+        w.set = w.want(usize::MAX);
+        assert!(w.set > 1);
+        assert!(!w.quiet(t + Duration::from_millis(100)), "not quiet yet");
+        assert!(w.quiet(t + LowWater::QUIET));
+        assert_eq!((w.set, w.want(usize::MAX)), (1, 1), "the rate is forgotten");
+        assert!(!w.quiet(t + LowWater::QUIET * 4), "already at the default");
     }
 }

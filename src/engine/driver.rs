@@ -909,6 +909,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
         }
         let now = self.reactor.now();
+        // A connection that went quiet reads whatever arrives again.
+        for c in self.conns.iter_mut().flatten() {
+            if c.low_water.quiet(now) {
+                if let Some(fd) = c.fd.as_ref() {
+                    self.reactor.recv_low_water(fd, 1);
+                }
+            }
+        }
         let mut active = Vec::new();
         let mut paths = Vec::new();
         let mut speeds = Vec::new();

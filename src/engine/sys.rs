@@ -65,6 +65,27 @@ fn set_flag(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int) -> li
     }
 }
 
+/// Sets the bytes a socket must hold before it counts as readable (`SO_RCVLOWAT`).
+pub fn set_recv_low_water(fd: std::os::fd::RawFd, bytes: usize) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes)
+        .unwrap_or(libc::c_int::MAX)
+        .max(1);
+    // SAFETY: setsockopt reads one c_int from a local; the descriptor is the caller's.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            &v as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A listening TCP socket bound to `addr`, close-on-exec, with `SO_REUSEADDR` (a restarted daemon
 /// binds at once) and, for IPv6, `IPV6_V6ONLY` (the IPv4 socket is bound on its own).
 pub fn tcp_listener(addr: &SocketAddr) -> io::Result<OwnedFd> {

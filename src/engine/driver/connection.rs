@@ -483,6 +483,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         let n = res as usize;
+        let now = self.reactor.now();
+        if let Some(c) = self.conns[slot].as_mut() {
+            c.low_water.received(now, n);
+        }
         if let Some(dl) = self.conns[slot]
             .as_ref()
             .and_then(|c| c.ex.as_ref())
@@ -589,6 +593,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         let Some(ex) = c.ex.as_mut() else { return };
         let id = c.id;
+        // A receive may wait for as many bytes as are sure to come: the rest of a body of known
+        // length, less what is already buffered here (TLS: ciphertext is never shorter than its
+        // plaintext).
+        let sure = match ex.framing {
+            Framing::Length(_) if ex.phase == Phase::Body && !ex.body_complete => {
+                let buffered = (c.rb_end - c.rb_start) as u64;
+                usize::try_from(ex.remaining.saturating_sub(buffered)).unwrap_or(usize::MAX)
+            }
+            _ => 1,
+        };
+        let want = c.low_water.want(sure);
+        if want != c.low_water.set {
+            self.reactor.recv_low_water(&fd, want);
+            c.low_water.set = want;
+        }
         if c.tls.is_none() && ex.direct_body() {
             let d = &mut self.dls[ex.dl];
             let Some(plan) = d.plan.as_mut() else { return };

@@ -609,6 +609,11 @@ impl<T> Reactor<T> for Epoll<T> {
         OpId(ud)
     }
 
+    fn recv_low_water(&mut self, sock: &Fd, bytes: usize) {
+        // Only a cost when it fails: the receive then completes with fewer bytes, as before.
+        let _ = super::super::sys::set_recv_low_water(sock.as_raw_fd(), bytes);
+    }
+
     fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId {
         let from = from.min(buf.len());
         let ud = self.insert(tag, Owned::Bytes(sock.clone(), buf), Op::Send { from });

@@ -130,6 +130,9 @@ pub trait Reactor<T> {
     fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId;
     /// Receives into `block[at..at + len]`, failing with ECANCELED after the I/O timeout.
     fn recv(&mut self, tag: T, sock: Fd, block: Block, at: usize, len: usize) -> OpId;
+    /// Asks that a receive on `sock` complete only once `bytes` are waiting (or the peer closed).
+    /// The caller must know that many bytes are coming.
+    fn recv_low_water(&mut self, _sock: &Fd, _bytes: usize) {}
     /// Sends `buf[from..]`, failing with ECANCELED after the I/O timeout.
     fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId;
     /// Writes `block[from..from + len]` to `file` at `offset`.

@@ -96,6 +96,9 @@ pub struct Faults {
     pub interrupts: Vec<u64>,
     /// Every read of the signal descriptor fails at once (EBADF).
     pub signal_fd_fails: bool,
+    /// Every received byte takes this long (0: no time at all): a link of a given rate, so that
+    /// the engine measures rates and sets low-water marks as on a real one.
+    pub ns_per_byte: u64,
 }
 
 /// How a run on the simulated reactor ended, when not by the engine's own choice.
@@ -122,6 +125,10 @@ pub struct World {
     pub left_in_flight: usize,
     /// File reads done (`--checksum` reading back what was not hashed as it was written).
     pub file_reads: u64,
+    /// Receive low-water marks above the default set on sockets.
+    pub low_water_marks: u64,
+    /// Virtual time at the last completion.
+    pub elapsed: Duration,
     /// RPC clients (daemon mode): each connects once the run has taken its step and sends its
     /// bytes, in order; `rpc_answers` gets what the engine sent back on each connection.
     pub rpc_calls: std::collections::VecDeque<(u64, Vec<u8>)>,
@@ -142,6 +149,18 @@ pub fn signal_fd() -> Fd {
 impl Wire {
     fn pending(&self) -> usize {
         self.outbound.len() - self.taken
+    }
+
+    /// Bytes a receive could take now: what the server sent, up to a stall.
+    fn readable(&self) -> usize {
+        self.pending().min(self.stall_in.unwrap_or(usize::MAX))
+    }
+
+    /// A waiting receive is woken, as the kernel wakes one: once the bytes reach the low-water
+    /// mark, or with any bytes once the server has closed behind them.
+    fn wakes(&self) -> bool {
+        let n = self.readable();
+        n > 0 && (n >= self.low_water.max(1) || self.close_after && self.stall_in.is_none())
     }
 }
 
@@ -167,6 +186,8 @@ struct Wire {
     /// After this many more bytes, nothing more comes.
     stall_in: Option<usize>,
     reset: bool,
+    /// The receive low-water mark (`SO_RCVLOWAT`; 0 and 1 are the default).
+    low_water: usize,
     /// An RPC client's connection (its number in `World::rpc_answers`): `outbound` is what the
     /// client sends, what the engine sends is recorded as the answer.
     rpc: Option<usize>,
@@ -338,9 +359,7 @@ impl<T> Sim<T> {
             Kind::Recv { .. } => {
                 let fd = fd_of(&op.owned);
                 match self.wires.get(&fd) {
-                    Some(w) if w.reset || w.pending() > 0 && w.stall_in != Some(0) => {
-                        Some(op.since)
-                    }
+                    Some(w) if w.reset || w.wakes() => Some(op.since),
                     Some(w) if w.pending() == 0 && w.close_after => Some(op.since),
                     _ => Some(op.since + self.io_timeout),
                 }
@@ -491,6 +510,14 @@ impl<T> Sim<T> {
                 if let Some(left) = wire.stall_in {
                     n = n.min(left);
                 }
+                if n > 0 && !wire.wakes() {
+                    // Fewer bytes than the low-water mark, and more to come: still waiting.
+                    return if waited {
+                        -libc::ECANCELED
+                    } else {
+                        -libc::EAGAIN
+                    };
+                }
                 if n == 0 {
                     if wire.pending() == 0 && wire.close_after && wire.stall_in != Some(0) {
                         return 0;
@@ -518,6 +545,7 @@ impl<T> Sim<T> {
                 if let Some(left) = wire.stall_in.as_mut() {
                     *left -= n;
                 }
+                self.clock += Duration::from_nanos(faults.ns_per_byte.saturating_mul(n as u64));
                 n as i32
             }
             Kind::Write { from, len, offset } => {
@@ -787,6 +815,15 @@ impl<T> Reactor<T> for Sim<T> {
         self.insert(tag, Owned::Block(sock, block), Kind::Recv { at, len })
     }
 
+    fn recv_low_water(&mut self, sock: &Fd, bytes: usize) {
+        if let Some(w) = self.wires.get_mut(&sock.as_raw_fd()) {
+            w.low_water = bytes;
+        }
+        if bytes > 1 {
+            self.world.borrow_mut().low_water_marks += 1;
+        }
+    }
+
     fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId {
         self.insert(tag, Owned::Bytes(sock, buf), Kind::Send { from })
     }
@@ -923,6 +960,7 @@ impl<T> Reactor<T> for Sim<T> {
                 }
             }
             if !out.is_empty() {
+                self.world.borrow_mut().elapsed = self.clock;
                 return Ok(());
             }
         }

@@ -368,6 +368,11 @@ impl<T> Reactor<T> for Uring<T> {
         self.stage(ud, &[r])
     }
 
+    fn recv_low_water(&mut self, sock: &Fd, bytes: usize) {
+        // Only a cost when it fails: the receive then completes with fewer bytes, as before.
+        let _ = super::super::sys::set_recv_low_water(sock.as_raw_fd(), bytes);
+    }
+
     /// Sends `buf[from..]`, failing with ECANCELED after the I/O timeout.
     fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId {
         let fd = sock.as_raw_fd();

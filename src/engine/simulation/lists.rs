@@ -114,6 +114,7 @@ impl ListScenario {
             2 => faults.interrupts.push(1 + rng.below(600)),
             _ => {}
         }
+        faults.ns_per_byte = super::link_rate(seed);
         ListScenario {
             jobs,
             args,

@@ -123,6 +123,11 @@ fn draw_faults(rng: &mut Rng) -> Faults {
     faults
 }
 
+/// The link's speed, from a stream of its own: none (every byte at once), 50, 10 or 1 MB/s.
+fn link_rate(seed: u64) -> u64 {
+    [0, 0, 20, 100, 1000][Rng::new(seed ^ 0x1a7e_d4a5_0000_0002).below(5) as usize]
+}
+
 impl Scenario {
     fn draw(seed: u64) -> Scenario {
         let mut rng = Rng::new(seed);
@@ -189,6 +194,7 @@ impl Scenario {
                 faults.interrupts.push(at + 1 + later.below(20));
             }
         }
+        faults.ns_per_byte = link_rate(seed);
         let mut mirrors = mirrors;
         if changed.is_some() {
             // A changed file is recognised by the validator (ETag) of the origin that served it,
@@ -770,6 +776,60 @@ fn one_stream_is_hashed_in_file_order_without_reading_back() {
             check_complete(dir.path(), &sc.data, &what).unwrap_or_else(|e| panic!("{e}"));
             let reads = world.borrow().file_reads;
             assert_eq!(reads, 0, "{what}: {reads} blocks read back for the digest");
+        }
+    }
+}
+
+/// A receive on a fast connection waits for a low-water mark of bytes (`SO_RCVLOWAT`), which must
+/// never ask for bytes that are not coming: past the end of a body, or of a range, or on a
+/// kept-alive connection waiting for its next head. Over a 10 MB/s link with every framing, split
+/// and not: the run ends complete, marks were set where the length was known, and no receive
+/// waited for a quiet connection's mark to be taken back on a tick (3 MB take 0.3 s; a tick is 1 s).
+#[test]
+fn low_water_marks_never_wait_for_bytes_that_are_not_coming() {
+    for framing in [Framing::Length, Framing::Chunked, Framing::UntilClose] {
+        for (seed, split) in [(1, "-s1"), (2, "-s4"), (3, "-s3")] {
+            let good = Mirror::Good {
+                ranges: true,
+                framing,
+            };
+            let faults = Faults {
+                max_chunk: 100_000,
+                ns_per_byte: 100,
+                ..Faults::default()
+            };
+            let sc = custom(seed, 3_000_017, vec![good], &[split, "-x4", "-k1M"], faults);
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let world = Rc::new(RefCell::new(World {
+                servers: sc.servers(),
+                faults: sc.faults.clone(),
+                ..World::default()
+            }));
+            let what = format!("{framing:?}, {split}");
+            let ended = run(
+                sc.budget,
+                dir.path(),
+                &sc.args,
+                &[url(0)],
+                None,
+                world.clone(),
+                seed,
+            );
+            let Ok(Ended::Done(summary)) = ended else {
+                panic!("{what}: the run did not end by itself");
+            };
+            let outcome = summary.results.first().expect("a result");
+            assert_eq!((outcome.code.0, outcome.finished), (0, true), "{what}");
+            check_complete(dir.path(), &sc.data, &what).unwrap_or_else(|e| panic!("{e}"));
+            let w = world.borrow();
+            if framing == Framing::Length {
+                assert!(w.low_water_marks > 0, "{what}: no mark was set");
+            }
+            assert!(
+                w.elapsed < Duration::from_millis(800),
+                "{what}: {:?} for 3 MB at 10 MB/s: a receive waited for bytes that never came",
+                w.elapsed
+            );
         }
     }
 }
