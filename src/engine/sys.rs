@@ -65,11 +65,32 @@ fn set_flag(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int) -> li
     }
 }
 
-/// Sets the bytes a socket must hold before it counts as readable (`SO_RCVLOWAT`).
+/// Sets the bytes a socket must hold before it counts as readable (`SO_RCVLOWAT`), at most a
+/// quarter of its receive buffer: a mark near the buffer's size would let the sender fill the
+/// window and wait while the reader waits for more (loopback's buffers stay small, about 270 KiB).
 pub fn set_recv_low_water(fd: std::os::fd::RawFd, bytes: usize) -> io::Result<()> {
-    let v = libc::c_int::try_from(bytes)
+    let mut v = libc::c_int::try_from(bytes)
         .unwrap_or(libc::c_int::MAX)
         .max(1);
+    if v > 1 {
+        let mut buf: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into a local c_int; the descriptor is the
+        // caller's.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                &mut buf as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        v = v.min(buf / 4).max(1);
+    }
     // SAFETY: setsockopt reads one c_int from a local; the descriptor is the caller's.
     let r = unsafe {
         libc::setsockopt(
