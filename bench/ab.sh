@@ -1,22 +1,47 @@
 #!/usr/bin/env bash
-# Two ringdl builds and aria2c, interleaved (the order rotates every round), on the same 1 GiB
-# download over HTTPS (or HTTP) from nginx on loopback: CPU (user+sys) of each run, the median of
-# the same-round ratios, and a byte check of every output. For "did this change cost anything",
-# which bench/run.sh cannot say when the machine itself changed between two of its runs.
+# Two ringdl builds and aria2c, interleaved (the order rotates every round), on the same download
+# over HTTPS (or HTTP) from nginx on loopback or over bench/link.sh's shaped veth link: CPU
+# (user+sys) of each run, the medians of the same-round ratios, and a byte check of every output.
+# For "did this change cost anything", which bench/run.sh cannot say when the machine itself
+# changed between two of its runs.
 #
-# Usage: bench/ab.sh OLD_RINGDL NEW_RINGDL [ROUNDS] [https|http]   (default 6 rounds, https)
-# Needs nginx, openssl, aria2c, GNU time, python3. Traffic stays on 127.0.0.1.
+# Usage: bench/ab.sh OLD_RINGDL NEW_RINGDL [ROUNDS] [https|http] [--link RTT,RATE] [--conns N]
+#                    [--size MIB]
+# Defaults: 6 rounds, https, loopback, -x8 -s8, 1024 MiB. Needs nginx, openssl, aria2c, GNU time,
+# python3 (and root, ip and tc for --link; without them one line says so and loopback is used).
+# Traffic stays on 127.0.0.1, or on the veth pair this script makes.
 set -euo pipefail
 OLD=$1 NEW=$2 ROUNDS=${3:-6} SCHEME=${4:-https}
+shift $(($# < 4 ? $# : 4))
+LINK="" CONNS=8 MIB=1024
+while (($#)); do
+    case $1 in
+        --link) LINK=${2:?}; shift 2 ;;
+        --conns) CONNS=${2:?}; shift 2 ;;
+        --size) MIB=${2:?}; shift 2 ;;
+        *) echo "ab.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+NETNS=""
+NS_EXEC=()
+SERVER_IP=127.0.0.1
+# shellcheck source=bench/link.sh
+source "$(dirname "${BASH_SOURCE[0]}")/link.sh"
 WORK=$(mktemp -d /var/tmp/ringdl-ab.XXXXXX)
 chmod 755 "$WORK"
 cleanup() {
     [[ -f $WORK/nginx.pid ]] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null
+    sleep 0.2
+    [[ -n $NETNS ]] && ip netns del "$NETNS" 2>/dev/null
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 mkdir -p "$WORK/www" "$WORK/out" "$WORK/logs" && chmod 755 "$WORK/www"
-head -c $((1 << 30)) /dev/urandom > "$WORK/www/big.bin"
+head -c $((MIB << 20)) /dev/urandom > "$WORK/www/big.bin"
+WHERE=loopback
+if [[ -n $LINK ]] && setup_link "$LINK"; then
+    WHERE=$LINK_DESC
+fi
 (
     cd "$WORK"
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -keyout ca.key \
@@ -24,7 +49,7 @@ head -c $((1 << 30)) /dev/urandom > "$WORK/www/big.bin"
         -addext "keyUsage=critical,keyCertSign,cRLSign"
     openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout key.pem -out server.csr \
         -subj "/CN=localhost"
-    printf '%s\n' "subjectAltName=IP:127.0.0.1" "basicConstraints=critical,CA:FALSE" \
+    printf '%s\n' "subjectAltName=IP:127.0.0.1,IP:$LINK_SERVER" "basicConstraints=critical,CA:FALSE" \
         "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" >server.ext
     openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
         -extfile server.ext -out cert.pem
@@ -37,10 +62,10 @@ daemon on; worker_processes 2; pid $WORK/nginx.pid; error_log $WORK/logs/error.l
 events {}
 http { access_log off; sendfile on; client_body_temp_path $WORK/t1; proxy_temp_path $WORK/t2;
   fastcgi_temp_path $WORK/t3; uwsgi_temp_path $WORK/t4; scgi_temp_path $WORK/t5;
-  server { listen 127.0.0.1:$PORT $SSL; root $WORK/www; } }
+  server { listen $SERVER_IP:$PORT $SSL; root $WORK/www; } }
 CONF
-nginx -p "$WORK" -c "$WORK/nginx.conf" -e "$WORK/logs/error.log"
-URL="$SCHEME://127.0.0.1:$PORT/big.bin"
+"${NS_EXEC[@]}" nginx -p "$WORK" -c "$WORK/nginx.conf" -e "$WORK/logs/error.log"
+URL="$SCHEME://$SERVER_IP:$PORT/big.bin"
 tools=(old new aria2c)
 declare -A BIN=([old]=$OLD [new]=$NEW [aria2c]=aria2c)
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -48,14 +73,14 @@ for ((r = 1; r <= ROUNDS; r++)); do
         t=${tools[$(((r + k) % 3))]}
         rm -f "$WORK/out"/*
         sync
-        /usr/bin/time -f "$r $t %e %U %S %M" -a -o "$WORK/times" "${BIN[$t]}" --no-conf -q -x8 -s8 \
+        /usr/bin/time -f "$r $t %e %U %S %M" -a -o "$WORK/times" "${BIN[$t]}" --no-conf -q -x"$CONNS" -s"$CONNS" \
             --ca-certificate="$WORK/ca.pem" --allow-overwrite=true -d "$WORK/out" "$URL" >/dev/null 2>&1 || true
         cmp -s "$WORK/out/big.bin" "$WORK/www/big.bin" || echo "round $r: $t's output differs"
     done
 done
-python3 - "$WORK/times" "$OLD" "$NEW" "$SCHEME" "$ROUNDS" <<'PY'
+python3 - "$WORK/times" "$OLD" "$NEW" "$SCHEME" "$ROUNDS" "$MIB" "$CONNS" "$WHERE" <<'PY'
 import statistics as st, sys
-path, old, new, scheme, rounds = sys.argv[1:]
+path, old, new, scheme, rounds, mib, conns, where = sys.argv[1:]
 by = {}
 for line in open(path):
     if line.startswith("Command"):
@@ -65,7 +90,7 @@ for line in open(path):
 def med(f):
     v = sorted(f(x) for x in by.values())
     return f"{st.median(v):.2f}× ({v[0]:.2f}–{v[-1]:.2f})"
-print(f"{scheme}, 1 GiB, -x8 -s8, {rounds} rounds; old = {old}, new = {new}")
+print(f"{scheme}, {mib} MiB, -x{conns} -s{conns}, {where}, {rounds} rounds; old = {old}, new = {new}")
 for t in ("old", "new", "aria2c"):
     print(f"  {t:6} CPU s median {st.median(x[t][0] for x in by.values()):.2f}, "
           f"wall s {st.median(x[t][1] for x in by.values()):.2f}, peak RSS MiB "
@@ -73,4 +98,5 @@ for t in ("old", "new", "aria2c"):
 print("  new / old CPU:   ", med(lambda x: x["new"][0] / x["old"][0]))
 print("  old / aria2c CPU:", med(lambda x: x["old"][0] / x["aria2c"][0]))
 print("  new / aria2c CPU:", med(lambda x: x["new"][0] / x["aria2c"][0]))
+print("  new / old wall:  ", med(lambda x: x["new"][1] / x["old"][1]))
 PY

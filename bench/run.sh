@@ -237,68 +237,8 @@ fi
 chmod -R a+rX "$DOCROOT"
 
 # ---------------------------------------------------------------- the link (--link)
-# The server's end: 10.231.0.2 in a namespace of its own; ours: 10.231.0.1. Each end's qdisc delays
-# by RTT/2 and shapes to RATE, with a queue deep enough for the bandwidth-delay product.
-LINK_SERVER=10.231.0.2
-LINK_CLIENT=10.231.0.1
-SERVER_IP=127.0.0.1
-LINK_DESC="loopback"
-LINK_RATE_BYTES=""  # the link's rate in bytes/s, when there is a link
-setup_link() { # RTT,RATE -> 0 with the link up, else 1 and one line on stderr
-    local rtt=${1%%,*} rate=${1#*,} half
-    [[ $1 == *,* && $rtt =~ ^[0-9]+ms$ && $rate =~ ^[0-9]+(k|m|g)?bit$ ]] ||
-        { echo "run.sh: --link wants RTT,RATE such as 20ms,1gbit (got $1)" >&2; return 1; }
-    half=$(( ${rtt%ms} * 500 ))us
-    command -v ip >/dev/null && command -v tc >/dev/null ||
-        { echo "run.sh: --link needs ip and tc (Debian: apt-get install iproute2); using loopback" >&2; return 1; }
-    NETNS="ringdl-bench-$$"
-    local vr="rdlb$$a" vs="rdlb$$b" err
-    vr=${vr:0:15}; vs=${vs:0:15}
-    if ! err=$( {
-        ip netns add "$NETNS" &&
-        ip link add "$vr" mtu 1500 type veth peer name "$vs" mtu 1500 &&
-        ip link set "$vs" netns "$NETNS" &&
-        ip addr add "$LINK_CLIENT/30" dev "$vr" && ip link set "$vr" up &&
-        ip netns exec "$NETNS" ip addr add "$LINK_SERVER/30" dev "$vs" &&
-        ip netns exec "$NETNS" ip link set "$vs" up &&
-        ip netns exec "$NETNS" ip link set lo up
-    } 2>&1 ); then
-        echo "run.sh: cannot make the link (${err//$'\n'/; }); using loopback" >&2
-        ip netns del "$NETNS" 2>/dev/null; ip link del "$vr" 2>/dev/null
-        NETNS=""
-        return 1
-    fi
-    NS_EXEC=(ip netns exec "$NETNS")
-    SERVER_IP=$LINK_SERVER
-    if tc qdisc add dev "$vr" root netem delay "$half" rate "$rate" limit 200000 2>/dev/null &&
-        ip netns exec "$NETNS" tc qdisc add dev "$vs" root netem delay "$half" rate "$rate" limit 200000 2>/dev/null; then
-        LINK_DESC="veth, MTU 1500, netem $rtt RTT, $rate each way"
-        LINK_RATE_BYTES=$(to_rate_bytes "$rate")
-        return 0
-    fi
-    # Without netem (a kernel built without sch_netem) the delay cannot be made: the rate is
-    # shaped with tbf (a burst of 10 ms at that rate) and the link says it has no added delay.
-    tc qdisc del dev "$vr" root 2>/dev/null
-    local bytes burst
-    bytes=$(to_rate_bytes "$rate")
-    burst=$(( bytes / 100 > 65536 ? bytes / 100 : 65536 ))
-    if err=$( { tc qdisc add dev "$vr" root tbf rate "$rate" burst "$burst" latency 50ms &&
-        ip netns exec "$NETNS" tc qdisc add dev "$vs" root tbf rate "$rate" burst "$burst" latency 50ms; } 2>&1 ); then
-        echo "run.sh: this kernel has no netem: the link has MTU 1500 and $rate each way, but no added delay (not $rtt RTT)" >&2
-        LINK_DESC="veth, MTU 1500, $rate each way (tbf); no added delay: this kernel has no netem"
-        LINK_RATE_BYTES=$bytes
-        return 0
-    fi
-    echo "run.sh: cannot shape the link (${err//$'\n'/; }); using loopback" >&2
-    ip netns del "$NETNS" 2>/dev/null
-    NETNS=""; NS_EXEC=(); SERVER_IP=127.0.0.1
-    return 1
-}
-to_rate_bytes() { # 1gbit, 2500mbit, 100kbit -> bytes per second
-    local n=${1%bit} m=1
-    case $n in *g) m=1000000000; n=${n%g} ;; *m) m=1000000; n=${n%m} ;; *k) m=1000; n=${n%k} ;; esac
-    echo $(( n * m / 8 ))
-}
+# shellcheck source=bench/link.sh
+source "$(dirname "${BASH_SOURCE[0]}")/link.sh"
 if [[ -n $LINK ]]; then
     setup_link "$LINK" && note "link: $LINK_DESC (namespace $NETNS)"
 fi
