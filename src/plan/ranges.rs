@@ -47,6 +47,27 @@ impl RangeSet {
         self.ranges.splice(i..j, std::iter::once(merged));
     }
 
+    /// Takes `r` out, splitting the ranges it cuts.
+    pub fn remove(&mut self, r: Range<u64>) {
+        if r.start >= r.end {
+            return;
+        }
+        // First range that ends after r.start, up to the first that starts at or after r.end.
+        let i = self.ranges.partition_point(|x| x.end <= r.start);
+        let j = self.ranges.partition_point(|x| x.start < r.end);
+        if i >= j {
+            return;
+        }
+        let mut kept = Vec::with_capacity(2);
+        if self.ranges[i].start < r.start {
+            kept.push(self.ranges[i].start..r.start);
+        }
+        if self.ranges[j - 1].end > r.end {
+            kept.push(r.end..self.ranges[j - 1].end);
+        }
+        self.ranges.splice(i..j, kept);
+    }
+
     /// The ranges, sorted.
     pub fn ranges(&self) -> &[Range<u64>] {
         &self.ranges
@@ -143,6 +164,45 @@ mod tests {
             assert_eq!(s.len(), bits.iter().filter(|b| **b).count() as u64);
             for w in s.ranges().windows(2) {
                 assert!(w[0].end < w[1].start, "{:?}", s.ranges());
+            }
+        }
+    }
+
+    #[test]
+    fn random_inserts_and_removes_match_a_bitmap() {
+        let mut seed = 0x9e37_79b9_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..300 {
+            let mut s = RangeSet::new();
+            let mut bits = [false; 256];
+            for _ in 0..16 {
+                let a = next() % 256;
+                let b = (a + next() % 60).min(256);
+                let add = next() % 3 != 0;
+                if add {
+                    s.insert(a..b);
+                } else {
+                    s.remove(a..b);
+                }
+                for bit in bits.iter_mut().take(b as usize).skip(a as usize) {
+                    *bit = add;
+                }
+                let want: Vec<u64> = (0..256u64).filter(|&i| bits[i as usize]).collect();
+                let have: Vec<u64> = s.ranges().iter().flat_map(|r| r.clone()).collect();
+                assert_eq!(
+                    have,
+                    want,
+                    "after {} {a}..{b}",
+                    if add { "insert" } else { "remove" }
+                );
+                for w in s.ranges().windows(2) {
+                    assert!(w[0].end < w[1].start, "{:?}", s.ranges());
+                }
             }
         }
     }

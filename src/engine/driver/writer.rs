@@ -80,6 +80,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             if len > filled {
                 block.as_mut_slice()[filled..len].fill(0);
+                // The padding overwrites whatever the file held there (an earlier attempt's or
+                // run's bytes): no control file, and no cut to the bytes without a gap, may
+                // count those as on disk any more.
+                d.written.remove(off + filled as u64..off + len as u64);
             }
             if d.hasher.is_some() && d.hash_pos == off {
                 // In file order: hash the block now, while it is in memory.
