@@ -761,8 +761,10 @@ impl Download {
     }
 
     /// Forgets what the file holds so that the next first response starts it over (overwriting
-    /// it): the plan, the bytes on disk and everything derived from them.
-    pub fn start_over(&mut self) {
+    /// it): the plan, the bytes on disk and everything derived from them. Only through the
+    /// engine's `start_over`, which also drops the blocks still waiting to be written for the
+    /// attempt forgotten here (written later, into the next file, they would count as its bytes).
+    pub fn forget_attempt(&mut self) {
         self.plan = None;
         self.drop_file();
         self.written = crate::plan::RangeSet::new();

@@ -780,13 +780,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 ),
             );
         }
-        let d = &mut self.dls[dl];
         let wait = f.wait.unwrap_or(self.s.retry_wait);
-        if d.plan.is_some() && !d.length_known {
+        if self.dls[dl].plan.is_some() && !self.dls[dl].length_known {
             // A body of unknown length cannot be resumed: like aria2, start it over, forgetting
             // everything taken from the attempt that was cut (the digest's bytes too).
-            d.start_over();
+            self.start_over(dl);
         }
+        let d = &self.dls[dl];
         let again = d.plan.is_none() || d.ranges_ok;
         let working = self.conns.iter().flatten().any(|c| c.works_for(dl));
         let d = &mut self.dls[dl];

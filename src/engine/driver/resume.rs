@@ -291,7 +291,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.close_conn(other);
             }
         }
-        self.dls[dl].start_over();
+        self.start_over(dl);
         if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
             ex.range = None;
             ex.seg = 0;

@@ -87,8 +87,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             ));
             // A control file saved meanwhile would claim the bad bytes.
             self.remove_control_now(dl);
+            self.start_over(dl);
             let d = &mut self.dls[dl];
-            d.start_over();
             d.checking_existing = false;
             d.no_data = false;
             d.length_known = false;

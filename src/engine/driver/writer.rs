@@ -24,6 +24,11 @@ impl Flushes {
         self.0.iter().map(|f| f.dl)
     }
 
+    /// Drops the waiting blocks of download `dl` (their memory goes back to the pool).
+    pub(in crate::engine) fn drop_download(&mut self, dl: usize) {
+        self.0.retain(|f| f.dl != dl);
+    }
+
     /// Drops every waiting block (its memory goes back to the pool).
     pub(in crate::engine) fn drop_all(&mut self) {
         self.0.clear();
@@ -165,6 +170,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // The blocks that waited are written now (or, without a file, dropped).
         self.submit_flushes();
         self.maybe_finish(dl);
+    }
+
+    /// Starts download `dl` over: forgets the attempt (`Download::forget_attempt`) and drops the
+    /// blocks of it that still wait to be written, so that none lands in the next file.
+    pub(super) fn start_over(&mut self, dl: usize) {
+        self.flushes.drop_download(dl);
+        self.dls[dl].forget_attempt();
     }
 
     /// A write of download `dl`'s current file completed (`file_op_done` counted it).
