@@ -42,27 +42,61 @@ pub fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
     // SAFETY: `fd` is a fresh descriptor nobody else owns.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // Failure only costs latency, so it is ignored.
-    set_flag(
+    let _ = set_int_option(
         std::os::fd::AsRawFd::as_raw_fd(&fd),
         libc::IPPROTO_TCP,
         libc::TCP_NODELAY,
+        1,
     );
     Ok(fd)
 }
 
-/// Sets a boolean socket option on; the result is the caller's to ignore or not.
-fn set_flag(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
-    let one: libc::c_int = 1;
+/// Sets an integer socket option.
+pub fn set_int_option(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: setsockopt reads one c_int from a local; the descriptor is the caller's.
-    unsafe {
+    let r = unsafe {
         libc::setsockopt(
             fd,
             level,
             name,
-            &one as *const _ as *const libc::c_void,
+            &value as *const _ as *const libc::c_void,
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
     }
+    Ok(())
+}
+
+/// Reads an integer socket option.
+pub fn int_option(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+) -> io::Result<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into a local c_int; the descriptor is the
+    // caller's.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            &mut value as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value)
 }
 
 /// Sets the bytes a socket must hold before it counts as readable (`SO_RCVLOWAT`), at most a
@@ -73,38 +107,10 @@ pub fn set_recv_low_water(fd: std::os::fd::RawFd, bytes: usize) -> io::Result<()
         .unwrap_or(libc::c_int::MAX)
         .max(1);
     if v > 1 {
-        let mut buf: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: getsockopt writes at most `len` bytes into a local c_int; the descriptor is the
-        // caller's.
-        let r = unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                &mut buf as *mut _ as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let buf = int_option(fd, libc::SOL_SOCKET, libc::SO_RCVBUF)?;
         v = v.min(buf / 4).max(1);
     }
-    // SAFETY: setsockopt reads one c_int from a local; the descriptor is the caller's.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            &v as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    set_int_option(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
 }
 
 /// A listening TCP socket bound to `addr`, close-on-exec, with `SO_REUSEADDR` (a restarted daemon
@@ -112,10 +118,10 @@ pub fn set_recv_low_water(fd: std::os::fd::RawFd, bytes: usize) -> io::Result<()
 pub fn tcp_listener(addr: &SocketAddr) -> io::Result<OwnedFd> {
     let fd = tcp_socket(addr)?;
     let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
-    let set = |level, name| set_flag(raw, level, name);
-    set(libc::SOL_SOCKET, libc::SO_REUSEADDR);
+    let set = |level, name| set_int_option(raw, level, name, 1);
+    let _ = set(libc::SOL_SOCKET, libc::SO_REUSEADDR);
     if addr.is_ipv6() {
-        set(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY);
+        let _ = set(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY);
     }
     let a = raw_addr(addr);
     // SAFETY: bind reads the address from the box, borrowed for the call; listen takes the

@@ -258,19 +258,12 @@ impl<T> Epoll<T> {
                 }
             }
             (Op::Connect { started: true }, Owned::Connect(fd, _)) => {
-                let mut err: libc::c_int = 0;
-                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-                // SAFETY: getsockopt writes one c_int into a local.
-                let rc = unsafe {
-                    libc::getsockopt(
-                        fd.as_raw_fd(),
-                        libc::SOL_SOCKET,
-                        libc::SO_ERROR,
-                        &mut err as *mut libc::c_int as *mut libc::c_void,
-                        &mut len,
-                    )
-                };
-                Some(if rc < 0 { -errno() } else { -err })
+                let err =
+                    super::super::sys::int_option(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_ERROR);
+                Some(match err {
+                    Ok(err) => -err,
+                    Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+                })
             }
             (Op::Recv { at, len }, Owned::Block(fd, block)) => {
                 let ptr = block.addr().wrapping_add(at);
