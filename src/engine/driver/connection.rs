@@ -483,16 +483,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         let n = res as usize;
+        // One clock reading for the connection's rate and the download's rate limits.
         let now = self.reactor.now();
+        let mut dl = None;
         if let Some(c) = self.conns[slot].as_mut() {
             c.low_water.received(now, n);
+            dl = c.ex.as_ref().map(|e| e.dl);
         }
-        if let Some(dl) = self.conns[slot]
-            .as_ref()
-            .and_then(|c| c.ex.as_ref())
-            .map(|e| e.dl)
-        {
-            self.charge(dl, n as u64);
+        if let Some(dl) = dl {
+            self.charge(dl, n as u64, now);
         }
         if direct {
             self.received_direct(slot, n);

@@ -56,9 +56,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
     }
 
-    /// `n` bytes arrived for download `dl`.
-    pub(super) fn charge(&mut self, dl: usize, n: u64) {
-        let now = self.reactor.now();
+    /// `n` bytes arrived for download `dl` at `now`.
+    pub(super) fn charge(&mut self, dl: usize, n: u64, now: Instant) {
         if let Some(b) = self.dls[dl].bucket.as_mut() {
             b.charge(n, now);
         }
