@@ -58,14 +58,11 @@ impl RangeSet {
         if i >= j {
             return;
         }
-        let mut kept = Vec::with_capacity(2);
-        if self.ranges[i].start < r.start {
-            kept.push(self.ranges[i].start..r.start);
-        }
-        if self.ranges[j - 1].end > r.end {
-            kept.push(r.end..self.ranges[j - 1].end);
-        }
-        self.ranges.splice(i..j, kept);
+        // What is left of the first and last ranges it cuts.
+        let (first, last) = (self.ranges[i].start, self.ranges[j - 1].end);
+        let before = (first < r.start).then_some(first..r.start);
+        let after = (last > r.end).then_some(r.end..last);
+        self.ranges.splice(i..j, before.into_iter().chain(after));
     }
 
     /// The ranges, sorted.
@@ -116,6 +113,16 @@ impl RangeSet {
 mod tests {
     use super::*;
 
+    /// A small deterministic generator (xorshift64) for the randomized tests.
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     #[test]
     fn inserts_merge_touching_and_overlapping() {
         let mut s = RangeSet::new();
@@ -143,13 +150,7 @@ mod tests {
 
     #[test]
     fn random_inserts_match_a_bitmap() {
-        let mut seed = 0x1234_5678_u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x1234_5678);
         for _ in 0..200 {
             let mut s = RangeSet::new();
             let mut bits = [false; 256];
@@ -170,13 +171,7 @@ mod tests {
 
     #[test]
     fn random_inserts_and_removes_match_a_bitmap() {
-        let mut seed = 0x9e37_79b9_u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9);
         for _ in 0..300 {
             let mut s = RangeSet::new();
             let mut bits = [false; 256];
