@@ -734,6 +734,33 @@ fn a_kill_never_leaves_bytes_no_control_file_accounts_for() {
     }
 }
 
+/// Runs scenario `sc` (one download of its first mirror) once and requires that it ends by itself,
+/// complete and exact; the world it ran in, for what else the test checks.
+fn run_to_completion(sc: &Scenario, what: &str) -> Rc<RefCell<World>> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let world = Rc::new(RefCell::new(World {
+        servers: sc.servers(),
+        faults: sc.faults.clone(),
+        ..World::default()
+    }));
+    let ended = run(
+        sc.budget,
+        dir.path(),
+        &sc.args,
+        &[url(0)],
+        None,
+        world.clone(),
+        sc.seed,
+    );
+    let Ok(Ended::Done(summary)) = ended else {
+        panic!("{what}: the run did not end by itself");
+    };
+    let outcome = summary.results.first().expect("a result");
+    assert_eq!((outcome.code.0, outcome.finished), (0, true), "{what}");
+    check_complete(dir.path(), &sc.data, what).unwrap_or_else(|e| panic!("{e}"));
+    world
+}
+
 /// Review finding 8: full blocks were written newest first (a LIFO queue), so when several waited
 /// at once (behind the first control-file save, or one write at a time for a file of unknown
 /// length) they went out backwards and missed `--checksum`'s in-order hash, which then read the
@@ -756,28 +783,8 @@ fn one_stream_is_hashed_in_file_order_without_reading_back() {
             let mut sc = custom(seed, 3_000_017, vec![good], &["-s1", "-x1"], faults);
             sc.args
                 .push(format!("--checksum=sha-256={}", sha256_hex(&sc.data)));
-            let dir = tempfile::tempdir().expect("a temporary directory");
-            let world = Rc::new(RefCell::new(World {
-                servers: sc.servers(),
-                faults: sc.faults.clone(),
-                ..World::default()
-            }));
             let what = format!("{framing:?}, seed {seed}");
-            let ended = run(
-                sc.budget,
-                dir.path(),
-                &sc.args,
-                &[url(0)],
-                None,
-                world.clone(),
-                seed,
-            );
-            let Ok(Ended::Done(summary)) = ended else {
-                panic!("{what}: the run did not end by itself");
-            };
-            let outcome = summary.results.first().expect("a result");
-            assert_eq!((outcome.code.0, outcome.finished), (0, true), "{what}");
-            check_complete(dir.path(), &sc.data, &what).unwrap_or_else(|e| panic!("{e}"));
+            let world = run_to_completion(&sc, &what);
             let reads = world.borrow().file_reads;
             assert_eq!(reads, 0, "{what}: {reads} blocks read back for the digest");
         }
@@ -803,28 +810,8 @@ fn low_water_marks_never_wait_for_bytes_that_are_not_coming() {
                 ..Faults::default()
             };
             let sc = custom(seed, 3_000_017, vec![good], &[split, "-x4", "-k1M"], faults);
-            let dir = tempfile::tempdir().expect("a temporary directory");
-            let world = Rc::new(RefCell::new(World {
-                servers: sc.servers(),
-                faults: sc.faults.clone(),
-                ..World::default()
-            }));
             let what = format!("{framing:?}, {split}");
-            let ended = run(
-                sc.budget,
-                dir.path(),
-                &sc.args,
-                &[url(0)],
-                None,
-                world.clone(),
-                seed,
-            );
-            let Ok(Ended::Done(summary)) = ended else {
-                panic!("{what}: the run did not end by itself");
-            };
-            let outcome = summary.results.first().expect("a result");
-            assert_eq!((outcome.code.0, outcome.finished), (0, true), "{what}");
-            check_complete(dir.path(), &sc.data, &what).unwrap_or_else(|e| panic!("{e}"));
+            let world = run_to_completion(&sc, &what);
             let w = world.borrow();
             if framing == Framing::Length {
                 assert!(w.low_water_marks > 0, "{what}: no mark was set");
