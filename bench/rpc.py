@@ -225,7 +225,8 @@ def many_queued(tool, binary, work, n):
     tellWaiting page take."""
     out = os.path.join(work, "out", tool + "-queued")
     shutil.rmtree(out, ignore_errors=True)
-    d = Daemon(tool, binary, out, [])
+    session = os.path.join(out, "session.txt")
+    d = Daemon(tool, binary, out, [f"--save-session={session}"])
     try:
         before = d.rss()
         start = time.perf_counter()
@@ -251,12 +252,45 @@ def many_queued(tool, binary, work, n):
             call(d.port, "aria2.getGlobalStat")
         per_call_ms = (d.cpu() - c0) / calls * 1000
         after = d.rss()
+        save = save_while_polling(d, session, n)
     finally:
         d.stop()
     return {"queued": n, "fill_s": filled, "rss_start_kib": before.get("VmRSS"),
             "rss_kib": after.get("VmRSS"), "hwm_kib": after.get("VmHWM"),
             "tellWaiting_1000_ms": statistics.median(lat) * 1000,
-            "idle_cpu_s_per_10s": idle_cpu, "cpu_ms_per_getGlobalStat": per_call_ms}
+            "idle_cpu_s_per_10s": idle_cpu, "cpu_ms_per_getGlobalStat": per_call_ms, **save}
+
+
+def save_while_polling(d, session, n):
+    """aria2.saveSession of the whole queue while another client calls getGlobalStat every
+    10 ms: how long the save took, the slowest answer to the other client meanwhile, and how far
+    the daemon's peak memory rose (VmHWM before and after)."""
+    hwm0 = d.rss().get("VmHWM", 0)
+    done = threading.Event()
+    lat = []
+
+    def poll():
+        while not done.is_set():
+            lat.append(call(d.port, "aria2.getGlobalStat", timeout=120)[1])
+            time.sleep(0.01)
+
+    t = threading.Thread(target=poll)
+    t.start()
+    start = time.perf_counter()
+    try:
+        call(d.port, "aria2.saveSession", timeout=600)
+    finally:
+        took = time.perf_counter() - start
+        done.set()
+        t.join()
+    hwm1 = d.rss().get("VmHWM", 0)
+    with open(session, "rb") as f:
+        entries = sum(1 for line in f if line.startswith(b" gid="))
+    if entries != n:
+        die(f"the saved session holds {entries} entries, not {n}")
+    return {"save_s": took, "save_max_getGlobalStat_ms": max(lat) * 1000 if lat else None,
+            "save_polls": len(lat), "save_hwm_rise_kib": hwm1 - hwm0,
+            "session_bytes": os.path.getsize(session)}
 
 
 def main():
@@ -268,14 +302,16 @@ def main():
     ap.add_argument("--tools", default="ringdl,aria2c")
     ap.add_argument("--queued", type=int, default=0,
                     help="also measure N paused downloads in the queue (e.g. 1000000)")
+    ap.add_argument("--ringdl", help="the ringdl binary to run (default: this tree's release build)")
     a = ap.parse_args()
     for prog in ("aria2c", "openssl"):
         if not shutil.which(prog):
             die(f"missing {prog}")
     if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
         die("missing nginx")
-    binaries = {"ringdl": os.path.join(REPO, "target/release/ringdl"), "aria2c": shutil.which("aria2c")}
-    if not os.path.exists(binaries["ringdl"]):
+    binaries = {"ringdl": a.ringdl or os.path.join(REPO, "target/release/ringdl"),
+                "aria2c": shutil.which("aria2c")}
+    if not a.ringdl and not os.path.exists(binaries["ringdl"]):
         subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
     tools = a.tools.split(",")
     work = os.path.abspath(a.dir)
@@ -319,7 +355,10 @@ def main():
                   f"(at start {x['rss_start_kib'] / 1024:.1f} MiB), added in {x['fill_s']:.1f} s, "
                   f"tellWaiting(N/2, 1000) {x['tellWaiting_1000_ms']:.1f} ms, "
                   f"idle CPU {x['idle_cpu_s_per_10s']:.2f} s per 10 s, "
-                  f"CPU per getGlobalStat {x['cpu_ms_per_getGlobalStat']:.2f} ms")
+                  f"CPU per getGlobalStat {x['cpu_ms_per_getGlobalStat']:.2f} ms; saveSession "
+                  f"{x['save_s']:.2f} s ({x['session_bytes'] / 2**20:.0f} MiB), peak RSS +"
+                  f"{x['save_hwm_rise_kib'] / 1024:.1f} MiB, slowest getGlobalStat meanwhile "
+                  f"{x['save_max_getGlobalStat_ms']:.0f} ms")
         if not report["rounds"]:
             continue
         med = statistics.median(x[t]["median_ms"] for x in report["rounds"])

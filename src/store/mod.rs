@@ -125,13 +125,22 @@ pub fn choose_path(
 /// to `path` + `__temp` (aria2's name), fsynced, renamed over `path`, then the directory fsynced.
 /// A failure leaves no temporary file behind.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
+    atomic_write_with(path, |w| w.write_all(bytes))
+}
+
+/// [`atomic_write`] of what `fill` writes, through a 64 KiB buffer: a long text is never held
+/// whole. An error from `fill` fails the write the same way and leaves `path` as it was.
+pub fn atomic_write_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn io::Write) -> io::Result<()>,
+) -> io::Result<()> {
     let mut temp = path.as_os_str().to_owned();
     temp.push("__temp");
     let temp = PathBuf::from(temp);
     let written = (|| {
-        let mut f = File::create(&temp)?;
-        f.write_all(bytes)?;
+        let mut w = io::BufWriter::with_capacity(64 * 1024, File::create(&temp)?);
+        fill(&mut w)?;
+        let f = w.into_inner().map_err(io::IntoInnerError::into_error)?;
         f.sync_all()?;
         std::fs::rename(&temp, path)
     })();

@@ -44,6 +44,80 @@ impl Loc {
     }
 }
 
+/// Where one record is, as a plain position: what a [`Frozen`] copy of the store is read by.
+/// Unlike a [`Loc`] it owns nothing; it stays right for the copy it was taken with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    off: u64,
+    len: u64,
+}
+
+/// The store's bytes as they were when [`Records::freeze`] was called, readable on another
+/// thread while the store goes on: records are only ever appended to a file, and a compaction
+/// writes a new file, so the bytes a copy of the descriptor and of the write buffer see do not
+/// change under it.
+#[derive(Debug)]
+pub struct Frozen {
+    file: Option<File>,
+    flushed: u64,
+    tail: Vec<u8>,
+}
+
+impl Frozen {
+    /// A reader of this copy's records, through one window of the file's bytes.
+    pub fn reader(&self) -> Reader<'_> {
+        Reader {
+            bytes: Bytes {
+                file: self.file.as_ref(),
+                flushed: self.flushed,
+                tail: &self.tail,
+            },
+            window: Window::default(),
+        }
+    }
+}
+
+/// Reads records of a [`Frozen`] store; records read in the order they lie cost one read per
+/// window, not one each.
+pub struct Reader<'a> {
+    bytes: Bytes<'a>,
+    window: Window,
+}
+
+impl Reader<'_> {
+    /// The record at `place`.
+    pub fn read(&mut self, place: Place) -> io::Result<&[u8]> {
+        self.window.read(&self.bytes, place)
+    }
+}
+
+/// A store's bytes: `[0, flushed)` in the file, the rest in `tail`.
+#[derive(Clone, Copy)]
+struct Bytes<'a> {
+    file: Option<&'a File>,
+    flushed: u64,
+    tail: &'a [u8],
+}
+
+impl<'a> Bytes<'a> {
+    /// The record at `place` from the write buffer, if it is there (not yet in the file; a
+    /// record never spans the two).
+    fn in_tail(&self, place: Place) -> Option<io::Result<&'a [u8]>> {
+        let at = usize::try_from(place.off.checked_sub(self.flushed)?).ok()?;
+        let len = usize::try_from(place.len).ok()?;
+        Some(
+            self.tail
+                .get(at..at.saturating_add(len))
+                .ok_or_else(|| io::Error::other("record past the store's end")),
+        )
+    }
+
+    fn file(&self) -> io::Result<&'a File> {
+        self.file
+            .ok_or_else(|| io::Error::other("record store without its file"))
+    }
+}
+
 /// An append-only store of records; see the module's documentation.
 #[derive(Debug)]
 pub struct Records {
@@ -129,29 +203,40 @@ impl Records {
 
     /// The record at `loc`.
     pub fn get(&self, loc: &Loc) -> io::Result<Vec<u8>> {
-        if let Some(bytes) = self.in_tail(loc) {
+        let bytes = self.bytes();
+        if let Some(bytes) = bytes.in_tail(Records::place(loc)) {
             return bytes.map(<[u8]>::to_vec);
         }
         let len = usize::try_from(loc.len).map_err(io::Error::other)?;
-        let file = self
-            .file
-            .as_ref()
-            .ok_or_else(|| io::Error::other("record store without its file"))?;
         let mut out = vec![0u8; len];
-        file.read_exact_at(&mut out, loc.off)?;
+        bytes.file()?.read_exact_at(&mut out, loc.off)?;
         Ok(out)
     }
 
-    /// The record at `loc` from the write buffer, if it is there (not yet in the file; a record
-    /// never spans the two).
-    fn in_tail(&self, loc: &Loc) -> Option<io::Result<&[u8]>> {
-        let at = usize::try_from(loc.off.checked_sub(self.flushed)?).ok()?;
-        let len = usize::try_from(loc.len).ok()?;
-        Some(
-            self.tail
-                .get(at..at.saturating_add(len))
-                .ok_or_else(|| io::Error::other("record past the store's end")),
-        )
+    fn bytes(&self) -> Bytes<'_> {
+        Bytes {
+            file: self.file.as_ref(),
+            flushed: self.flushed,
+            tail: &self.tail,
+        }
+    }
+
+    /// The plain position of the record at `loc`, for reading it from a [`Frozen`] copy.
+    pub fn place(loc: &Loc) -> Place {
+        Place {
+            off: loc.off,
+            len: loc.len,
+        }
+    }
+
+    /// A copy of the store's bytes as they are now (a second descriptor of its file and a copy
+    /// of the write buffer, at most [`FLUSH_AT`] bytes unless writes to the file failed).
+    pub fn freeze(&self) -> io::Result<Frozen> {
+        Ok(Frozen {
+            file: self.file.as_ref().map(File::try_clone).transpose()?,
+            flushed: self.flushed,
+            tail: self.tail.clone(),
+        })
     }
 
     /// The record at `loc` is no longer needed.
@@ -195,9 +280,10 @@ impl Records {
         let mut locs: Vec<&mut Loc> = locs.collect();
         locs.sort_unstable_by_key(|l| l.off);
         let mut window = Window::default();
+        let bytes = self.bytes();
         for loc in locs {
-            let bytes = window.read(self, loc).unwrap_or_default();
-            *loc = fresh.put(bytes);
+            let record = window.read(&bytes, Records::place(loc)).unwrap_or_default();
+            *loc = fresh.put(record);
         }
         fresh.flush();
         *self = fresh;
@@ -278,22 +364,21 @@ struct Window {
 impl Window {
     const SIZE: u64 = 1 << 20;
 
-    fn read<'w>(&'w mut self, r: &'w Records, loc: &Loc) -> io::Result<&'w [u8]> {
+    fn read<'w>(&'w mut self, r: &Bytes<'w>, loc: Place) -> io::Result<&'w [u8]> {
         let end = loc.off + loc.len;
         if let Some(bytes) = r.in_tail(loc) {
             return bytes;
         }
+        if end > r.flushed {
+            return Err(io::Error::other("record past the store's end"));
+        }
         let inside = loc.off >= self.start && end <= self.start + self.bytes.len() as u64;
         if !inside {
-            let file = r
-                .file
-                .as_ref()
-                .ok_or_else(|| io::Error::other("record store without its file"))?;
-            let want = (end.min(r.flushed) - loc.off).max(Window::SIZE.min(r.flushed - loc.off));
+            let want = (end - loc.off).max(Window::SIZE.min(r.flushed - loc.off));
             self.bytes
                 .resize(usize::try_from(want).map_err(io::Error::other)?, 0);
             self.start = loc.off;
-            file.read_exact_at(&mut self.bytes, loc.off)?;
+            r.file()?.read_exact_at(&mut self.bytes, loc.off)?;
         }
         let from = usize::try_from(loc.off - self.start).map_err(io::Error::other)?;
         let len = usize::try_from(loc.len).map_err(io::Error::other)?;
@@ -464,6 +549,40 @@ mod tests {
         ] {
             let held = fill(&mut r, 1_000);
             agrees(&r, &held);
+        }
+    }
+
+    /// A frozen copy reads back the records it was taken with, after the store has gone on
+    /// appending, freeing and compacting (into a new file, or in memory), from another thread.
+    #[test]
+    fn a_frozen_copy_keeps_its_records_through_later_changes() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        for mut r in [Records::in_dir(dir.path()), Records::in_memory()] {
+            let held = fill(&mut r, 20_000);
+            let frozen = r.freeze().expect("frozen");
+            let places: Vec<(Place, Vec<u8>)> = held
+                .iter()
+                .map(|(l, b)| (Records::place(l), b.clone()))
+                .collect();
+            // Everything freed, new records written, the store compacted to them alone.
+            for (loc, _) in held {
+                r.free(loc);
+            }
+            let mut fresh = fill(&mut r, 3_000);
+            assert!(r.wants_compaction());
+            r.compact(fresh.iter_mut().map(|(l, _)| l));
+            agrees(&r, &fresh);
+            let read = std::thread::spawn(move || {
+                let mut reader = frozen.reader();
+                for (place, bytes) in &places {
+                    assert_eq!(reader.read(*place).expect("read back"), &bytes[..]);
+                }
+                // Out of order too, through the window.
+                for (place, bytes) in places.iter().rev().step_by(7) {
+                    assert_eq!(reader.read(*place).expect("read back"), &bytes[..]);
+                }
+            });
+            read.join().expect("the copy read back on another thread");
         }
     }
 

@@ -105,7 +105,7 @@ pub(crate) struct Daemon {
     /// The session save in flight, and the SHA-256 of the last text saved (an unchanged session
     /// is not written again by the interval).
     pub save_op: Option<OpId>,
-    pub saved_hash: Option<[u8; 32]>,
+    pub saved: std::sync::Arc<std::sync::Mutex<Saved>>,
     pub last_interval_save: Option<Instant>,
     /// The final save (at shutdown): its op, and whether it is done.
     pub final_op: Option<OpId>,
@@ -132,6 +132,102 @@ impl SessionRules {
             Status::Error => self.save_not_found || code != ExitCode::NOT_FOUND,
             _ => self.force_save,
         }
+    }
+}
+
+/// A session file's contents at one moment; see [`Daemon::session_snapshot`].
+#[derive(Debug)]
+pub(crate) struct SessionSnapshot {
+    command_line: Vec<(&'static str, String)>,
+    stopped: super::results::ResultsSnapshot,
+    running: String,
+    waiting: super::queue::QueueSnapshot,
+}
+
+/// What the last session save left: the SHA-256 of the text it wrote, and whether an interval
+/// save found the text unchanged and wrote nothing. Shared with the save's thread.
+#[derive(Debug, Default)]
+pub(crate) struct Saved {
+    pub hash: Option<[u8; 32]>,
+    pub skipped: bool,
+}
+
+/// Hands written bytes to a SHA-256 and, if given, to a file.
+struct Tee<'a> {
+    hash: sha2::Sha256,
+    out: Option<&'a mut dyn std::io::Write>,
+}
+
+impl std::io::Write for Tee<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = match self.out.as_mut() {
+            Some(out) => out.write(buf)?,
+            None => buf.len(),
+        };
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.as_mut().map_or(Ok(()), |o| o.flush())
+    }
+}
+
+impl SessionSnapshot {
+    /// Writes the session's text to `out`, an entry at a time. A record that cannot be read back
+    /// fails it: the last session saved stays as it is rather than lose that download.
+    pub(crate) fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut entry = String::new();
+        let mut emit = |out: &mut dyn std::io::Write,
+                        uris: &[String],
+                        gid: u64,
+                        paused: bool,
+                        own: &[(&'static OptDef, String)]| {
+            entry.clear();
+            session_entry(&mut entry, uris, gid, paused, &self.command_line, own);
+            out.write_all(entry.as_bytes())
+        };
+        self.stopped
+            .each(|gid, uris, own| emit(&mut *out, uris, gid, false, own))?;
+        out.write_all(self.running.as_bytes())?;
+        self.waiting
+            .each(|gid, paused, uris, own| emit(&mut *out, uris, gid, paused, own))
+    }
+
+    /// The session's text's SHA-256, and the text written to `out` if given.
+    fn digest(&self, out: Option<&mut dyn std::io::Write>) -> std::io::Result<[u8; 32]> {
+        let mut tee = Tee {
+            hash: sha2::Sha256::new(),
+            out,
+        };
+        self.write_to(&mut tee)?;
+        Ok(tee.hash.finalize().into())
+    }
+
+    /// Saves the session to `path` atomically (see [`crate::store::atomic_write`]), the text
+    /// streamed, never held whole. With `only_if_changed` (the interval's saves) a text whose
+    /// hash is the last saved one's is not written again: a first pass only hashes it.
+    pub(crate) fn save(
+        &self,
+        path: &std::path::Path,
+        only_if_changed: bool,
+        saved: &std::sync::Mutex<Saved>,
+    ) -> std::io::Result<()> {
+        let last = saved.lock().unwrap_or_else(|e| e.into_inner()).hash;
+        if only_if_changed && last.is_some() && self.digest(None)? == last.unwrap_or_default() {
+            saved.lock().unwrap_or_else(|e| e.into_inner()).skipped = true;
+            return Ok(());
+        }
+        let mut hash = [0u8; 32];
+        crate::store::atomic_write_with(path, |w| {
+            hash = self.digest(Some(w))?;
+            Ok(())
+        })?;
+        *saved.lock().unwrap_or_else(|e| e.into_inner()) = Saved {
+            hash: Some(hash),
+            skipped: false,
+        };
+        Ok(())
     }
 }
 
@@ -207,7 +303,7 @@ impl Daemon {
                 command_line: rpc.command_line.clone(),
             }),
             save_op: None,
-            saved_hash: None,
+            saved: Default::default(),
             last_interval_save: None,
             final_op: None,
             final_saved: false,
@@ -321,45 +417,23 @@ impl Daemon {
         self.gids.iter().copied()
     }
 
-    /// The session file's text: stopped downloads that failed (and, with `--force-save`, the
-    /// others), then the running ones, then the queue, as aria2 orders them.
-    /// A record that cannot be read back fails it: the last session saved stays as it is rather
-    /// than lose that download.
-    pub(crate) fn session_text(&self, running_order: &[u64]) -> std::io::Result<String> {
+    /// What the session file will hold, copied now so that another thread can write it while
+    /// the loop goes on: stopped downloads that failed (and, with `--force-save`, the others),
+    /// then the running ones, then the queue, as aria2 orders them. The running entries (at most
+    /// as many as run at once) are text already; the others are GIDs and record places, the
+    /// records read back as the text is written. `None` without `--save-session`.
+    pub(crate) fn session_snapshot(
+        &self,
+        running_order: &[u64],
+    ) -> std::io::Result<Option<SessionSnapshot>> {
         let Some(rules) = self.session.as_ref() else {
-            return Ok(String::new());
+            return Ok(None);
         };
-        let mut out = String::new();
-        for u in self.stopped.unfinished() {
-            let u = u?;
-            if rules.saves(u.status, u.code) {
-                session_entry(
-                    &mut out,
-                    &u.uris,
-                    u.gid,
-                    false,
-                    &rules.command_line,
-                    &u.options,
-                );
-            }
-        }
-        for st in self.stopped.iter() {
-            let st = st?;
-            if rules.saves(st.status, st.code) {
-                session_entry(
-                    &mut out,
-                    &st.uris,
-                    st.gid,
-                    false,
-                    &rules.command_line,
-                    &st.options,
-                );
-            }
-        }
+        let mut running = String::new();
         for g in running_order {
             if let Some(r) = self.running.get(g) {
                 session_entry(
-                    &mut out,
+                    &mut running,
                     &r.uris,
                     *g,
                     false,
@@ -368,18 +442,12 @@ impl Daemon {
                 );
             }
         }
-        for p in self.waiting.iter() {
-            let p = p?;
-            session_entry(
-                &mut out,
-                &p.uris,
-                p.gid,
-                p.paused,
-                &rules.command_line,
-                &p.options,
-            );
-        }
-        Ok(out)
+        Ok(Some(SessionSnapshot {
+            command_line: rules.command_line.clone(),
+            stopped: self.stopped.snapshot(|st, code| rules.saves(st, code))?,
+            running,
+            waiting: self.waiting.snapshot()?,
+        }))
     }
 
     /// A waiting download's status.
@@ -702,15 +770,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if let Some(op) = dm.save_op {
             return Some(op);
         }
-        let job: crate::engine::reactor::Job = match dm.session_text(&order) {
-            Ok(text) => {
-                let hash: [u8; 32] = sha2::Sha256::digest(text.as_bytes()).into();
-                if only_if_changed && dm.saved_hash == Some(hash) {
-                    return None;
-                }
-                dm.saved_hash = Some(hash);
-                Box::new(move || crate::store::atomic_write(&path, text.as_bytes()))
+        // The text is written (and, for the interval, first hashed to see whether it changed) on
+        // the file-job thread from a snapshot: a million queued downloads neither hold their
+        // text in memory nor stop the loop while it is made.
+        let job: crate::engine::reactor::Job = match dm.session_snapshot(&order) {
+            Ok(Some(snapshot)) => {
+                let saved = std::sync::Arc::clone(&dm.saved);
+                Box::new(move || snapshot.save(&path, only_if_changed, &saved))
             }
+            Ok(None) => return None,
             // Said as a failed save (`on_session_saved`); the file on disk is left as it was.
             Err(e) => Box::new(move || Err(e)),
         };
@@ -733,13 +801,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .as_ref()
             .map(|r| r.path.display().to_string())
             .unwrap_or_default();
+        let skipped =
+            std::mem::take(&mut dm.saved.lock().unwrap_or_else(|e| e.into_inner()).skipped);
         if res < 0 {
-            dm.saved_hash = None;
+            dm.saved.lock().unwrap_or_else(|e| e.into_inner()).hash = None;
             self.console.error(&format!(
                 "Failed to save the session to {path}, cause: {}",
                 errno_text(res)
             ));
-        } else {
+        } else if !skipped {
             self.console.log(
                 LogLevel::Info,
                 &format!("Serialized session to '{path}' successfully."),

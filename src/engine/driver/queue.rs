@@ -9,7 +9,7 @@
 //! record.
 use super::daemon::{Known, Pending};
 use crate::cli::defs::{self, OptDef};
-use crate::store::records::{Dec, Enc, Loc, Records};
+use crate::store::records::{Dec, Enc, Frozen, Loc, Place, Records};
 use std::collections::VecDeque;
 
 #[derive(Debug)]
@@ -118,7 +118,45 @@ fn decode(bytes: &[u8]) -> Option<Parts> {
     Some((uris, options, known))
 }
 
+/// The queue as it was at one moment, for a session save made on another thread: each entry's
+/// GID, whether it is paused and where its record is, with the records frozen (about 32 bytes an
+/// entry; the URIs and options are read back from the store's file as the save goes).
+#[derive(Debug)]
+pub(crate) struct QueueSnapshot {
+    records: Frozen,
+    entries: Vec<(u64, bool, Place)>,
+}
+
+impl QueueSnapshot {
+    /// Calls `f` with each entry's GID, paused flag, URIs and own options, in order; stops at
+    /// the first error (a record that cannot be read back, or `f`'s).
+    pub(crate) fn each(
+        &self,
+        mut f: impl FnMut(u64, bool, &[String], &OwnOptions) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut reader = self.records.reader();
+        for &(gid, paused, place) in &self.entries {
+            let (uris, options, _) = decode(reader.read(place)?)
+                .ok_or_else(|| std::io::Error::other("a queued download's record is cut short"))?;
+            f(gid, paused, &uris, &options)?;
+        }
+        Ok(())
+    }
+}
+
 impl Queue {
+    /// The queue as it is now; see [`QueueSnapshot`].
+    pub(crate) fn snapshot(&self) -> std::io::Result<QueueSnapshot> {
+        Ok(QueueSnapshot {
+            records: self.records.freeze()?,
+            entries: self
+                .items
+                .iter()
+                .map(|s| (s.gid, s.paused, Records::place(&s.record)))
+                .collect(),
+        })
+    }
+
     /// An empty queue keeping its records in `records`.
     pub(crate) fn new(records: Records) -> Queue {
         Queue {
@@ -167,6 +205,7 @@ impl Queue {
         self.items.get(i).map(|s| self.entry(s))
     }
 
+    #[cfg(test)]
     /// Copies of the entries, in order; an error for one whose record cannot be read back.
     pub(crate) fn iter(&self) -> impl Iterator<Item = std::io::Result<Pending>> + '_ {
         self.items.iter().map(|s| self.try_entry(s))
@@ -386,6 +425,21 @@ mod tests {
             q.check();
         };
         same(&q, &model);
+        // A session save's copy taken now reads back as the queue was, whatever happens after.
+        let agrees = |snap: &QueueSnapshot, model: &[Pending]| {
+            let mut seen = Vec::new();
+            snap.each(|gid, paused, uris, own| {
+                seen.push(format!("{gid} {paused} {uris:?} {own:?}"));
+                Ok(())
+            })
+            .expect("the copy reads back");
+            let want: Vec<String> = model
+                .iter()
+                .map(|p| format!("{} {} {:?} {:?}", p.gid, p.paused, p.uris, p.options))
+                .collect();
+            assert_eq!(seen, want);
+        };
+        let early = (q.snapshot().expect("copied"), model.clone());
         // Rewrite every entry's URIs many times: dead records pile up and are compacted away.
         for round in 0..40 {
             for i in (0..model.len()).step_by(3) {
@@ -404,6 +458,8 @@ mod tests {
             q.records.stored_bytes()
         );
         same(&q, &model);
+        agrees(&early.0, &early.1);
+        let later = (q.snapshot().expect("copied"), model.clone());
         q.move_item(10, 0);
         let moved = model.remove(10);
         model.insert(0, moved);
@@ -412,6 +468,8 @@ mod tests {
         }
         same(&q, &model);
         assert!(q.update(model.len(), |_| ()).is_none());
+        agrees(&later.0, &later.1);
+        agrees(&q.snapshot().expect("copied"), &model);
     }
 
     /// An entry whose record cannot be read back is neither changed nor written out empty.

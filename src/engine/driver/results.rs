@@ -6,7 +6,7 @@
 use super::daemon::Stopped;
 use super::queue::{put_uris_options, uris_options};
 use crate::rpc::status::Status;
-use crate::store::records::{Dec, Enc, Loc, Records};
+use crate::store::records::{Dec, Enc, Frozen, Loc, Place, Records};
 use crate::ui::exit::ExitCode;
 use std::collections::VecDeque;
 
@@ -43,7 +43,57 @@ fn encode(s: &Stopped) -> Vec<u8> {
     e.0
 }
 
+/// Results as they were at one moment, for a session save made on another thread: the GID and
+/// record place of each one `wanted` chose (the unfinished ones dropped past the limit first,
+/// then the held ones, oldest first), with the records frozen.
+#[derive(Debug)]
+pub(crate) struct ResultsSnapshot {
+    records: Frozen,
+    entries: Vec<(u64, Place)>,
+}
+
+impl ResultsSnapshot {
+    /// Calls `f` with each chosen result's GID, URIs and own options, in order; stops at the
+    /// first error (a record that cannot be read back, or `f`'s).
+    pub(crate) fn each(
+        &self,
+        mut f: impl FnMut(u64, &[String], &super::queue::OwnOptions) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut reader = self.records.reader();
+        for &(gid, place) in &self.entries {
+            let mut d = Dec(reader.read(place)?);
+            let (uris, options) = (|| {
+                for _ in 0..3 {
+                    d.str()?; // message, dir, path
+                }
+                uris_options(&mut d)
+            })()
+            .ok_or_else(|| std::io::Error::other("a result's record is cut short"))?;
+            f(gid, &uris, &options)?;
+        }
+        Ok(())
+    }
+}
+
 impl Results {
+    /// The results `wanted` chooses (by status and code), as they are now; see
+    /// [`ResultsSnapshot`].
+    pub(crate) fn snapshot(
+        &self,
+        wanted: impl Fn(Status, ExitCode) -> bool,
+    ) -> std::io::Result<ResultsSnapshot> {
+        Ok(ResultsSnapshot {
+            records: self.records.freeze()?,
+            entries: self
+                .unfinished
+                .iter()
+                .chain(self.held.iter())
+                .filter(|h| wanted(h.status, h.code))
+                .map(|h| (h.gid, Records::place(&h.record)))
+                .collect(),
+        })
+    }
+
     pub(crate) fn new(records: Records) -> Results {
         Results {
             held: VecDeque::new(),
@@ -138,6 +188,7 @@ impl Results {
     }
 
     /// Copies of the results, oldest first; an error for one whose record cannot be read back.
+    #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = std::io::Result<Stopped>> + '_ {
         self.held.iter().map(|h| self.try_result(h))
     }
@@ -182,6 +233,7 @@ impl Results {
         Some(facts)
     }
 
+    #[cfg(test)]
     /// Copies of the results dropped past the limit that the session file still wants, oldest
     /// first; an error for one whose record cannot be read back.
     pub(crate) fn unfinished(&self) -> impl Iterator<Item = std::io::Result<Stopped>> + '_ {
@@ -278,10 +330,32 @@ mod tests {
         for (a, b) in r.unfinished().zip(&kept) {
             same(&a.expect("the record reads back"), b);
         }
+        // A session save's copy: the unfinished ones then the held ones that the rule chooses,
+        // as they are now, whatever happens after.
+        let wanted = |_: Status, code: ExitCode| code.0 % 3 != 2;
+        let snap = r.snapshot(wanted).expect("copied");
+        let want: Vec<String> = kept
+            .iter()
+            .chain(model.iter())
+            .filter(|m| wanted(m.status, m.code))
+            .map(|m| format!("{} {:?} {:?}", m.gid, m.uris, m.options))
+            .collect();
+        assert!(want.len() > kept.len(), "the rule chose held ones too");
         let gids = r.clear();
         assert_eq!(gids, model.iter().map(|m| m.gid).collect::<Vec<_>>());
         assert_eq!(r.len(), 0);
         r.check();
+        for g in 30_000..32_000u64 {
+            r.push(result(g));
+            r.remove(0);
+        }
+        let mut seen = Vec::new();
+        snap.each(|gid, uris, own| {
+            seen.push(format!("{gid} {uris:?} {own:?}"));
+            Ok(())
+        })
+        .expect("the copy reads back");
+        assert_eq!(seen, want);
         for (a, b) in r.unfinished().zip(&kept) {
             same(&a.expect("the record reads back"), b);
         }
