@@ -1195,8 +1195,7 @@ impl BodySink<'_> {
             };
             let room = store::room(fill.off, fill.filled, write_size, seg.end);
             let n = room.min(data.len() - used);
-            fill.block.as_mut_slice()[fill.filled..fill.filled + n]
-                .copy_from_slice(&data[used..used + n]);
+            fill.block.put(fill.filled, &data[used..used + n]);
             used += n;
             plan.advance(self.ex.seg, n as u64);
             fill.filled += n;
