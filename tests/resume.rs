@@ -858,3 +858,45 @@ fn check_integrity_refetch_survives_an_auto_save_tick() {
     assert_eq!(sha256_file(&dir.join("v.bin")), sha256_hex(&data));
     assert!(!dir.join("v.bin.aria2").exists(), "control file left");
 }
+
+/// `-c` without a control file, on a partial file whose version (the xattr an earlier run kept)
+/// the server no longer has: the If-Range answer is the whole new file. That is "the file
+/// changed", not "cannot resume", and the partial file's bytes belong to the old version, so no
+/// control file may claim them for the new one (aria2c, which sends no If-Range, would then
+/// resume from that claim and mix the two versions).
+#[test]
+fn continue_on_a_changed_file_says_so_and_claims_nothing() {
+    let server = TestServer::plain();
+    let old = content(85, 12 * MIB + 3);
+    let new = content(86, 13 * MIB + 7);
+    server.route("/v.bin", slow_route(&old).header("ETag", "\"v1\""));
+    let dir = TestDir::new();
+    interrupted(&server, &dir, "/v.bin", &old);
+    let ctl = dir.join("v.bin.aria2");
+    std::fs::remove_file(&ctl).unwrap();
+    let partial = std::fs::read(dir.join("v.bin")).unwrap();
+    server.route("/v.bin", Route::bytes(new.clone()).header("ETag", "\"v2\""));
+    let run = ringdl(&dir, &in_dir(&dir, &["-c"], &[server.url("/v.bin")]));
+    let asked = server.requests_to("/v.bin");
+    let last = asked.last().expect("a request");
+    assert_eq!(last.header("If-Range"), Some("\"v1\""), "{run}");
+    assert!(last.range().is_some(), "{run}");
+    assert_eq!(run.code(), 1, "{run}");
+    assert!(run.output().contains("changed"), "{run}");
+    assert!(
+        !ctl.exists(),
+        "a control file claims the old version's bytes"
+    );
+    assert_eq!(std::fs::read(dir.join("v.bin")).unwrap(), partial);
+    // The same answer with the version the partial file has is the server ignoring ranges:
+    // exit 8 as before, the bytes kept claimed for a later run.
+    server.route(
+        "/v.bin",
+        Route::bytes(old.clone())
+            .no_ranges()
+            .header("ETag", "\"v1\""),
+    );
+    let run = ringdl(&dir, &in_dir(&dir, &["-c"], &[server.url("/v.bin")]));
+    assert_eq!(run.code(), 8, "{run}");
+    assert!(ctl.exists(), "{:?}", dir.entries());
+}

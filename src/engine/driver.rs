@@ -286,6 +286,22 @@ fn invalid_range_header(first: u64, last: u64, total: u64) -> String {
     )
 }
 
+/// A whole (200) answer to a range request sent with `If-Range: asked` (the version of the bytes
+/// already on disk): whether it says the file changed since (it carries another version) rather
+/// than that the server ignores ranges (it carries the same one). The partial file's bytes must
+/// then never be mixed with the new file's, nor claimed for it.
+fn changed_since(resp: &http::ResponseHead, asked: &str) -> bool {
+    resp.status == 200 && resp.etag.as_deref().or(resp.last_modified.as_deref()) != Some(asked)
+}
+
+/// The error for [`changed_since`].
+fn file_changed() -> (ExitCode, String) {
+    (
+        ExitCode::UNKNOWN,
+        "The file on the server changed since this partial download began (If-Range did not match); remove the partial file or use --allow-overwrite=true --remove-control-file".to_string(),
+    )
+}
+
 /// Connections the run may need at once: `-s` (at most 4 × `-x`) for each of `-j` downloads.
 pub(crate) fn wanted_slots(settings: &Settings, expected: Option<usize>) -> usize {
     let opts = &settings.download;

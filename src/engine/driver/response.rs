@@ -232,14 +232,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     // file changed since, and its bytes must not be mixed with the old ones; or,
                     // when the answer still carries that version, that the server ignores ranges.
                     // Another mirror may still serve the old file.
-                    let same = resp.etag.as_deref().or(resp.last_modified.as_deref()) == asked;
-                    let (code, msg) = if same {
+                    let (code, msg) = if asked.is_some_and(|a| changed_since(&resp, a)) {
+                        file_changed()
+                    } else {
                         (
                             ExitCode::CANNOT_RESUME,
                             invalid_range_header(first, last.unwrap_or(0), total.unwrap_or(0)),
                         )
-                    } else {
-                        (ExitCode::UNKNOWN, "The file on the server changed since this partial download began (If-Range did not match); remove the partial file or use --allow-overwrite=true --remove-control-file".to_string())
                     };
                     let f = match self.cannot_resume(slot) {
                         CannotResume::NextMirror => Failure::retry(code, msg),

@@ -184,6 +184,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return Ok(());
         };
         let (dl, mirror, conn_id, url) = (ex.dl, ex.mirror, c.id, ex.url.clone());
+        let d = &self.dls[dl];
+        let asked = d.validator.as_ref().and_then(|v| v.for_url(&url));
+        if d.opts.always_resume && asked.is_some_and(|a| changed_since(resp, a)) {
+            // The partial file is another version of the file: say so, and claim none of its
+            // bytes for this one (a control file saying they are done would have a later run,
+            // or aria2c, mix the two). Another mirror may still serve the old version.
+            let (code, msg) = file_changed();
+            return Err(match self.cannot_resume(slot) {
+                CannotResume::NextMirror => Failure::retry(code, msg),
+                _ => Failure::fatal(code, msg),
+            });
+        }
         let total = resp
             .content_range
             .and_then(|cr| cr.complete_length)
