@@ -174,14 +174,17 @@ pub struct Fill {
     pub block: Block,
     pub off: u64,
     pub filled: usize,
+    /// The download's attempt the bytes belong to ([`Download::attempt`]): the writer drops a
+    /// block of an attempt that was forgotten, so none of its bytes lands in the next one's file.
+    pub attempt: u64,
 }
 
 /// A receive in flight; for a receive straight into the connection's write block, where that
 /// block's bytes belong (its `Fill` is in the operation meanwhile).
 #[derive(Debug, Clone, Copy)]
 pub struct RecvInFlight {
-    /// (file offset, bytes already in the block) of the fill the operation holds.
-    pub fill: Option<(u64, usize)>,
+    /// (file offset, bytes already in the block, attempt) of the fill the operation holds.
+    pub fill: Option<(u64, usize, u64)>,
 }
 
 /// Where an exchange is.
@@ -198,6 +201,8 @@ pub enum Phase {
 /// One request/response on a connection.
 pub struct Exchange {
     pub dl: usize,
+    /// The download's attempt this exchange works for ([`Download::attempt`]).
+    pub attempt: u64,
     pub url: Url,
     pub mirror: usize,
     pub redirects: u32,
@@ -261,7 +266,7 @@ impl Exchange {
     }
 
     pub fn new(
-        dl: usize,
+        (dl, attempt): (usize, u64),
         url: Url,
         mirror: usize,
         range: Option<(u64, Option<u64>)>,
@@ -269,6 +274,7 @@ impl Exchange {
     ) -> Exchange {
         Exchange {
             dl,
+            attempt,
             url,
             mirror,
             redirects: 0,
@@ -565,6 +571,9 @@ pub struct Download {
     /// Generation of `file` (0: none open). Every opened file gets a new one; completions carry
     /// the generation they were issued on.
     pub generation: u64,
+    /// Counts the attempts [`Download::forget_attempt`] ended: blocks and exchanges carry the one
+    /// they belong to.
+    pub attempt: u64,
     /// File operations in flight on an earlier file of this download, which the new file's writes
     /// must wait for (they could otherwise land after them).
     pub old_writes: usize,
@@ -711,6 +720,7 @@ impl Download {
             path: None,
             file: None,
             generation: 0,
+            attempt: 0,
             old_writes: 0,
             direct: false,
             plan: None,
@@ -765,6 +775,7 @@ impl Download {
     /// engine's `start_over`, which also drops the blocks still waiting to be written for the
     /// attempt forgotten here (written later, into the next file, they would count as its bytes).
     pub fn forget_attempt(&mut self) {
+        self.attempt += 1;
         self.plan = None;
         self.drop_file();
         self.written = crate::plan::RangeSet::new();
@@ -1189,6 +1200,7 @@ impl BodySink<'_> {
                         block,
                         off: seg.pos,
                         filled: 0,
+                        attempt: self.ex.attempt,
                     },
                     None => return used,
                 },

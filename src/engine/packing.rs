@@ -30,7 +30,7 @@ pub(crate) fn pack_body(data: &[u8], expected: Option<Vec<u8>>) {
     let mut plan = Plan::new(total, 1 << 20);
     plan.assign(0, owner);
     let url = url::Url::parse("http://fuzz.invalid/f").expect("a fixed URL");
-    let mut ex = Exchange::new(0, url, 0, None, 0);
+    let mut ex = Exchange::new((0, 0), url, 0, None, 0);
     ex.start_body(if chunked {
         Framing::Chunked
     } else {

@@ -342,7 +342,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let owner = c.id;
         // A receive straight into the fill's block holds that block: none of its bytes can be
         // written, so the range goes back from where the block starts.
-        let in_flight = c.recv.and_then(|r| r.fill).map(|(off, _)| off);
+        let in_flight = c.recv.and_then(|r| r.fill).map(|(off, _, _)| off);
         let fill = c.fill.take();
         let d = &mut self.dls[dl];
         let Some(plan) = d.plan.as_mut() else {

@@ -261,7 +261,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         };
         let ex = match d.plan.as_mut() {
-            None => Exchange::new(w.dl, w.url, w.mirror, d.continue_from.map(|l| (l, None)), 0),
+            None => Exchange::new(
+                (w.dl, d.attempt),
+                w.url,
+                w.mirror,
+                d.continue_from.map(|l| (l, None)),
+                0,
+            ),
             Some(plan) => {
                 if !d.ranges_ok {
                     self.release_conn(slot, w.dl);
@@ -277,7 +283,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                             Some(s.end - 1)
                         };
                         let last = last.or(Some(total - 1));
-                        Exchange::new(w.dl, w.url, w.mirror, Some((s.pos, last)), seg)
+                        Exchange::new((w.dl, d.attempt), w.url, w.mirror, Some((s.pos, last)), seg)
                     }
                     None => {
                         self.release_conn(slot, w.dl);
@@ -447,8 +453,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let inflight = c.recv.take();
         if let Some(block) = block {
             match inflight.and_then(|r| r.fill) {
-                Some((off, filled)) if direct => {
-                    c.fill = Some(Fill { block, off, filled });
+                Some((off, filled, attempt)) if direct => {
+                    c.fill = Some(Fill {
+                        block,
+                        off,
+                        filled,
+                        attempt,
+                    });
                 }
                 _ => c.rbuf = Some(block),
             }
@@ -621,6 +632,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         block,
                         off: seg.pos,
                         filled: 0,
+                        attempt: ex.attempt,
                     },
                     None => {
                         c.starved = true;
@@ -636,7 +648,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 c.fill = Some(fill);
                 return;
             }
-            let Fill { block, off, filled } = fill;
+            let Fill {
+                block,
+                off,
+                filled,
+                attempt,
+            } = fill;
             let tag = Tag::Recv {
                 slot,
                 id,
@@ -644,7 +661,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             };
             let op = self.reactor.recv(tag, fd, block, filled, len);
             c.recv = Some(RecvInFlight {
-                fill: Some((off, filled)),
+                fill: Some((off, filled, attempt)),
             });
             c.inflight.push(op);
             return;

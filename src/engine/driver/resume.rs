@@ -304,7 +304,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
         }
         self.start_over(dl);
+        let attempt = self.dls[dl].attempt;
         if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+            // This exchange's answer is the new attempt's first response.
+            ex.attempt = attempt;
             ex.range = None;
             ex.seg = 0;
         }

@@ -49,6 +49,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut held = VecDeque::new();
         while let Some(fl) = self.flushes.0.pop_front() {
             let d = &mut self.dls[fl.dl];
+            if fl.fill.attempt != d.attempt {
+                // Bytes of an attempt the download forgot (it started over): they belong to no
+                // file it has now. `start_over` drops such blocks already; this holds whatever
+                // path a block took to get here.
+                idle.push(fl.dl);
+                continue;
+            }
             // A file no saved control file describes (length unknown, or known only once the
             // body ended, or a save that failed) is trusted by `-c` up to its length, so it must
             // only ever grow without a gap: one write at a time, in order.
@@ -74,6 +81,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 mut block,
                 off,
                 filled,
+                ..
             } = fill;
             if d.direct && (off % store::DIO_ALIGN as u64 != 0 || len % store::DIO_ALIGN != 0) {
                 // Every boundary is aligned by construction (plan/); this would be a bug, which
