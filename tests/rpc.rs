@@ -1641,3 +1641,49 @@ fn saving_a_long_session_never_holds_its_text_in_memory() {
     assert!(text.len() / 40_000 > 150);
     assert!(per_entry < 80, "{per_entry} bytes an entry at the peak");
 }
+
+/// `saveSession` answers "OK" only once the file is written, even when the call comes while an
+/// interval save is in flight that finds the session unchanged and writes nothing: the call's save
+/// follows that one. (The file is removed before each call, as a user or another program might.)
+#[test]
+fn save_session_writes_even_during_an_unchanged_interval_save() {
+    let dir = TestDir::new();
+    let session = dir.join("busy.session");
+    let d = Daemon::start(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            &format!("--save-session={}", session.display()),
+            "--save-session-interval=1",
+        ],
+    );
+    // Enough entries that an interval save (a pass over all of them) takes a while.
+    let pad = "p".repeat(120);
+    for b in 0..40 {
+        let calls: Vec<Value> = (b * 1000..(b + 1) * 1000)
+            .map(|j| {
+                json!({"methodName": "aria2.addUri",
+                       "params": [[format!("http://127.0.0.1:9/{pad}/w{j}.bin")],
+                                  {"pause": "true"}]})
+            })
+            .collect();
+        d.call("system.multicall", json!([calls]));
+    }
+    let start = Instant::now();
+    while !session.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no interval save"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for i in 0..20u64 {
+        let _ = std::fs::remove_file(&session);
+        assert_eq!(d.call("aria2.saveSession", json!([])), "OK");
+        let text = std::fs::read_to_string(&session)
+            .unwrap_or_else(|e| panic!("call {i}: answered OK, but no session file: {e}"));
+        assert_eq!(text.matches(" pause=true\n").count(), 40_000, "call {i}");
+        std::thread::sleep(Duration::from_millis(70 + 37 * (i % 7)));
+    }
+}

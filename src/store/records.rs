@@ -359,6 +359,8 @@ fn unnamed_file(dir: &Path, only_tmpfile: bool) -> io::Result<File> {
 struct Window {
     start: u64,
     bytes: Vec<u8>,
+    /// Bytes read from the file so far (tests).
+    read: u64,
 }
 
 impl Window {
@@ -372,13 +374,32 @@ impl Window {
         if end > r.flushed {
             return Err(io::Error::other("record past the store's end"));
         }
-        let inside = loc.off >= self.start && end <= self.start + self.bytes.len() as u64;
+        let window_end = self.start + self.bytes.len() as u64;
+        let inside = loc.off >= self.start && end <= window_end;
         if !inside {
-            let want = (end - loc.off).max(Window::SIZE.min(r.flushed - loc.off));
+            // Read ahead only going on past the window (records read in the order they lie);
+            // a record behind it or far ahead (a queue whose order is not the file's) is read
+            // alone, or every such record would cost a whole window.
+            let onward =
+                loc.off >= self.start && loc.off <= window_end.saturating_add(Window::SIZE);
+            let ahead = if onward {
+                Window::SIZE.min(r.flushed - loc.off)
+            } else {
+                0
+            };
+            let want = (end - loc.off).max(ahead);
             self.bytes
                 .resize(usize::try_from(want).map_err(io::Error::other)?, 0);
             self.start = loc.off;
-            r.file()?.read_exact_at(&mut self.bytes, loc.off)?;
+            if let Err(e) = r
+                .file()
+                .and_then(|f| f.read_exact_at(&mut self.bytes, loc.off))
+            {
+                // Nothing of a failed read may be taken for the file's bytes later.
+                self.bytes.clear();
+                return Err(e);
+            }
+            self.read += want;
         }
         let from = usize::try_from(loc.off - self.start).map_err(io::Error::other)?;
         let len = usize::try_from(loc.len).map_err(io::Error::other)?;
@@ -583,6 +604,42 @@ mod tests {
                 }
             });
             read.join().expect("the copy read back on another thread");
+        }
+    }
+
+    /// Records read against the order they lie in (a queue whose entries went to its front)
+    /// cost about their own bytes, not a read-ahead window each; in order, a window serves many.
+    #[test]
+    fn a_frozen_copy_read_out_of_order_reads_only_what_it_needs() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut r = Records::in_dir(dir.path());
+        let held = fill(&mut r, 20_000);
+        let total: u64 = held.iter().map(|(l, _)| l.len).sum();
+        let frozen = r.freeze().expect("frozen");
+        let mut reader = frozen.reader();
+        for (loc, bytes) in held.iter().rev() {
+            assert_eq!(reader.read(Records::place(loc)).expect("read"), &bytes[..]);
+        }
+        assert!(
+            reader.window.read <= 2 * total,
+            "{} bytes read for {total}",
+            reader.window.read
+        );
+        let mut reader = frozen.reader();
+        for (loc, bytes) in &held {
+            assert_eq!(reader.read(Records::place(loc)).expect("read"), &bytes[..]);
+        }
+        assert!(
+            reader.window.read <= total + Window::SIZE,
+            "{}",
+            reader.window.read
+        );
+        let mut reader = frozen.reader();
+        for (loc, bytes) in held.iter().step_by(97).chain(held.iter().rev().step_by(89)) {
+            assert_eq!(reader.read(Records::place(loc)).expect("read"), &bytes[..]);
+        }
+        for (loc, _) in held {
+            r.free(loc);
         }
     }
 

@@ -105,6 +105,12 @@ pub(crate) struct Daemon {
     /// The session save in flight, and the SHA-256 of the last text saved (an unchanged session
     /// is not written again by the interval).
     pub save_op: Option<OpId>,
+    /// The save in flight writes the file whatever it holds (`saveSession`, shutdown); an
+    /// interval save may find the text unchanged and write nothing.
+    pub save_forced: bool,
+    /// A save that must write was asked for while an interval save was in flight: it starts
+    /// when that one ends, and the answers waiting on that one wait on it instead.
+    pub save_again: bool,
     pub saved: std::sync::Arc<std::sync::Mutex<Saved>>,
     pub last_interval_save: Option<Instant>,
     /// The final save (at shutdown): its op, and whether it is done.
@@ -303,6 +309,8 @@ impl Daemon {
                 command_line: rpc.command_line.clone(),
             }),
             save_op: None,
+            save_forced: false,
+            save_again: false,
             saved: Default::default(),
             last_interval_save: None,
             final_op: None,
@@ -768,6 +776,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let dm = self.daemon.as_deref_mut()?;
         let path = dm.session.as_ref()?.path.clone();
         if let Some(op) = dm.save_op {
+            if !only_if_changed && !dm.save_forced {
+                dm.save_again = true;
+            }
             return Some(op);
         }
         // The text is written (and, for the interval, first hashed to see whether it changed) on
@@ -785,6 +796,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let op = self.reactor.blocking(Tag::SessionSaved, job);
         if let Some(dm) = self.daemon() {
             dm.save_op = Some(op);
+            dm.save_forced = !only_if_changed;
         }
         Some(op)
     }
@@ -814,6 +826,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 LogLevel::Info,
                 &format!("Serialized session to '{path}' successfully."),
             );
+        }
+        let again = self
+            .daemon()
+            .is_some_and(|d| std::mem::take(&mut d.save_again));
+        if again {
+            if let Some(next) = self.save_session(false) {
+                self.rpc_retarget(op, next);
+            }
         }
         self.rpc_release(op);
     }

@@ -812,6 +812,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.server.quiet() || self.reactor.now().duration_since(at) > Duration::from_secs(3)
     }
 
+    /// Answers held for the save `op` wait for the save `next` instead.
+    pub(super) fn rpc_retarget(&mut self, op: OpId, next: OpId) {
+        let Some(s) = self.server() else { return };
+        for c in s.clients.iter_mut().flatten() {
+            if let Some(h) = c.held.as_mut().filter(|h| h.0 == op) {
+                h.0 = next;
+            }
+        }
+    }
+
     /// Answers held for the save `op` go out.
     pub(super) fn rpc_release(&mut self, op: OpId) {
         let Some(s) = self.server() else { return };
