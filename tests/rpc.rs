@@ -1576,6 +1576,22 @@ fn a_long_session_is_queued_as_it_is_read_not_held_whole() {
     assert!(per_entry < 150, "{per_entry} bytes an entry at the peak");
 }
 
+/// Adds `n` downloads through `system.multicall`, a thousand `aria2.addUri` calls at a time, the
+/// `j`th with the parameters `params(j)`; every call must be answered.
+fn add_in_batches(d: &Daemon, n: usize, params: impl Fn(usize) -> Value) {
+    for from in (0..n).step_by(1000) {
+        let calls: Vec<Value> = (from..n.min(from + 1000))
+            .map(|j| json!({"methodName": "aria2.addUri", "params": params(j)}))
+            .collect();
+        let answers = d.call("system.multicall", json!([calls]));
+        assert_eq!(
+            answers.as_array().map(Vec::len),
+            Some(calls.len()),
+            "{answers}"
+        );
+    }
+}
+
 /// `saveSession` with 40 000 queued downloads writes the text from a copy of the queue taken at
 /// once (GIDs and where each record is), reading the records back as it goes: the daemon's peak
 /// memory rises by that copy, not by the whole text (about 190 bytes an entry here, which the
@@ -1593,17 +1609,10 @@ fn saving_a_long_session_never_holds_its_text_in_memory() {
         ],
     );
     let pad = "p".repeat(120);
-    for b in 0..40 {
-        let calls: Vec<Value> = (b * 1000..(b + 1) * 1000)
-            .map(|j| {
-                json!({"methodName": "aria2.addUri",
-                       "params": [[format!("http://127.0.0.1:9/{pad}/q{j}.bin")],
-                                  {"pause": "true", "gid": format!("{:016x}", j + 1)}]})
-            })
-            .collect();
-        let answers = d.call("system.multicall", json!([calls]));
-        assert_eq!(answers.as_array().map(Vec::len), Some(1000), "{answers}");
-    }
+    add_in_batches(&d, 40_000, |j| {
+        json!([[format!("http://127.0.0.1:9/{pad}/q{j}.bin")],
+               {"pause": "true", "gid": format!("{:016x}", j + 1)}])
+    });
     let before = hwm_kib(d.pid());
     assert_eq!(d.call("aria2.saveSession", json!([])), "OK");
     let after = hwm_kib(d.pid());
@@ -1660,16 +1669,11 @@ fn save_session_writes_even_during_an_unchanged_interval_save() {
     );
     // Enough entries that an interval save (a pass over all of them) takes a while.
     let pad = "p".repeat(120);
-    for b in 0..40 {
-        let calls: Vec<Value> = (b * 1000..(b + 1) * 1000)
-            .map(|j| {
-                json!({"methodName": "aria2.addUri",
-                       "params": [[format!("http://127.0.0.1:9/{pad}/w{j}.bin")],
-                                  {"pause": "true"}]})
-            })
-            .collect();
-        d.call("system.multicall", json!([calls]));
-    }
+    add_in_batches(
+        &d,
+        40_000,
+        |j| json!([[format!("http://127.0.0.1:9/{pad}/w{j}.bin")], {"pause": "true"}]),
+    );
     let start = Instant::now();
     while !session.exists() {
         assert!(

@@ -158,6 +158,13 @@ pub(crate) struct Saved {
     pub skipped: bool,
 }
 
+impl Saved {
+    /// The state behind `m` (a save's thread that panicked leaves it as it was).
+    fn of(m: &std::sync::Mutex<Saved>) -> std::sync::MutexGuard<'_, Saved> {
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// Hands written bytes to a SHA-256 and, if given, to a file.
 struct Tee<'a> {
     hash: sha2::Sha256,
@@ -219,9 +226,9 @@ impl SessionSnapshot {
         only_if_changed: bool,
         saved: &std::sync::Mutex<Saved>,
     ) -> std::io::Result<()> {
-        let last = saved.lock().unwrap_or_else(|e| e.into_inner()).hash;
-        if only_if_changed && last.is_some() && self.digest(None)? == last.unwrap_or_default() {
-            saved.lock().unwrap_or_else(|e| e.into_inner()).skipped = true;
+        let last = Saved::of(saved).hash;
+        if only_if_changed && last.is_some() && Some(self.digest(None)?) == last {
+            Saved::of(saved).skipped = true;
             return Ok(());
         }
         let mut hash = [0u8; 32];
@@ -229,7 +236,7 @@ impl SessionSnapshot {
             hash = self.digest(Some(w))?;
             Ok(())
         })?;
-        *saved.lock().unwrap_or_else(|e| e.into_inner()) = Saved {
+        *Saved::of(saved) = Saved {
             hash: Some(hash),
             skipped: false,
         };
@@ -813,10 +820,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .as_ref()
             .map(|r| r.path.display().to_string())
             .unwrap_or_default();
-        let skipped =
-            std::mem::take(&mut dm.saved.lock().unwrap_or_else(|e| e.into_inner()).skipped);
+        let skipped = std::mem::take(&mut Saved::of(&dm.saved).skipped);
         if res < 0 {
-            dm.saved.lock().unwrap_or_else(|e| e.into_inner()).hash = None;
+            Saved::of(&dm.saved).hash = None;
             self.console.error(&format!(
                 "Failed to save the session to {path}, cause: {}",
                 errno_text(res)

@@ -43,6 +43,27 @@ fn encode(s: &Stopped) -> Vec<u8> {
     e.0
 }
 
+/// What [`encode`] wrote: message, dir, path, URIs and own options.
+type Parts = (
+    String,
+    String,
+    String,
+    Vec<String>,
+    super::queue::OwnOptions,
+);
+
+fn decode(bytes: &[u8]) -> std::io::Result<Parts> {
+    let mut d = Dec(bytes);
+    let mut fields = || {
+        let message = d.str()?.to_string();
+        let dir = d.str()?.to_string();
+        let path = d.str()?.to_string();
+        let (uris, options) = uris_options(&mut d)?;
+        Some((message, dir, path, uris, options))
+    };
+    fields().ok_or_else(|| std::io::Error::other("a result's record is cut short"))
+}
+
 /// Results as they were at one moment, for a session save made on another thread: the GID and
 /// record place of each one `wanted` chose (the unfinished ones dropped past the limit first,
 /// then the held ones, oldest first), with the records frozen.
@@ -61,14 +82,7 @@ impl ResultsSnapshot {
     ) -> std::io::Result<()> {
         let mut reader = self.records.reader();
         for &(gid, place) in &self.entries {
-            let mut d = Dec(reader.read(place)?);
-            let (uris, options) = (|| {
-                for _ in 0..3 {
-                    d.str()?; // message, dir, path
-                }
-                uris_options(&mut d)
-            })()
-            .ok_or_else(|| std::io::Error::other("a result's record is cut short"))?;
+            let (_, _, _, uris, options) = decode(reader.read(place)?)?;
             f(gid, &uris, &options)?;
         }
         Ok(())
@@ -108,17 +122,7 @@ impl Results {
 
     /// The result `h`, read from its record.
     fn try_result(&self, h: &Head) -> std::io::Result<Stopped> {
-        let bytes = self.records.get(&h.record)?;
-        let mut d = Dec(&bytes);
-        let mut rest = || {
-            let message = d.str()?.to_string();
-            let dir = d.str()?.to_string();
-            let path = d.str()?.to_string();
-            let (uris, options) = uris_options(&mut d)?;
-            Some((message, dir, path, uris, options))
-        };
-        let (message, dir, path, uris, options) =
-            rest().ok_or_else(|| std::io::Error::other("a result's record is cut short"))?;
+        let (message, dir, path, uris, options) = decode(&self.records.get(&h.record)?)?;
         Ok(self.with_head(h, message, dir, path, uris, options))
     }
 
