@@ -222,32 +222,110 @@ fn resident_bytes(path: &Path) -> u64 {
         .expect("fincore RES")
 }
 
-/// The written file does not stay in the page cache, with O_DIRECT and on the buffered fallback.
+/// The written file does not stay in the page cache: with O_DIRECT, and on both page-cache paths
+/// (`RINGDL_NO_DIRECT=1`: uncached writes; `=writeback`: each write written back and dropped).
 #[test]
 fn downloads_leave_the_page_cache_alone() {
     let server = TestServer::plain();
     let data = content(12, 24 * MIB + 5);
     server.route("/c.bin", Route::bytes(data.clone()));
-    for buffered in [false, true] {
+    for forced in [None, Some("1"), Some("writeback")] {
         let dir = TestDir::new();
         let mut cmd = Command::new(bin());
         cmd.args(["-d", &dir.arg(), "-x4", "-k1M", &server.url("/c.bin")]);
-        if buffered {
-            cmd.env("RINGDL_NO_DIRECT", "1");
+        if let Some(v) = forced {
+            cmd.env("RINGDL_NO_DIRECT", v);
         }
         let out = cmd.output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{stdout}");
         let path = dir.join("c.bin");
         let notice = stdout.contains("O_DIRECT is not supported here");
-        assert_eq!(notice, buffered, "{stdout}");
+        assert_eq!(notice, forced.is_some(), "{stdout}");
         // Measured before the file is read back for its hash, which would fill the cache.
         let resident = resident_bytes(&path);
         assert!(
             resident <= data.len() as u64 / 100,
-            "buffered={buffered}: {resident} bytes left in the page cache"
+            "{forced:?}: {resident} bytes left in the page cache"
         );
         assert_eq!(sha256_file(&path), sha256_hex(&data));
+    }
+}
+
+/// Files of one write block or less are written through the page cache, uncached, with their
+/// exact length: each is whole, none is left in the page cache, and no notice says O_DIRECT was
+/// refused (it was not asked for). The sizes straddle the alignment and the block.
+#[test]
+fn small_files_are_exact_and_leave_the_page_cache_alone() {
+    let server = TestServer::plain();
+    let sizes = [
+        0, 1, 4095, 4096, 4097, 100_000, 131_071, 131_072, 131_073, 300_001,
+    ];
+    let mut urls = Vec::new();
+    for (i, &n) in sizes.iter().enumerate() {
+        let name = format!("/s{i}.bin");
+        server.route(&name, Route::bytes(content(40 + i as u64, n)));
+        urls.push(server.url(&name));
+    }
+    let dir = TestDir::new();
+    let out = Command::new(bin())
+        .args(["-d", &dir.arg(), "-Z", "-j4"])
+        .args(&urls)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(!stdout.contains("O_DIRECT is not supported"), "{stdout}");
+    for (i, &n) in sizes.iter().enumerate() {
+        let path = dir.join(&format!("s{i}.bin"));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            n as u64,
+            "s{i}.bin"
+        );
+        assert_eq!(resident_bytes(&path), 0, "s{i}.bin left in the page cache");
+        assert_eq!(
+            sha256_file(&path),
+            sha256_hex(&content(40 + i as u64, n)),
+            "s{i}.bin"
+        );
+    }
+}
+
+/// On a file system without `RWF_DONTCACHE` (tmpfs) an uncached write is refused with EOPNOTSUPP:
+/// the file goes on with a writeback of its own after each write, and comes out whole, small and
+/// large, forced off O_DIRECT or not.
+#[test]
+fn a_file_system_without_uncached_writes_gets_whole_files() {
+    let shm = Path::new("/dev/shm");
+    assert!(shm.is_dir(), "/dev/shm (tmpfs) is needed for this test");
+    let server = TestServer::plain();
+    let small = content(50, 70_001);
+    let large = content(51, 3 * MIB + 7);
+    server.route("/small.bin", Route::bytes(small.clone()));
+    server.route("/large.bin", Route::bytes(large.clone()));
+    for forced in [false, true] {
+        let dir = tempfile::Builder::new()
+            .prefix("ringdl-test-")
+            .tempdir_in(shm)
+            .unwrap();
+        let mut cmd = Command::new(bin());
+        cmd.args(["-d", &dir.path().to_string_lossy(), "-Z", "-x2", "-k1M"])
+            .args([server.url("/small.bin"), server.url("/large.bin")]);
+        if forced {
+            cmd.env("RINGDL_NO_DIRECT", "1");
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "forced={forced}: {stdout}");
+        for (name, data) in [("small.bin", &small), ("large.bin", &large)] {
+            let path = dir.path().join(name);
+            assert_eq!(
+                sha256_file(&path),
+                sha256_hex(data),
+                "forced={forced}: {name}"
+            );
+        }
     }
 }
 

@@ -952,9 +952,10 @@ const ENVIRONMENT: &[(&str, &str, Option<&str>)] = &[
     ),
     (
         crate::store::NO_DIRECT_ENV,
-        "Set to any value, ringdl writes through the page cache as if the filesystem had refused \
-         `O_DIRECT`, dropping what it wrote from the cache behind itself. For comparing the two \
-         ways of writing, or for a filesystem whose `O_DIRECT` is slow.",
+        "Set, ringdl writes through the page cache as if the filesystem had refused `O_DIRECT`, \
+         with uncached writes (`RWF_DONTCACHE`) where the kernel has them; set to `writeback`, \
+         each write is written back and dropped from the cache by a call of its own. For \
+         comparing the ways of writing, or for a filesystem whose `O_DIRECT` is slow.",
         None,
     ),
 ];

@@ -6,7 +6,7 @@ use super::reactor::{Block, Class, Fd, OpId, Pool};
 use crate::cli::DownloadOptions;
 use crate::http::{self, ChunkEvent, ChunkedDecoder, Framing, HttpError, ResponseHead};
 use crate::plan::{Owner, Plan};
-use crate::store;
+use crate::store::{self, WriteMode};
 use crate::tls::{PlainSink, TlsSession};
 use crate::ui::exit::ExitCode;
 use std::fs::File;
@@ -544,6 +544,8 @@ pub struct Opening {
     pub result: std::sync::Arc<std::sync::Mutex<Option<std::io::Result<store::OutFile>>>>,
     pub conn: Owner,
     pub uri: String,
+    /// The file was asked for in [`WriteMode::Uncached`], not put in it by a refused `O_DIRECT`.
+    pub uncached: bool,
 }
 
 /// One file being downloaded.
@@ -577,7 +579,8 @@ pub struct Download {
     /// File operations in flight on an earlier file of this download, which the new file's writes
     /// must wait for (they could otherwise land after them).
     pub old_writes: usize,
-    pub direct: bool,
+    /// How the open file is written (set when it is opened).
+    pub mode: WriteMode,
     /// Known once the first response arrives. An unknown length is a plan of `u64::MAX` bytes cut
     /// to size when the body ends.
     pub plan: Option<Plan>,
@@ -722,7 +725,7 @@ impl Download {
             generation: 0,
             attempt: 0,
             old_writes: 0,
-            direct: false,
+            mode: WriteMode::Direct,
             plan: None,
             length_known: false,
             ranges_ok: false,

@@ -13,7 +13,7 @@ use super::sys;
 use crate::cli::{EngineChoice, LogLevel, Settings};
 use crate::http::{self, Framing, RequestSpec};
 use crate::plan::{Owner, Plan};
-use crate::store;
+use crate::store::{self, WriteMode};
 use crate::tls::{PlainSink, TlsConfig, TlsSession, MIN_INCOMING};
 use crate::ui::exit::ExitCode;
 use crate::ui::{Console, Progress};
@@ -139,8 +139,8 @@ pub(crate) enum Tag {
         done: usize,
         /// Bytes of real data at the front of `len` (the rest is padding).
         data: usize,
-        /// The file was in O_DIRECT mode when this write was issued.
-        direct: bool,
+        /// The file's write mode when this write was issued.
+        mode: WriteMode,
     },
     Writeback {
         file: FileOf,
@@ -203,7 +203,7 @@ struct WriteDone {
     len: usize,
     done: usize,
     data: usize,
-    direct: bool,
+    mode: WriteMode,
 }
 
 struct Engine<'a, R: Reactor<Tag>> {
@@ -690,7 +690,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 len,
                 done,
                 data,
-                direct,
+                mode,
             } => {
                 let block = owned.into_block();
                 if let Some(dl) = self.file_op_done(file) {
@@ -700,7 +700,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                             len,
                             done,
                             data,
-                            direct,
+                            mode,
                         };
                         self.on_write(dl, block, w, res);
                     }

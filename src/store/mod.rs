@@ -31,35 +31,83 @@ pub fn write_len(filled: usize, at_file_end: bool) -> usize {
     }
 }
 
+/// How an output file is written. A file starts in one mode and only ever moves down the list,
+/// when the file system refuses the mode it is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// `O_DIRECT`: writes aligned in offset, length and memory; the last block goes out padded and
+    /// the file is cut to length when it is complete.
+    Direct,
+    /// Through the page cache with `RWF_DONTCACHE`: each write starts its own writeback and the
+    /// kernel drops the pages once they are on disk. Writes have their exact length, so the file
+    /// never holds padding and needs no cut. For files of one write block (creating them is most
+    /// of their cost, and a padded write plus a cut would double their metadata work), and where
+    /// `O_DIRECT` is refused.
+    Uncached,
+    /// Through the page cache, each write followed by a writeback and a page-cache drop
+    /// (`Reactor::writeback`): where neither of the above is accepted.
+    Buffered,
+}
+
+impl WriteMode {
+    /// How many bytes of a block holding `filled` bytes to hand to a write in this mode.
+    /// Only `O_DIRECT` pads the end of the file ([`write_len`]).
+    pub fn write_len(self, filled: usize, at_file_end: bool) -> usize {
+        match self {
+            WriteMode::Direct => write_len(filled, at_file_end),
+            _ if at_file_end => filled,
+            _ => write_len(filled, false),
+        }
+    }
+
+    /// The mode to go on in after the file system refused a write in this one.
+    pub fn fallback(self) -> WriteMode {
+        match self {
+            WriteMode::Direct => WriteMode::Uncached,
+            _ => WriteMode::Buffered,
+        }
+    }
+}
+
 /// An output file open for writing.
 #[derive(Debug)]
 pub struct OutFile {
     pub file: File,
-    /// Opened with `O_DIRECT`.
-    pub direct: bool,
+    pub mode: WriteMode,
 }
 
-/// Set to any value, this environment variable makes ringdl write as if the filesystem had refused
-/// `O_DIRECT`: the buffered path, with writeback and page-cache dropping behind it, can then be tested
-/// (and compared) on any filesystem.
+/// Set, this environment variable makes ringdl write as if the filesystem had refused `O_DIRECT`:
+/// the page-cache paths can then be tested (and compared) on any filesystem. The value
+/// `writeback` skips `RWF_DONTCACHE` too ([`WriteMode::Buffered`]); any other value starts at
+/// [`WriteMode::Uncached`].
 pub const NO_DIRECT_ENV: &str = "RINGDL_NO_DIRECT";
 
 /// Opens `path` for reading and writing (creating it; emptying it unless resuming), with `O_DIRECT`
-/// where the filesystem allows it.
-pub fn open_output(path: &Path, truncate: bool) -> io::Result<OutFile> {
+/// where the filesystem allows it, or through the page cache where `uncached` asks for it.
+pub fn open_output(path: &Path, truncate: bool, uncached: bool) -> io::Result<OutFile> {
     let mut opts = OpenOptions::new();
     opts.read(true).write(true).create(true).truncate(truncate);
-    if std::env::var_os(NO_DIRECT_ENV).is_some() {
+    let forced = std::env::var_os(NO_DIRECT_ENV);
+    if forced.as_deref() == Some(std::ffi::OsStr::new("writeback")) {
         return Ok(OutFile {
             file: opts.open(path)?,
-            direct: false,
+            mode: WriteMode::Buffered,
+        });
+    }
+    if uncached || forced.is_some() {
+        return Ok(OutFile {
+            file: opts.open(path)?,
+            mode: WriteMode::Uncached,
         });
     }
     match opts.clone().custom_flags(libc::O_DIRECT).open(path) {
-        Ok(file) => Ok(OutFile { file, direct: true }),
+        Ok(file) => Ok(OutFile {
+            file,
+            mode: WriteMode::Direct,
+        }),
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(OutFile {
             file: opts.open(path)?,
-            direct: false,
+            mode: WriteMode::Direct.fallback(),
         }),
         Err(e) => Err(e),
     }
@@ -267,11 +315,49 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x");
         std::fs::write(&p, b"old contents").unwrap();
-        let out = open_output(&p, true).unwrap();
+        let out = open_output(&p, true, false).unwrap();
         drop(out);
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
         std::fs::write(&p, b"old contents").unwrap();
-        drop(open_output(&p, false).unwrap());
+        drop(open_output(&p, false, false).unwrap());
         assert_eq!(std::fs::read(&p).unwrap(), b"old contents");
+    }
+
+    /// A file asked for uncached is opened without `O_DIRECT`, in that mode.
+    #[test]
+    fn open_output_uncached_skips_o_direct() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        let out = open_output(&p, true, true).unwrap();
+        assert_eq!(out.mode, WriteMode::Uncached);
+        // SAFETY: F_GETFL on a descriptor `out` keeps open.
+        let flags =
+            unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&out.file), libc::F_GETFL) };
+        assert_eq!(flags & libc::O_DIRECT, 0);
+    }
+
+    /// Only `O_DIRECT` pads the end of a file; in the middle every mode writes the aligned prefix
+    /// (the rest of a block that did not fill is fetched again). Modes only go down.
+    #[test]
+    fn write_modes_pad_only_direct_and_fall_back_in_order() {
+        for filled in [0, 1, 4095, 4096, 4097, 131_071, 131_072] {
+            assert_eq!(
+                WriteMode::Direct.write_len(filled, true),
+                write_len(filled, true)
+            );
+            for mode in [WriteMode::Uncached, WriteMode::Buffered] {
+                assert_eq!(mode.write_len(filled, true), filled, "{mode:?}");
+            }
+            for mode in [WriteMode::Direct, WriteMode::Uncached, WriteMode::Buffered] {
+                assert_eq!(
+                    mode.write_len(filled, false),
+                    filled / 4096 * 4096,
+                    "{mode:?}"
+                );
+            }
+        }
+        assert_eq!(WriteMode::Direct.fallback(), WriteMode::Uncached);
+        assert_eq!(WriteMode::Uncached.fallback(), WriteMode::Buffered);
+        assert_eq!(WriteMode::Buffered.fallback(), WriteMode::Buffered);
     }
 }

@@ -388,6 +388,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         // Whether this response creates the file (not a retry that goes on writing into it).
         let created = d.file.is_none() && d.opening.is_none();
+        let one_block = total.is_some_and(|n| n <= self.reactor.pool().size(Class::Write) as u64);
         let mut allocating = None;
         if created {
             let name = match d.opts.out.clone() {
@@ -458,15 +459,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // download): the body goes on arriving into blocks, which wait for it
             // (`submit_flushes`), and the download cannot end before it is open (`on_opened`).
             let validator = d.validator.as_ref().map(Validator::encode);
+            // A file of one block is written through the page cache, uncached: its one write
+            // has its exact length, so no padding reaches the file and no cut follows
+            // (`WriteMode::Uncached`).
             let open = Opening {
                 result: Default::default(),
                 conn: conn_id,
                 uri: url.to_string(),
+                uncached: one_block,
             };
             let result = open.result.clone();
             let at = path.clone();
             let job: crate::engine::reactor::Job = Box::new(move || {
-                let out = store::open_output(&at, true);
+                let out = store::open_output(&at, true, one_block);
                 if let (Ok(o), Some(v)) = (&out, &validator) {
                     sys::set_validator(o.file.as_raw_fd(), v);
                 }
@@ -483,7 +488,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.path = Some(path);
             allocating = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit);
         }
-        let one_block = total.is_some_and(|n| n <= self.reactor.pool().size(Class::Write) as u64);
         let d = &mut self.dls[dl];
         let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);
         plan.assign(0, conn_id);

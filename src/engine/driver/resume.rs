@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// Opens a file that is already (partly) there, without emptying it.
 fn open_existing(path: &std::path::Path) -> Result<store::OutFile, Failure> {
-    store::open_output(path, false).map_err(|e| {
+    store::open_output(path, false, false).map_err(|e| {
         Failure::fatal(
             ExitCode::FILE_OPEN,
             format!(
@@ -89,7 +89,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 ));
                 d.written = RangeSet::single(0..len);
                 d.length_known = true;
-                d.direct = out.direct;
+                d.mode = out.mode;
                 d.open_file(out.file);
                 d.path = Some(path);
                 d.checking_existing = true;
@@ -161,7 +161,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.length_known = true;
         d.ranges_ok = true;
         d.resumed = true;
-        d.direct = out.direct;
+        d.mode = out.mode;
         d.open_file(out.file);
         // The control file on disk describes this file as it is.
         d.saved_generation = d.generation;
@@ -258,7 +258,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.ranges_ok = true;
         d.ranges_confirmed = true;
         d.continue_from = None;
-        d.direct = out.direct;
+        d.mode = out.mode;
         d.open_file(out.file);
         d.path = Some(path);
         d.split_url = Some((mirror, url));

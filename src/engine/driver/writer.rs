@@ -69,7 +69,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 held.push_back(fl);
                 continue;
             }
-            let len = store::write_len(fl.fill.filled, fl.at_file_end);
+            let len = d.mode.write_len(fl.fill.filled, fl.at_file_end);
             let file = d.file.clone().filter(|_| len > 0);
             let Some(file) = file else {
                 // Nothing to write: the download may be waiting only for this.
@@ -83,12 +83,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 filled,
                 ..
             } = fill;
-            if d.direct && (off % store::DIO_ALIGN as u64 != 0 || len % store::DIO_ALIGN != 0) {
+            let aligned = off % store::DIO_ALIGN as u64 == 0 && len % store::DIO_ALIGN == 0;
+            if d.mode == WriteMode::Direct && !aligned {
                 // Every boundary is aligned by construction (plan/); this would be a bug, which
                 // must not turn into a refused write or a silent fallback.
                 debug_assert!(false, "unaligned O_DIRECT write at {off}+{len}");
                 if sys::clear_direct(file.as_raw_fd()).is_ok() {
-                    d.direct = false;
+                    d.mode = WriteMode::Direct.fallback();
                 }
             }
             if len > filled {
@@ -113,9 +114,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 len,
                 done: 0,
                 data: filled.min(len),
-                direct: d.direct,
+                mode: d.mode,
             };
-            self.reactor.write(tag, file, block, 0, len, off);
+            let uncached = d.mode == WriteMode::Uncached;
+            self.reactor.write(tag, file, block, 0..len, off, uncached);
         }
         self.flushes.0 = held;
         for dl in idle {
@@ -137,13 +139,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let path = d.path_text();
         match result {
             Some(Ok(out)) => {
-                if !out.direct {
+                if out.mode != WriteMode::Direct && !open.uncached {
                     self.console.notice(&format!(
                         "{path}: O_DIRECT is not supported here; writing through the page cache and dropping it behind"
                     ));
                 }
                 let d = &mut self.dls[dl];
-                d.direct = out.direct;
+                d.mode = out.mode;
                 d.attach_file(out.file);
                 if std::mem::take(&mut d.save_when_open) {
                     self.save_control(dl);
@@ -195,18 +197,26 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         let again = match res {
             r if r == -libc::EINTR || r == -libc::EAGAIN => Some(w.done),
-            r if r == -libc::EINVAL && w.direct && w.done == 0 => {
-                // The filesystem refused O_DIRECT after all: go buffered, bounded by writeback.
-                // Any write issued in direct mode may see this, in any order; the first switches
-                // the file, every one of them is issued again.
-                if d.direct && sys::clear_direct(file.as_raw_fd()).is_ok() {
-                    d.direct = false;
+            r if r == -libc::EINVAL && w.mode == WriteMode::Direct && w.done == 0 => {
+                // The filesystem refused O_DIRECT after all: go through the page cache, dropping
+                // it behind. Any write issued in direct mode may see this, in any order; the
+                // first switches the file, every one of them is issued again.
+                if d.mode == WriteMode::Direct && sys::clear_direct(file.as_raw_fd()).is_ok() {
+                    d.mode = WriteMode::Direct.fallback();
                     let path = d.path_text();
                     self.console.notice(&format!(
                         "{path}: O_DIRECT is not supported here; writing through the page cache and dropping it behind"
                     ));
                 }
-                (!self.dls[dl].direct).then_some(0)
+                (self.dls[dl].mode != WriteMode::Direct).then_some(0)
+            }
+            r if r == -libc::EOPNOTSUPP && w.mode == WriteMode::Uncached && w.done == 0 => {
+                // No RWF_DONTCACHE (an older kernel, or a file system without it): each write is
+                // then written back and dropped by a writeback of its own.
+                if d.mode == WriteMode::Uncached {
+                    d.mode = WriteMode::Uncached.fallback();
+                }
+                Some(0)
             }
             r if r > 0 && w.done + (r as usize) < w.len => Some(w.done + r as usize),
             _ => None,
@@ -220,10 +230,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 len: w.len,
                 done,
                 data: w.data,
-                direct: d.direct,
+                mode: d.mode,
             };
+            let uncached = d.mode == WriteMode::Uncached;
             self.reactor
-                .write(tag, file, block, done, w.len - done, w.off + done as u64);
+                .write(tag, file, block, done..w.len, w.off + done as u64, uncached);
             return;
         }
         drop(block);
@@ -233,7 +244,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         } else {
             // On disk now: a control file may claim these bytes.
             d.written.insert(w.off..w.off + w.data as u64);
-            if !d.direct {
+            if w.mode == WriteMode::Buffered {
                 d.writes += 1;
                 let tag = Tag::Writeback { file: d.file_of() };
                 self.reactor.writeback(tag, file, w.off, w.len);

@@ -197,7 +197,7 @@ fn file_writes_and_reads_at_offsets<R: Reactor<u32>>(mut r: R) {
     let file: Fd = Rc::new(file);
     let mut block = r.pool().alloc(Class::Write).unwrap();
     block.as_mut_slice()[..4].copy_from_slice(b"abcd");
-    r.write(1, file.clone(), block, 1, 3, 4096);
+    r.write(1, file.clone(), block, 1..4, 4096, false);
     let c = collect(&mut r, 1).pop().unwrap();
     assert_eq!((c.tag, c.res), (1, 3));
     r.read_file(2, file.clone(), c.owned.into_block().unwrap(), 4095);

@@ -20,6 +20,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
@@ -620,15 +621,20 @@ impl<T> Reactor<T> for Epoll<T> {
         tag: T,
         file: Fd,
         mut block: Block,
-        from: usize,
-        len: usize,
+        span: Range<usize>,
         offset: u64,
+        uncached: bool,
     ) -> OpId {
-        let from = from.min(block.len());
-        let len = len.min(block.len() - from);
+        let from = span.start.min(block.len());
+        let len = span.len().min(block.len() - from);
         let ptr = block.addr().wrapping_add(from);
+        let iov = libc::iovec {
+            iov_base: ptr.cast(),
+            iov_len: len,
+        };
+        let flags = if uncached { libc::RWF_DONTCACHE } else { 0 };
         // SAFETY: `ptr..ptr + len` lies in the block, owned here for the call; the file is open.
-        let rc = unsafe { libc::pwrite(file.as_raw_fd(), ptr.cast(), len, offset as libc::off_t) };
+        let rc = unsafe { libc::pwritev2(file.as_raw_fd(), &iov, 1, offset as libc::off_t, flags) };
         self.file_op(tag, Owned::Block(file, block), result_of(rc))
     }
 

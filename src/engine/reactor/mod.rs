@@ -27,6 +27,7 @@ pub use uring::{SetupError, Uring};
 use super::sys::RawAddr;
 use std::io;
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -135,15 +136,16 @@ pub trait Reactor<T> {
     fn recv_low_water(&mut self, _sock: &Fd, _bytes: usize) {}
     /// Sends `buf[from..]`, failing with ECANCELED after the I/O timeout.
     fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId;
-    /// Writes `block[from..from + len]` to `file` at `offset`.
+    /// Writes `block[span]` to `file` at `offset`; `uncached` with `RWF_DONTCACHE` (a kernel or
+    /// file system without it fails the write with EOPNOTSUPP).
     fn write(
         &mut self,
         tag: T,
         file: Fd,
         block: Block,
-        from: usize,
-        len: usize,
+        span: Range<usize>,
         offset: u64,
+        uncached: bool,
     ) -> OpId;
     /// Reads up to a block of `file` at `offset`.
     fn read_file(&mut self, tag: T, file: Fd, block: Block, offset: u64) -> OpId;

@@ -13,6 +13,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -85,6 +86,8 @@ pub struct Faults {
     pub stall: u32,
     /// A write is short.
     pub short_write: u32,
+    /// An uncached write fails with EOPNOTSUPP (a kernel or file system without `RWF_DONTCACHE`).
+    pub uncached_refused: u32,
     /// A write fails with `write_errno`.
     pub write_error: u32,
     pub write_errno: i32,
@@ -206,6 +209,7 @@ enum Kind {
         from: usize,
         len: usize,
         offset: u64,
+        uncached: bool,
     },
     ReadFile {
         offset: u64,
@@ -548,9 +552,17 @@ impl<T> Sim<T> {
                 self.clock += Duration::from_nanos(faults.ns_per_byte.saturating_mul(n as u64));
                 n as i32
             }
-            Kind::Write { from, len, offset } => {
+            Kind::Write {
+                from,
+                len,
+                offset,
+                uncached,
+            } => {
                 if self.rng.chance(faults.again) {
                     return -libc::EINTR;
+                }
+                if uncached && self.rng.chance(faults.uncached_refused) {
+                    return -libc::EOPNOTSUPP;
                 }
                 if faults.write_error > 0 && self.rng.chance(faults.write_error) {
                     return -faults.write_errno;
@@ -833,13 +845,18 @@ impl<T> Reactor<T> for Sim<T> {
         tag: T,
         file: Fd,
         block: Block,
-        from: usize,
-        len: usize,
+        span: Range<usize>,
         offset: u64,
+        uncached: bool,
     ) -> OpId {
-        let from = from.min(block.len());
-        let len = len.min(block.len() - from);
-        let kind = Kind::Write { from, len, offset };
+        let from = span.start.min(block.len());
+        let len = span.len().min(block.len() - from);
+        let kind = Kind::Write {
+            from,
+            len,
+            offset,
+            uncached,
+        };
         self.insert(tag, Owned::Block(file, block), kind)
     }
 

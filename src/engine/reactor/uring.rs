@@ -7,6 +7,7 @@ use io_uring::{opcode, squeue, types, IoUring, Probe};
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -393,17 +394,19 @@ impl<T> Reactor<T> for Uring<T> {
         tag: T,
         file: Fd,
         mut block: Block,
-        from: usize,
-        len: usize,
+        span: Range<usize>,
         offset: u64,
+        uncached: bool,
     ) -> OpId {
         let fd = file.as_raw_fd();
-        let from = from.min(block.len());
-        let len = len.min(block.len() - from);
+        let from = span.start.min(block.len());
+        let len = span.len().min(block.len() - from);
         let ptr = block.addr().wrapping_add(from);
         let ud = self.insert(tag, Owned::Block(file, block));
+        let flags = if uncached { libc::RWF_DONTCACHE } else { 0 };
         let w = opcode::WriteFixed::new(types::Fd(fd), ptr, len as u32, 0)
             .offset(offset)
+            .rw_flags(flags)
             .build()
             .user_data(ud);
         self.stage(ud, &[w])

@@ -115,6 +115,7 @@ impl ListScenario {
             _ => {}
         }
         faults.ns_per_byte = super::link_rate(seed);
+        faults.uncached_refused = super::uncached_refusal(seed);
         ListScenario {
             jobs,
             args,

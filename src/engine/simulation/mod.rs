@@ -127,6 +127,12 @@ fn draw_faults(rng: &mut Rng) -> Faults {
     faults
 }
 
+/// How often the file system refuses an uncached (`RWF_DONTCACHE`) write, from a stream of its
+/// own: never, always (a kernel without it), or now and then.
+fn uncached_refusal(seed: u64) -> u32 {
+    [0, 0, 1000, 300][Rng::new(seed ^ 0x1a7e_d4a5_0000_0003).below(4) as usize]
+}
+
 /// The link's speed, from a stream of its own: none (every byte at once), 50, 10 or 1 MB/s.
 fn link_rate(seed: u64) -> u64 {
     [0, 0, 20, 100, 1000][Rng::new(seed ^ 0x1a7e_d4a5_0000_0002).below(5) as usize]
@@ -199,6 +205,7 @@ impl Scenario {
             }
         }
         faults.ns_per_byte = link_rate(seed);
+        faults.uncached_refused = uncached_refusal(seed);
         let mut mirrors = mirrors;
         if changed.is_some() {
             // A changed file is recognised by the validator (ETag) of the origin that served it,
