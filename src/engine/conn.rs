@@ -606,6 +606,9 @@ pub struct Download {
     pub last_save: Option<Instant>,
     /// The generation of the file the last completed control-file save described.
     pub saved_generation: u64,
+    /// The generation of the file whose final writeback was issued (a file written through the
+    /// page cache is complete once that is done; see `maybe_finish`).
+    pub synced_generation: u64,
     /// The first save of the current file is in flight: until it is on disk nothing is written
     /// and nothing allocated, so a file never holds bytes (or length) no control file accounts
     /// for — a later `-c` would take them for data.
@@ -739,6 +742,7 @@ impl Download {
             piece_length,
             last_save: None,
             saved_generation: 0,
+            synced_generation: 0,
             first_save_pending: false,
             alloc_after_save: None,
             opening: None,

@@ -39,8 +39,9 @@ pub enum WriteMode {
     /// the file is cut to length when it is complete.
     Direct,
     /// Through the page cache with `RWF_DONTCACHE`: each write starts its own writeback and the
-    /// kernel drops the pages once they are on disk. Writes have their exact length, so the file
-    /// never holds padding and needs no cut. For files of one write block (creating them is most
+    /// kernel drops the pages once they are on disk. Writes have their exact length, so no padding
+    /// reaches the file (but for a write issued in `O_DIRECT` and retried here after a refusal,
+    /// which the finishing cut takes off). For new files of one write block (creating them is most
     /// of their cost, and a padded write plus a cut would double their metadata work), and where
     /// `O_DIRECT` is refused.
     Uncached,

@@ -314,6 +314,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         let d = &mut self.dls[dl];
+        if d.mode != WriteMode::Direct && d.synced_generation != d.generation {
+            // Written through the page cache: an uncached write returns once its writeback has
+            // started, and an I/O error there would reach nobody. Complete means on disk, as
+            // with O_DIRECT: the whole file's writeback is waited for (a failure fails the
+            // download, `on_writeback`) and whatever is left of it in the cache dropped.
+            if let Some(file) = d.file.clone() {
+                d.synced_generation = d.generation;
+                d.writes += 1;
+                let tag = Tag::Writeback { file: d.file_of() };
+                self.reactor.writeback(tag, file, 0, 0);
+                return;
+            }
+        }
         let total = d.plan.as_ref().map_or(0, Plan::total);
         let path = d.path_text();
         if let Some(file) = d.file.take() {
@@ -323,9 +336,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 .as_deref()
                 .and_then(|t| httpdate::parse_http_date(t).ok())
                 .filter(|_| d.opts.remote_time);
-            // Only a padded last block makes the file longer than its length: a file written
-            // through the page cache, or ending on a block boundary, is not cut (cutting costs a
-            // metadata update, and a list of small files pays it once each).
+            // Only a padded last block makes the file longer than its length: a file whose writes
+            // had their exact length (through the page cache), or ending on a block boundary, is
+            // not cut (cutting costs a metadata update, and a list of small files pays it once
+            // each).
             let cut = move |file: &std::fs::File| {
                 if file.metadata()?.len() != total {
                     file.set_len(total)?;

@@ -1,6 +1,8 @@
 //! `--checksum`: a file's digest is taken from its blocks as they are written in file order; what
-//! arrived out of order (or was on disk from an earlier run) is read back through the ring with
-//! `O_DIRECT`, never through the page cache, and hashed before the download may complete.
+//! arrived out of order (or was on disk from an earlier run) is read back through the ring, with
+//! `O_DIRECT` where the file is written so (a file written through the page cache is read through
+//! it, and dropped from it when the download completes), and hashed before the download may
+//! complete.
 use super::*;
 
 impl<R: Reactor<Tag>> Engine<'_, R> {

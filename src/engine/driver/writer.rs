@@ -210,13 +210,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
                 (self.dls[dl].mode != WriteMode::Direct).then_some(0)
             }
-            r if r == -libc::EOPNOTSUPP && w.mode == WriteMode::Uncached && w.done == 0 => {
+            r if r == -libc::EOPNOTSUPP && w.mode == WriteMode::Uncached => {
                 // No RWF_DONTCACHE (an older kernel, or a file system without it): each write is
                 // then written back and dropped by a writeback of its own.
                 if d.mode == WriteMode::Uncached {
                     d.mode = WriteMode::Uncached.fallback();
                 }
-                Some(0)
+                Some(w.done)
             }
             r if r > 0 && w.done + (r as usize) < w.len => Some(w.done + r as usize),
             _ => None,

@@ -149,7 +149,8 @@ pub trait Reactor<T> {
     ) -> OpId;
     /// Reads up to a block of `file` at `offset`.
     fn read_file(&mut self, tag: T, file: Fd, block: Block, offset: u64) -> OpId;
-    /// Writes a range of a buffered file back and drops it from the page cache.
+    /// Writes a range of a buffered file back and drops it from the page cache (`len` 0: to the
+    /// end of the file).
     fn writeback(&mut self, tag: T, file: Fd, offset: u64, len: usize) -> OpId;
     /// Allocates `len` bytes of `file` from offset 0.
     fn fallocate(&mut self, tag: T, file: Fd, len: u64) -> OpId;

@@ -214,6 +214,9 @@ enum Kind {
     ReadFile {
         offset: u64,
     },
+    /// A writeback and page-cache drop: fails as a write does (at `write_error`), reported as
+    /// io_uring reports a failed linked `sync_file_range`, ECANCELED.
+    Writeback,
     Plain,
     /// Never completes by itself (eventfd and signalfd reads).
     Never,
@@ -393,6 +396,13 @@ impl<T> Sim<T> {
                 self.interrupts_given += 1;
                 std::mem::size_of::<libc::signalfd_siginfo>() as i32
             }
+            Kind::Writeback => {
+                if faults.write_error > 0 && self.rng.chance(faults.write_error) {
+                    -libc::ECANCELED
+                } else {
+                    0
+                }
+            }
             Kind::Plain => 0,
             Kind::Accept => {
                 let Some((_, bytes)) = self.world.borrow_mut().rpc_calls.pop_front() else {
@@ -561,7 +571,10 @@ impl<T> Sim<T> {
                 if self.rng.chance(faults.again) {
                     return -libc::EINTR;
                 }
-                if uncached && self.rng.chance(faults.uncached_refused) {
+                if uncached
+                    && faults.uncached_refused > 0
+                    && self.rng.chance(faults.uncached_refused)
+                {
                     return -libc::EOPNOTSUPP;
                 }
                 if faults.write_error > 0 && self.rng.chance(faults.write_error) {
@@ -865,7 +878,7 @@ impl<T> Reactor<T> for Sim<T> {
     }
 
     fn writeback(&mut self, tag: T, file: Fd, _offset: u64, _len: usize) -> OpId {
-        self.insert(tag, Owned::Fd(file), Kind::Plain)
+        self.insert(tag, Owned::Fd(file), Kind::Writeback)
     }
 
     fn fallocate(&mut self, tag: T, file: Fd, _len: u64) -> OpId {
