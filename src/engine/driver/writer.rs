@@ -41,6 +41,12 @@ impl Flushes {
     }
 }
 
+/// The errors with which a kernel, a file system or a sandbox refuses an uncached write for the
+/// flag (or the call) rather than for the write: EOPNOTSUPP (kernels since 4.7 for an unknown
+/// flag, and file systems without `RWF_DONTCACHE`), EINVAL, ENOSYS and EPERM (`pwritev2` refused
+/// by a seccomp profile).
+const UNCACHED_REFUSED: [i32; 4] = [libc::EOPNOTSUPP, libc::EINVAL, libc::ENOSYS, libc::EPERM];
+
 impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Issues the writes of the blocks that filled, in the order they filled. A download whose
     /// earlier file still has writes in flight keeps its blocks until those end.
@@ -210,9 +216,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
                 (self.dls[dl].mode != WriteMode::Direct).then_some(0)
             }
-            r if r == -libc::EOPNOTSUPP && w.mode == WriteMode::Uncached => {
-                // No RWF_DONTCACHE (an older kernel, or a file system without it): each write is
-                // then written back and dropped by a writeback of its own.
+            r if w.mode == WriteMode::Uncached && UNCACHED_REFUSED.contains(&-r) => {
+                // No RWF_DONTCACHE (an older kernel, or a file system without it; a sandbox may
+                // refuse pwritev2 itself): each write is then written back and dropped by a
+                // writeback of its own. A real error comes back from the retry without the flag.
                 if d.mode == WriteMode::Uncached {
                     d.mode = WriteMode::Uncached.fallback();
                 }

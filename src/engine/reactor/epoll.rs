@@ -632,9 +632,17 @@ impl<T> Reactor<T> for Epoll<T> {
             iov_base: ptr.cast(),
             iov_len: len,
         };
-        let flags = if uncached { libc::RWF_DONTCACHE } else { 0 };
+        let fd = file.as_raw_fd();
         // SAFETY: `ptr..ptr + len` lies in the block, owned here for the call; the file is open.
-        let rc = unsafe { libc::pwritev2(file.as_raw_fd(), &iov, 1, offset as libc::off_t, flags) };
+        // Plain pwrite unless the flag is wanted: where io_uring is refused, a sandbox may refuse
+        // pwritev2 as well, and the writer then retries without it.
+        let rc = unsafe {
+            if uncached {
+                libc::pwritev2(fd, &iov, 1, offset as libc::off_t, libc::RWF_DONTCACHE)
+            } else {
+                libc::pwrite(fd, ptr.cast(), len, offset as libc::off_t)
+            }
+        };
         self.file_op(tag, Owned::Block(file, block), result_of(rc))
     }
 

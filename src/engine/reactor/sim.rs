@@ -575,7 +575,9 @@ impl<T> Sim<T> {
                     && faults.uncached_refused > 0
                     && self.rng.chance(faults.uncached_refused)
                 {
-                    return -libc::EOPNOTSUPP;
+                    // Each way a kernel, a file system or a sandbox refuses it.
+                    let refusals = [libc::EOPNOTSUPP, libc::EINVAL, libc::ENOSYS, libc::EPERM];
+                    return -refusals[self.rng.below(4) as usize];
                 }
                 if faults.write_error > 0 && self.rng.chance(faults.write_error) {
                     return -faults.write_errno;
