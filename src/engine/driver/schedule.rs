@@ -357,7 +357,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let described = d.saved_generation == d.generation && d.control.is_some();
             // The job gets a descriptor of its own: the file's `Rc` may still be held by the
             // completion being handled (the last write's).
-            match file.try_clone().ok().filter(|_| described) {
+            match described.then(|| file.try_clone().ok()).flatten() {
                 Some(file) => {
                     // Cut to its length (the padding of the last block goes) and dated on the
                     // file-job thread: the download finishes when that is done
