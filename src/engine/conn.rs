@@ -624,9 +624,6 @@ pub struct Download {
     pub save_when_open: bool,
     /// Its file could not be created: it leaves no control file.
     pub create_failed: bool,
-    /// Complete, and its file cut to length: only the finishing is left (a stop now changes
-    /// nothing).
-    pub cut: bool,
     /// Resumed from a control file: the first request already asks for a range.
     pub resumed: bool,
     /// `-c` without a control file: the existing file's length (rounded down to 16 KiB), asked for first.
@@ -748,7 +745,6 @@ impl Download {
             opening: None,
             save_when_open: false,
             create_failed: false,
-            cut: false,
             resumed: false,
             continue_from: None,
             expected,

@@ -231,7 +231,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Download `dl`'s finished file was cut to its length (`maybe_finish`), or could not be.
     pub(super) fn on_truncated(&mut self, dl: usize, res: i32) {
         let d = &mut self.dls[dl];
-        d.cut = res >= 0;
         if res < 0 && d.error.is_none() {
             let f = Failure::fatal(
                 ExitCode::FILE_IO,
@@ -248,11 +247,22 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         let working = self.conn_count(dl) > 0;
+        let pending_fill = self
+            .conns
+            .iter()
+            .flatten()
+            .any(|c| c.fill.is_some() && c.ex.as_ref().is_some_and(|e| e.dl == dl));
         let d = &mut self.dls[dl];
         if d.state != DlState::Active || d.writes > 0 || d.old_writes > 0 {
             return;
         }
-        if d.error.is_some() || (d.halted && !d.cut) {
+        let complete = d.length_known && d.plan.as_ref().is_some_and(Plan::is_complete);
+        let all_in = complete && !pending_fill;
+        // Every byte is in (and, with a digest, verified): what is left is finishing the file
+        // (its final writeback, its cut), and a stop arriving meanwhile, as one arriving while
+        // the last write was in flight, changes nothing.
+        let settled = all_in && (d.expected.is_none() || d.verified);
+        if d.error.is_some() || (d.halted && !settled) {
             if !working {
                 d.state = DlState::Finished;
                 d.ended = Some(self.reactor.now());
@@ -296,14 +306,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             return;
         }
-        let complete = d.length_known && d.plan.as_ref().is_some_and(Plan::is_complete);
-        let pending_fill = self
-            .conns
-            .iter()
-            .flatten()
-            .any(|c| c.fill.is_some() && c.ex.as_ref().is_some_and(|e| e.dl == dl))
-            || self.flushes.holds(dl);
-        if !complete || pending_fill {
+        if !all_in {
             return;
         }
         if self.dls[dl].expected.is_some() && !self.dls[dl].verified {
@@ -378,6 +381,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
             }
         }
+        // Complete: a stop that arrived once every byte was in did not stop it.
+        d.halted = false;
         d.state = DlState::Finished;
         d.ended = Some(self.reactor.now());
         if d.error.is_none() {

@@ -287,6 +287,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             } else {
                 -res
             };
+            // The writes returned, and were counted as on disk, before their writeback; which of
+            // their pages it lost is not known (the error is the file's). Nothing is claimed any
+            // more: no control file, and no cut to the bytes without a gap, may count them.
+            self.dls[dl].written = crate::plan::RangeSet::new();
             self.write_failed(dl, errno);
         }
         self.maybe_finish(dl);

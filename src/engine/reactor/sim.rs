@@ -88,6 +88,9 @@ pub struct Faults {
     pub short_write: u32,
     /// An uncached write fails with EOPNOTSUPP (a kernel or file system without `RWF_DONTCACHE`).
     pub uncached_refused: u32,
+    /// A writeback of pages written through the cache fails (an I/O error after the write
+    /// returned), and what it was writing back is lost.
+    pub writeback_error: u32,
     /// A write fails with `write_errno`.
     pub write_error: u32,
     pub write_errno: i32,
@@ -214,9 +217,13 @@ enum Kind {
     ReadFile {
         offset: u64,
     },
-    /// A writeback and page-cache drop: fails as a write does (at `write_error`), reported as
-    /// io_uring reports a failed linked `sync_file_range`, ECANCELED.
-    Writeback,
+    /// A writeback and page-cache drop of `len` bytes at `offset` (0: to the end): fails at
+    /// `writeback_error`, reported as io_uring reports a failed linked `sync_file_range`,
+    /// ECANCELED; what it was writing back is then lost (zeroed).
+    Writeback {
+        offset: u64,
+        len: usize,
+    },
     Plain,
     /// Never completes by itself (eventfd and signalfd reads).
     Never,
@@ -396,12 +403,42 @@ impl<T> Sim<T> {
                 self.interrupts_given += 1;
                 std::mem::size_of::<libc::signalfd_siginfo>() as i32
             }
-            Kind::Writeback => {
-                if faults.write_error > 0 && self.rng.chance(faults.write_error) {
-                    -libc::ECANCELED
-                } else {
-                    0
+            Kind::Writeback { offset, len } => {
+                if faults.writeback_error == 0 || !self.rng.chance(faults.writeback_error) {
+                    return 0;
                 }
+                let Owned::Fd(file) = &op.owned else {
+                    return -libc::EINVAL;
+                };
+                let fd = file.as_raw_fd();
+                // SAFETY: an all-zero `stat` is a valid value for fstat to fill; the descriptor
+                // is kept open by the operation.
+                let size = unsafe {
+                    let mut st: libc::stat = std::mem::zeroed();
+                    if libc::fstat(fd, &mut st) == 0 {
+                        st.st_size as u64
+                    } else {
+                        0
+                    }
+                };
+                let end = if len == 0 {
+                    size
+                } else {
+                    size.min(offset + len as u64)
+                };
+                if end > offset {
+                    let zeros = vec![0u8; (end - offset) as usize];
+                    // SAFETY: pwrite reads `zeros`, borrowed for the call, from an open descriptor.
+                    let _ = unsafe {
+                        libc::pwrite(
+                            fd,
+                            zeros.as_ptr().cast(),
+                            zeros.len(),
+                            offset as libc::off_t,
+                        )
+                    };
+                }
+                -libc::ECANCELED
             }
             Kind::Plain => 0,
             Kind::Accept => {
@@ -879,8 +916,8 @@ impl<T> Reactor<T> for Sim<T> {
         self.insert(tag, Owned::Block(file, block), Kind::ReadFile { offset })
     }
 
-    fn writeback(&mut self, tag: T, file: Fd, _offset: u64, _len: usize) -> OpId {
-        self.insert(tag, Owned::Fd(file), Kind::Writeback)
+    fn writeback(&mut self, tag: T, file: Fd, offset: u64, len: usize) -> OpId {
+        self.insert(tag, Owned::Fd(file), Kind::Writeback { offset, len })
     }
 
     fn fallocate(&mut self, tag: T, file: Fd, _len: u64) -> OpId {

@@ -116,6 +116,7 @@ impl ListScenario {
         }
         faults.ns_per_byte = super::link_rate(seed);
         faults.uncached_refused = super::uncached_refusal(seed);
+        faults.writeback_error = super::writeback_failure(seed);
         ListScenario {
             jobs,
             args,

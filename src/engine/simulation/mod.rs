@@ -133,6 +133,11 @@ fn uncached_refusal(seed: u64) -> u32 {
     [0, 0, 1000, 300][Rng::new(seed ^ 0x1a7e_d4a5_0000_0003).below(4) as usize]
 }
 
+/// How often a writeback of pages written through the cache fails, from a stream of its own.
+fn writeback_failure(seed: u64) -> u32 {
+    [0, 0, 0, 0, 300, 1000][Rng::new(seed ^ 0x1a7e_d4a5_0000_0004).below(6) as usize]
+}
+
 /// The link's speed, from a stream of its own: none (every byte at once), 50, 10 or 1 MB/s.
 fn link_rate(seed: u64) -> u64 {
     [0, 0, 20, 100, 1000][Rng::new(seed ^ 0x1a7e_d4a5_0000_0002).below(5) as usize]
@@ -206,6 +211,7 @@ impl Scenario {
         }
         faults.ns_per_byte = link_rate(seed);
         faults.uncached_refused = uncached_refusal(seed);
+        faults.writeback_error = writeback_failure(seed);
         let mut mirrors = mirrors;
         if changed.is_some() {
             // A changed file is recognised by the validator (ETag) of the origin that served it,
@@ -739,6 +745,112 @@ fn a_kill_never_leaves_bytes_no_control_file_accounts_for() {
     for alloc in ["--file-allocation=trunc", "--file-allocation=prealloc"] {
         kill_everywhere(alloc, vec![good], &["-s4", "-k1M", alloc], 2_500_000);
     }
+}
+
+/// A Ctrl-C that arrives once every byte is in (the last write, the final writeback of a file
+/// written through the page cache, or the cut still in flight) changes nothing: whenever the run
+/// leaves the whole file, it reports the download complete and leaves no control file beside it.
+/// Review finding: the final writeback of a one-block file, and before it the last write of any
+/// file, was a window in which a stop left a whole file reported "not complete".
+#[test]
+fn a_stop_after_the_last_byte_changes_nothing() {
+    let good = Mirror::Good {
+        ranges: true,
+        framing: Framing::Length,
+    };
+    let mut failures = Vec::new();
+    let mut stopped_whole = 0;
+    for (len, args) in [(50_000, &["-x1"][..]), (700_000, &["-x2", "-k1M"][..])] {
+        for step in 1..160 {
+            let faults = Faults {
+                interrupts: vec![step],
+                reorder: step % 2 == 0,
+                ..Faults::default()
+            };
+            let sc = custom(step, len, vec![good], args, faults);
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let world = Rc::new(RefCell::new(World {
+                servers: sc.servers(),
+                faults: sc.faults.clone(),
+                ..World::default()
+            }));
+            let ended = run(
+                sc.budget,
+                dir.path(),
+                &sc.args,
+                &[url(0)],
+                None,
+                world,
+                sc.seed,
+            );
+            let what = format!("{len} bytes, Ctrl-C at step {step}");
+            let Ok(Ended::Done(summary)) = ended else {
+                failures.push(format!("{what}: the run did not end by itself"));
+                continue;
+            };
+            let Some(outcome) = summary.results.first() else {
+                failures.push(format!("{what}: no result"));
+                continue;
+            };
+            let whole = std::fs::read(dir.path().join(NAME)).ok().as_deref() == Some(&sc.data[..]);
+            if !whole {
+                continue;
+            }
+            if !(outcome.code.0 == 0 && outcome.finished) {
+                stopped_whole += 1;
+                failures.push(format!(
+                    "{what}: the file is whole, the download reported {} (finished: {})",
+                    outcome.code.0, outcome.finished
+                ));
+            } else if let Err(e) = check_complete(dir.path(), &sc.data, &what) {
+                failures.push(e);
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{stopped_whole} whole files reported stopped:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// A writeback that fails after its write returned (a file written through the page cache) loses
+/// what it was writing: the download fails, and neither its control file nor its cut file may
+/// claim those bytes, so that `-c` fetches them again. One-block files (uncached, then with each
+/// write written back where the flag is refused), with and without completions out of order.
+/// Review finding: the claims were made when the write returned and kept after the writeback
+/// failed.
+#[test]
+fn a_failed_writeback_claims_nothing_it_was_writing() {
+    let good = Mirror::Good {
+        ranges: true,
+        framing: Framing::Length,
+    };
+    let mut failures = Vec::new();
+    for refused in [0, 1000] {
+        for rate in [300, 1000] {
+            for seed in 1..25 {
+                let faults = Faults {
+                    uncached_refused: refused,
+                    writeback_error: rate,
+                    reorder: seed % 2 == 0,
+                    short_write: 300,
+                    ..Faults::default()
+                };
+                let sc = custom(
+                    seed,
+                    20_000 + 4_000 * seed as usize,
+                    vec![good],
+                    &[],
+                    faults,
+                );
+                if let Err(e) = check_scenario(&sc, false) {
+                    failures.push(format!("refused {refused}, rate {rate}, seed {seed}: {e}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Runs scenario `sc` (one download of its first mirror) once and requires that it ends by itself,
