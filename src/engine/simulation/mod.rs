@@ -768,21 +768,7 @@ fn a_stop_after_the_last_byte_changes_nothing() {
                 ..Faults::default()
             };
             let sc = custom(step, len, vec![good], args, faults);
-            let dir = tempfile::tempdir().expect("a temporary directory");
-            let world = Rc::new(RefCell::new(World {
-                servers: sc.servers(),
-                faults: sc.faults.clone(),
-                ..World::default()
-            }));
-            let ended = run(
-                sc.budget,
-                dir.path(),
-                &sc.args,
-                &[url(0)],
-                None,
-                world,
-                sc.seed,
-            );
+            let (dir, _, ended) = run_once(&sc);
             let what = format!("{len} bytes, Ctrl-C at step {step}");
             let Ok(Ended::Done(summary)) = ended else {
                 failures.push(format!("{what}: the run did not end by itself"));
@@ -853,9 +839,9 @@ fn a_failed_writeback_claims_nothing_it_was_writing() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Runs scenario `sc` (one download of its first mirror) once and requires that it ends by itself,
-/// complete and exact; the world it ran in, for what else the test checks.
-fn run_to_completion(sc: &Scenario, what: &str) -> Rc<RefCell<World>> {
+/// Runs scenario `sc` (one download of its first mirror) once, into a new directory: the
+/// directory, the world it ran in and how the run ended.
+fn run_once(sc: &Scenario) -> (tempfile::TempDir, Rc<RefCell<World>>, Result<Ended, String>) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let world = Rc::new(RefCell::new(World {
         servers: sc.servers(),
@@ -871,6 +857,13 @@ fn run_to_completion(sc: &Scenario, what: &str) -> Rc<RefCell<World>> {
         world.clone(),
         sc.seed,
     );
+    (dir, world, ended)
+}
+
+/// Runs scenario `sc` once and requires that it ends by itself, complete and exact; the world it
+/// ran in, for what else the test checks.
+fn run_to_completion(sc: &Scenario, what: &str) -> Rc<RefCell<World>> {
+    let (dir, world, ended) = run_once(sc);
     let Ok(Ended::Done(summary)) = ended else {
         panic!("{what}: the run did not end by itself");
     };
