@@ -609,6 +609,8 @@ pub struct Download {
     /// The generation of the file whose final writeback was issued (a file written through the
     /// page cache is complete once that is done; see `maybe_finish`).
     pub synced_generation: u64,
+    /// A writeback of the current file failed: none of its bytes may be claimed any more.
+    pub claims_lost: bool,
     /// The first save of the current file is in flight: until it is on disk nothing is written
     /// and nothing allocated, so a file never holds bytes (or length) no control file accounts
     /// for — a later `-c` would take them for data.
@@ -740,6 +742,7 @@ impl Download {
             last_save: None,
             saved_generation: 0,
             synced_generation: 0,
+            claims_lost: false,
             first_save_pending: false,
             alloc_after_save: None,
             opening: None,
@@ -821,6 +824,7 @@ impl Download {
     fn new_generation(&mut self) {
         static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         self.drop_file();
+        self.claims_lost = false;
         self.generation = GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 

@@ -258,10 +258,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         let complete = d.length_known && d.plan.as_ref().is_some_and(Plan::is_complete);
         let all_in = complete && !pending_fill;
-        // Every byte is in (and, with a digest, verified): what is left is finishing the file
-        // (its final writeback, its cut), and a stop arriving meanwhile, as one arriving while
-        // the last write was in flight, changes nothing.
-        let settled = all_in && (d.expected.is_none() || d.verified);
+        // Every byte is written (and, with a digest, verified): what is left is finishing the
+        // file (its final writeback, its cut), and a stop arriving meanwhile, as one arriving
+        // while the last write was in flight, changes nothing. Written, not only arrived: an
+        // emergency stop drops the blocks still waiting, whose bytes the plan counts as in.
+        let total = d.plan.as_ref().map_or(0, Plan::total);
+        let settled = all_in && d.written.covers(0..total) && (d.expected.is_none() || d.verified);
         if d.error.is_some() || (d.halted && !settled) {
             if !working {
                 d.state = DlState::Finished;
@@ -330,7 +332,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 return;
             }
         }
-        let total = d.plan.as_ref().map_or(0, Plan::total);
         let path = d.path_text();
         if let Some(file) = d.file.take() {
             // -R: the server's Last-Modified time (best effort: a bad date changes nothing).

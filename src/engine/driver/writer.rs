@@ -249,8 +249,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let errno = if res < 0 { -res } else { libc::EIO };
             self.write_failed(dl, errno);
         } else {
-            // On disk now: a control file may claim these bytes.
-            d.written.insert(w.off..w.off + w.data as u64);
+            // On disk now: a control file may claim these bytes (unless a writeback of this file
+            // has failed, after which nothing of it is trusted).
+            if !d.claims_lost {
+                d.written.insert(w.off..w.off + w.data as u64);
+            }
             if w.mode == WriteMode::Buffered {
                 d.writes += 1;
                 let tag = Tag::Writeback { file: d.file_of() };
@@ -288,9 +291,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 -res
             };
             // The writes returned, and were counted as on disk, before their writeback; which of
-            // their pages it lost is not known (the error is the file's). Nothing is claimed any
-            // more: no control file, and no cut to the bytes without a gap, may count them.
-            self.dls[dl].written = crate::plan::RangeSet::new();
+            // their pages it lost is not known (the error is the file's, reported once). Nothing
+            // is claimed any more, nor will be by writes still in flight: no control file, and
+            // no cut to the bytes without a gap, may count them.
+            let d = &mut self.dls[dl];
+            d.written = crate::plan::RangeSet::new();
+            d.claims_lost = true;
             self.write_failed(dl, errno);
         }
         self.maybe_finish(dl);

@@ -800,6 +800,59 @@ fn a_stop_after_the_last_byte_changes_nothing() {
     );
 }
 
+/// A second Ctrl-C drops the blocks still waiting to be written: a download whose bytes had all
+/// arrived but not all reached the file must not then be reported complete (its file cut to
+/// length over the hole, its control file removed). Whatever the two stops leave is either
+/// complete and exact, or claims only bytes that are on disk. Review finding on 9c8aea1, which
+/// took "every byte arrived" for "every byte written".
+#[test]
+fn an_emergency_stop_never_completes_a_file_with_a_hole() {
+    let length = Mirror::Good {
+        ranges: true,
+        framing: Framing::Length,
+    };
+    let until_close = Mirror::Good {
+        ranges: false,
+        framing: Framing::UntilClose,
+    };
+    let mut failures = Vec::new();
+    for (len, mirror, args) in [
+        (50_000, length, &["-x1"][..]),
+        (700_000, length, &["-x2", "-k1M"][..]),
+        (300_000, until_close, &["-x1"][..]),
+    ] {
+        for step in 1..120 {
+            for gap in [0, 1, 3] {
+                let faults = Faults {
+                    interrupts: vec![step, step + gap],
+                    reorder: step % 2 == 0,
+                    ..Faults::default()
+                };
+                let sc = custom(step, len, vec![mirror], args, faults);
+                let (dir, _, ended) = run_once(&sc);
+                let what = format!("{len} bytes, Ctrl-C at steps {step} and {}", step + gap);
+                let Ok(Ended::Done(summary)) = ended else {
+                    failures.push(format!("{what}: the run did not end by itself"));
+                    continue;
+                };
+                let Some(outcome) = summary.results.first() else {
+                    failures.push(format!("{what}: no result"));
+                    continue;
+                };
+                let checked = if outcome.code.0 == 0 && outcome.finished {
+                    check_complete(dir.path(), &sc.data, &what)
+                } else {
+                    check_claims(dir.path(), &sc.data).map_err(|e| format!("{what}: {e}"))
+                };
+                if let Err(e) = checked {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// A writeback that fails after its write returned (a file written through the page cache) loses
 /// what it was writing: the download fails, and neither its control file nor its cut file may
 /// claim those bytes, so that `-c` fetches them again. One-block files (uncached, then with each
