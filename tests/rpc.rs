@@ -743,15 +743,7 @@ fn a_session_is_saved_and_a_restarted_daemon_carries_on() {
 fn the_session_interval_saves_changes_only() {
     let dir = TestDir::new();
     let session = dir.join("s.txt");
-    let d = Daemon::start(
-        &dir,
-        &[
-            "-d",
-            &dir.arg(),
-            &format!("--save-session={}", session.display()),
-            "--save-session-interval=1",
-        ],
-    );
+    let d = saving_every_second(&dir, &session);
     let e = d.call_err("aria2.getOption", json!(["0123456789abcdef"]));
     assert_eq!(e, "GID 0123456789abcdef is not found");
     let g = gid_of(&d.call(
@@ -1576,6 +1568,19 @@ fn a_long_session_is_queued_as_it_is_read_not_held_whole() {
     assert!(per_entry < 150, "{per_entry} bytes an entry at the peak");
 }
 
+/// A daemon saving its session to `session` every second.
+fn saving_every_second(dir: &TestDir, session: &std::path::Path) -> Daemon {
+    Daemon::start(
+        dir,
+        &[
+            "-d",
+            &dir.arg(),
+            &format!("--save-session={}", session.display()),
+            "--save-session-interval=1",
+        ],
+    )
+}
+
 /// Adds `n` downloads through `system.multicall`, a thousand `aria2.addUri` calls at a time, the
 /// `j`th with the parameters `params(j)`; every call must be answered.
 fn add_in_batches(d: &Daemon, n: usize, params: impl Fn(usize) -> Value) {
@@ -1658,15 +1663,7 @@ fn saving_a_long_session_never_holds_its_text_in_memory() {
 fn save_session_writes_even_during_an_unchanged_interval_save() {
     let dir = TestDir::new();
     let session = dir.join("busy.session");
-    let d = Daemon::start(
-        &dir,
-        &[
-            "-d",
-            &dir.arg(),
-            &format!("--save-session={}", session.display()),
-            "--save-session-interval=1",
-        ],
-    );
+    let d = saving_every_second(&dir, &session);
     // Enough entries that an interval save (a pass over all of them) takes a while.
     let pad = "p".repeat(120);
     add_in_batches(

@@ -246,6 +246,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if self.flushes.holds(dl) {
             return;
         }
+        let d = &self.dls[dl];
+        if d.state != DlState::Active || d.writes > 0 || d.old_writes > 0 {
+            return;
+        }
         let working = self.conn_count(dl) > 0;
         let pending_fill = self
             .conns
@@ -253,9 +257,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .flatten()
             .any(|c| c.fill.is_some() && c.ex.as_ref().is_some_and(|e| e.dl == dl));
         let d = &mut self.dls[dl];
-        if d.state != DlState::Active || d.writes > 0 || d.old_writes > 0 {
-            return;
-        }
         let complete = d.length_known && d.plan.as_ref().is_some_and(Plan::is_complete);
         let all_in = complete && !pending_fill;
         // Every byte is written (and, with a digest, verified): what is left is finishing the

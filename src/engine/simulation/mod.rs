@@ -701,11 +701,25 @@ fn custom(seed: u64, len: usize, mirrors: Vec<Mirror>, args: &[&str], faults: Fa
     }
 }
 
+/// Checks every scenario (`check_scenario`: the first run, then the healed `-c` run), each named
+/// by its label, and fails with every scenario that broke.
+fn check_each(name: &str, cases: impl IntoIterator<Item = (String, Scenario)>) {
+    let failures: Vec<String> = cases
+        .into_iter()
+        .filter_map(|(label, sc)| {
+            check_scenario(&sc, false)
+                .err()
+                .map(|e| format!("{label}, seed {}: {e}", sc.seed))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
+}
+
 /// Kills at every step of the first part of a run: whatever a kill leaves, `-c` finishes exactly.
 fn kill_everywhere(name: &str, mirrors: Vec<Mirror>, args: &[&str], len: usize) {
-    let mut failures = Vec::new();
-    for kill in (1..240).step_by(2) {
-        for seed in 1..4 {
+    let cases = (1..240).step_by(2).flat_map(|kill| {
+        let mirrors = mirrors.clone();
+        (1..4).map(move |seed| {
             let faults = Faults {
                 max_chunk: 150_000,
                 short_write: 300,
@@ -714,12 +728,10 @@ fn kill_everywhere(name: &str, mirrors: Vec<Mirror>, args: &[&str], len: usize) 
                 ..Faults::default()
             };
             let sc = custom(seed * 1000 + kill, len, mirrors.clone(), args, faults);
-            if let Err(e) = check_scenario(&sc, false) {
-                failures.push(format!("kill at step {kill}, seed {}: {e}", sc.seed));
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
+            (format!("kill at step {kill}"), sc)
+        })
+    });
+    check_each(name, cases);
 }
 
 /// A body of unknown length (close-delimited) has no control file: a kill must leave its file
@@ -770,13 +782,12 @@ fn a_stop_after_the_last_byte_changes_nothing() {
             let sc = custom(step, len, vec![good], args, faults);
             let (dir, _, ended) = run_once(&sc);
             let what = format!("{len} bytes, Ctrl-C at step {step}");
-            let Ok(Ended::Done(summary)) = ended else {
-                failures.push(format!("{what}: the run did not end by itself"));
-                continue;
-            };
-            let Some(outcome) = summary.results.first() else {
-                failures.push(format!("{what}: no result"));
-                continue;
+            let outcome = match only_outcome(ended, &what) {
+                Ok(o) => o,
+                Err(e) => {
+                    failures.push(e);
+                    continue;
+                }
             };
             let whole = std::fs::read(dir.path().join(NAME)).ok().as_deref() == Some(&sc.data[..]);
             if !whole {
@@ -831,13 +842,12 @@ fn an_emergency_stop_never_completes_a_file_with_a_hole() {
                 let sc = custom(step, len, vec![mirror], args, faults);
                 let (dir, _, ended) = run_once(&sc);
                 let what = format!("{len} bytes, Ctrl-C at steps {step} and {}", step + gap);
-                let Ok(Ended::Done(summary)) = ended else {
-                    failures.push(format!("{what}: the run did not end by itself"));
-                    continue;
-                };
-                let Some(outcome) = summary.results.first() else {
-                    failures.push(format!("{what}: no result"));
-                    continue;
+                let outcome = match only_outcome(ended, &what) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        failures.push(e);
+                        continue;
+                    }
                 };
                 let checked = if outcome.code.0 == 0 && outcome.finished {
                     check_complete(dir.path(), &sc.data, &what)
@@ -865,7 +875,7 @@ fn a_failed_writeback_claims_nothing_it_was_writing() {
         ranges: true,
         framing: Framing::Length,
     };
-    let mut failures = Vec::new();
+    let mut cases = Vec::new();
     for refused in [0, 1000] {
         for rate in [300, 1000] {
             for seed in 1..25 {
@@ -883,13 +893,11 @@ fn a_failed_writeback_claims_nothing_it_was_writing() {
                     &[],
                     faults,
                 );
-                if let Err(e) = check_scenario(&sc, false) {
-                    failures.push(format!("refused {refused}, rate {rate}, seed {seed}: {e}"));
-                }
+                cases.push((format!("refused {refused}, rate {rate}"), sc));
             }
         }
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    check_each("failed writebacks", cases);
 }
 
 /// Runs scenario `sc` (one download of its first mirror) once, into a new directory: the
@@ -911,6 +919,18 @@ fn run_once(sc: &Scenario) -> (tempfile::TempDir, Rc<RefCell<World>>, Result<End
         sc.seed,
     );
     (dir, world, ended)
+}
+
+/// The result of a run that ended by itself with one download; `Err` says what went wrong.
+fn only_outcome(ended: Result<Ended, String>, what: &str) -> Result<super::conn::Outcome, String> {
+    match ended {
+        Ok(Ended::Done(summary)) => summary
+            .results
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("{what}: no result")),
+        _ => Err(format!("{what}: the run did not end by itself")),
+    }
 }
 
 /// Runs scenario `sc` once and requires that it ends by itself, complete and exact; the world it
