@@ -264,7 +264,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // while the last write was in flight, changes nothing. Written, not only arrived: an
         // emergency stop drops the blocks still waiting, whose bytes the plan counts as in.
         let total = d.plan.as_ref().map_or(0, Plan::total);
-        let written = d.written.covers(0..total);
+        // (A download that fetched no body, its file already whole or not wanted, has nothing
+        // to write.)
+        let written = d.no_data || d.written.covers(0..total);
         let settled = all_in && written && (d.expected.is_none() || d.verified);
         // Every byte arrived and nothing is in flight or waiting, yet some never reached the
         // file: their blocks were dropped (an emergency stop, a forced shutdown) and nothing
