@@ -581,15 +581,24 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 "a connection or a flush names download {dl}, which has ended"
             );
         }
-        if let Some(dm) = self.daemon.as_deref().filter(|d| d.gids.len() <= 10_000) {
+        if let Some(dm) = self
+            .daemon
+            .as_deref()
+            .filter(|d| d.waiting.known_count() <= 10_000)
+        {
             // The daemon's GID index holds exactly the downloads it holds.
             let held: std::collections::HashSet<u64> = dm
                 .waiting
                 .gids()
+                .into_iter()
                 .chain(dm.running.keys().copied())
                 .chain(dm.stopped.heads().map(|s| s.gid))
                 .collect();
-            assert!(held == dm.gids, "the daemon's GID index is out of step");
+            let mut indexed = std::collections::HashSet::new();
+            dm.each_gid(|g| {
+                indexed.insert(g);
+            });
+            assert!(held == indexed, "the daemon's GID index is out of step");
             dm.waiting.check();
             dm.stopped.check();
         }

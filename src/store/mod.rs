@@ -4,6 +4,7 @@
 //! daemon's record file (`records`), which keeps long lists' strings out of memory.
 pub mod checksum;
 pub mod control;
+pub mod gidmap;
 pub mod records;
 use std::fs::{File, OpenOptions};
 use std::io;

@@ -1,7 +1,7 @@
-//! Byte records kept out of the process's memory: the daemon's long lists (the waiting queue, the
-//! stopped results) keep a small fixed-size slot per entry in memory and the entry's URIs,
-//! options, paths and messages here, so a million queued downloads cost their slots and not their
-//! strings.
+//! Byte records kept out of the process's memory: the daemon's waiting queue keeps its entries
+//! here in chunks of a thousand or so (in memory only a few chunks and a description of each),
+//! and its stopped results keep a small fixed-size head per result in memory and their URIs,
+//! options, paths and messages here.
 //!
 //! The backing is an unnamed file: `O_TMPFILE` in a directory the caller names (the download
 //! directory), else in the system's temporary directory (there also a file unlinked as soon as
@@ -332,7 +332,7 @@ impl Records {
 /// A file with no name in `dir`: `O_TMPFILE` where the filesystem has it, else, unless
 /// `only_tmpfile` (asked for in a user's download directory, where no name may appear), a new
 /// file removed at once.
-fn unnamed_file(dir: &Path, only_tmpfile: bool) -> io::Result<File> {
+pub(crate) fn unnamed_file(dir: &Path, only_tmpfile: bool) -> io::Result<File> {
     let mut opts = OpenOptions::new();
     opts.read(true).write(true).mode(0o600);
     let tmpfile = opts.clone().custom_flags(libc::O_TMPFILE).open(dir);
@@ -422,8 +422,12 @@ impl Enc {
     }
 
     pub fn str(&mut self, s: &str) -> &mut Self {
-        self.u64(s.len() as u64);
-        self.0.extend_from_slice(s.as_bytes());
+        self.bytes(s.as_bytes())
+    }
+
+    pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.u64(b.len() as u64);
+        self.0.extend_from_slice(b);
         self
     }
 }
@@ -447,13 +451,17 @@ impl<'a> Dec<'a> {
     }
 
     pub fn str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.bytes()?).ok()
+    }
+
+    pub fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = usize::try_from(self.u64()?).ok()?;
         if n > self.0.len() {
             return None;
         }
         let (s, rest) = self.0.split_at(n);
         self.0 = rest;
-        std::str::from_utf8(s).ok()
+        Some(s)
     }
 }
 

@@ -7,6 +7,7 @@ use crate::cli::defs::OptDef;
 use crate::cli::DownloadOptions;
 use crate::rpc::status::{Status, StatusView, UriState};
 use crate::rpc::RpcError;
+use crate::store::gidmap::GidMap;
 use crate::store::records::Records;
 use sha2::Digest;
 
@@ -72,11 +73,10 @@ pub(crate) struct Stopped {
 
 /// The daemon's state besides the engine's downloads.
 pub(crate) struct Daemon {
+    /// The waiting downloads, and the index of every GID held (waiting, running, stopped): a
+    /// new or given GID is checked against it, and a whole GID found, without a walk.
     pub waiting: super::queue::Queue,
     pub running: HashMap<u64, Running>,
-    /// Every GID held (waiting, running, stopped): a new or given GID is checked against it, and a
-    /// whole GID found, without a walk through a long queue.
-    pub gids: std::collections::HashSet<u64>,
     /// Results, and (`--keep-unfinished-download-result` with `--save-session`) the failed and,
     /// with `--force-save`, removed ones dropped past `--max-download-result`, kept only for the
     /// session file, as aria2 does. Without a session nothing would read those, so none are kept.
@@ -292,9 +292,18 @@ impl Daemon {
             chunk.copy_from_slice(&r[..chunk.len()]);
         }
         let mut dm = Daemon {
-            waiting: super::queue::Queue::new(Records::in_dir(&settings.download.dir)),
+            // Unit tests (the simulation among them) cut the queue into small chunks, so that
+            // their short queues split, merge and leave memory as long ones do.
+            waiting: super::queue::Queue::with_limits(
+                Records::in_dir(&settings.download.dir),
+                GidMap::in_dir(&settings.download.dir),
+                if cfg!(test) {
+                    super::queue::Limits::SMALL
+                } else {
+                    super::queue::Limits::DEFAULT
+                },
+            ),
             running: HashMap::new(),
-            gids: std::collections::HashSet::new(),
             stopped: super::results::Results::new(Records::in_dir(&settings.download.dir)),
             stopped_total: 0,
             evicted_error: None,
@@ -329,7 +338,6 @@ impl Daemon {
             if p.gid == 0 || dm.known_gid(p.gid) {
                 p.gid = dm.new_gid(|_| false);
             }
-            dm.gids.insert(p.gid);
             dm.waiting.push_back(p);
         }
         Some(dm)
@@ -387,7 +395,7 @@ impl Daemon {
             if status == Status::Error {
                 self.evicted_error = Some(code);
             }
-            self.gids.remove(&gid);
+            self.waiting.forget(gid);
         }
     }
 
@@ -424,12 +432,12 @@ impl Daemon {
     }
 
     pub(crate) fn known_gid(&self, g: u64) -> bool {
-        self.gids.contains(&g)
+        self.waiting.knows(g)
     }
 
     /// Every GID the daemon knows (running, waiting, stopped).
-    pub(crate) fn all_gids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.gids.iter().copied()
+    pub(crate) fn each_gid(&self, f: impl FnMut(u64)) {
+        self.waiting.each_known(f)
     }
 
     /// What the session file will hold, copied now so that another thread can write it while
@@ -438,9 +446,13 @@ impl Daemon {
     /// as many as run at once) are text already; the others are GIDs and record places, the
     /// records read back as the text is written. `None` without `--save-session`.
     pub(crate) fn session_snapshot(
-        &self,
+        &mut self,
         running_order: &[u64],
     ) -> std::io::Result<Option<SessionSnapshot>> {
+        if self.session.is_none() {
+            return Ok(None);
+        }
+        let waiting = self.waiting.snapshot()?;
         let Some(rules) = self.session.as_ref() else {
             return Ok(None);
         };
@@ -461,7 +473,7 @@ impl Daemon {
             command_line: rules.command_line.clone(),
             stopped: self.stopped.snapshot(|st, code| rules.saves(st, code))?,
             running,
-            waiting: self.waiting.snapshot()?,
+            waiting,
         }))
     }
 
@@ -587,14 +599,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             };
         }
         let lower = text.to_ascii_lowercase();
-        let mut found = None;
-        for g in dm.all_gids() {
+        let (mut found, mut twice) = (None, false);
+        dm.each_gid(|g| {
             if gid_text(g).starts_with(&lower) {
-                if found.is_some_and(|f| f != g) {
-                    return Err(RpcError::new(format!("GID {text} is not unique")));
-                }
+                twice |= found.is_some_and(|f| f != g);
                 found = Some(g);
             }
+        });
+        if twice {
+            return Err(RpcError::new(format!("GID {text} is not unique")));
         }
         found.ok_or_else(|| RpcError::new(format!("GID {text} is not found")))
     }

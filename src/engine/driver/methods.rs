@@ -184,7 +184,6 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         let dm = e.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
         let at = position.map_or(dm.waiting.len(), |n| n as usize);
         dm.waiting.insert(at, pending);
-        dm.gids.insert(gid);
         Ok(json!(format!("{gid:016x}")))
     }
 
@@ -255,7 +254,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                 // A waiting download just leaves the queue; no result is kept (aria2).
                 if let Some(d) = self.0.daemon() {
                     d.waiting.remove(i);
-                    d.gids.remove(&g);
+                    d.waiting.forget(g);
                 }
             }
             _ => return Err(gid_err("Active Download not found for GID#{}", g)),
@@ -560,7 +559,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             Some(Place::Stopped(i)) => {
                 if let Some(d) = self.0.daemon() {
                     if let Some(gid) = d.stopped.remove(i) {
-                        d.gids.remove(&gid);
+                        d.waiting.forget(gid);
                     }
                 }
                 Ok(json!("OK"))
@@ -704,7 +703,7 @@ impl<R: Reactor<Tag>> Service for Calls<'_, '_, R> {
             "aria2.purgeDownloadResult" => {
                 if let Some(d) = self.0.daemon() {
                     for gid in d.stopped.clear() {
-                        d.gids.remove(&gid);
+                        d.waiting.forget(gid);
                     }
                 }
                 Ok(json!("OK"))
