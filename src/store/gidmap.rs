@@ -110,17 +110,17 @@ impl GidMap {
         self.hasher.hash_one(g)
     }
 
-    fn read(&self, b: u64) -> io::Result<Page> {
-        let mut p = [0u8; PAGE];
+    /// Reads bucket `b` into `p` (pages are filled in place: a bucket is not moved around).
+    fn read(&self, b: u64, p: &mut Page) -> io::Result<()> {
         let at = b * PAGE as u64;
         match &self.pages {
-            Pages::File(f) => f.read_exact_at(&mut p, at)?,
+            Pages::File(f) => f.read_exact_at(p, at)?,
             Pages::Memory(m) => {
                 let at = usize::try_from(at).map_err(io::Error::other)?;
                 p.copy_from_slice(&m[at..at + PAGE]);
             }
         }
-        Ok(p)
+        Ok(())
     }
 
     /// Writes bucket `b`; a file that refuses it is given up for memory (read back whole first).
@@ -164,20 +164,20 @@ impl GidMap {
         self.pages = Pages::Memory(m);
     }
 
-    /// Where `g` is: its bucket, that bucket's bytes and its place in it.
-    fn find(&self, g: u64) -> (u64, Option<Page>, Option<usize>) {
+    /// Where `g` is: its bucket (read into `p`) and its place in it; `Err` if the bucket could
+    /// not be read.
+    fn find(&self, g: u64, p: &mut Page) -> Result<(u64, Option<usize>), ()> {
         let b = self.hash(g) & (self.buckets - 1);
-        let Ok(p) = self.read(b) else {
-            return (b, None, None);
-        };
-        let at = (0..count(&p)).find(|&i| entry(&p, i).0 == g);
-        (b, Some(p), at)
+        self.read(b, p).map_err(|_| ())?;
+        let at = (0..count(p)).find(|&i| entry(p, i).0 == g);
+        Ok((b, at))
     }
 
     /// The value of `g`.
     pub fn get(&self, g: u64) -> Option<u32> {
-        let (_, p, at) = self.find(g);
-        Some(entry(&p?, at?).1)
+        let mut p = [0u8; PAGE];
+        let (_, at) = self.find(g, &mut p).ok()?;
+        Some(entry(&p, at?).1)
     }
 
     pub fn contains(&self, g: u64) -> bool {
@@ -186,9 +186,9 @@ impl GidMap {
 
     /// Sets the value of `g`; its old value.
     pub fn insert(&mut self, g: u64, v: u32) -> Option<u32> {
+        let mut p = [0u8; PAGE];
         loop {
-            let (b, p, at) = self.find(g);
-            let Some(mut p) = p else {
+            let Ok((b, at)) = self.find(g, &mut p) else {
                 // The file gave no bucket back: go on in memory with what it still gives.
                 self.move_to_memory();
                 continue;
@@ -217,8 +217,9 @@ impl GidMap {
 
     /// Forgets `g`; its value.
     pub fn remove(&mut self, g: u64) -> Option<u32> {
-        let (b, p, at) = self.find(g);
-        let (mut p, i) = (p?, at?);
+        let mut p = [0u8; PAGE];
+        let (b, at) = self.find(g, &mut p).ok()?;
+        let i = at?;
         let old = entry(&p, i).1;
         let last = count(&p) - 1;
         let (lg, lv) = entry(&p, last);
@@ -233,8 +234,11 @@ impl GidMap {
     /// their hash.
     fn grow(&mut self) {
         let size = self.buckets;
+        let mut p = [0u8; PAGE];
         for b in 0..size {
-            let p = self.read(b).unwrap_or([0u8; PAGE]);
+            if self.read(b, &mut p).is_err() {
+                p.fill(0);
+            }
             let (mut lo, mut hi) = ([0u8; PAGE], [0u8; PAGE]);
             let (mut nl, mut nh) = (0, 0);
             for i in 0..count(&p) {
@@ -272,11 +276,12 @@ impl GidMap {
                 }
             };
             if ok {
-                for page in bytes.chunks(PAGE) {
-                    let mut p = [0u8; PAGE];
-                    p.copy_from_slice(page);
-                    for i in 0..count(&p) {
-                        let (g, v) = entry(&p, i);
+                for page in bytes.chunks_exact(PAGE) {
+                    let Ok(p) = <&Page>::try_from(page) else {
+                        continue;
+                    };
+                    for i in 0..count(p) {
+                        let (g, v) = entry(p, i);
                         f(g, v);
                     }
                 }

@@ -216,10 +216,10 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             .as_deref()
             .ok_or_else(|| RpcError::new("No daemon"))?;
         Ok(Value::Array(
-            page(dm.waiting.len(), offset, num)
-                .into_iter()
-                .filter_map(|i| dm.waiting.get(i))
-                .map(|p| dm.pending_view(&p).to_json(&keys))
+            dm.waiting
+                .get_many(&page(dm.waiting.len(), offset, num))
+                .iter()
+                .map(|p| dm.pending_view(p).to_json(&keys))
                 .collect(),
         ))
     }
