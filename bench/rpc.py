@@ -9,8 +9,14 @@
    `system.multicall` in batches of 1000) of a URI whose port refuses connections, with
    `--max-download-result=N`, and holds N stopped results; its RSS (VmRSS, VmHWM) is read from
    /proc, with the latency of `tellStopped(0, 1000)` and of `getGlobalStat`.
+3. (--queued N) N paused downloads in the queue: RSS, how long adding them and a tellWaiting
+   page take, idle CPU, and a saveSession of them all while another client polls.
+4. (--finished N) N downloads that fail at once, with the default --max-download-result (1000):
+   RSS after 1 000, 10 000, N/2 and N have finished, each batch waited for. A daemon that keeps
+   1000 results should not grow with the downloads it has finished.
 
-Usage: bench/rpc.py [--dir DIR] [--size BYTES] [--rounds N] [--results N] [--tools ringdl,aria2c]
+Usage: bench/rpc.py [--dir DIR] [--size BYTES] [--rounds N] [--results N] [--queued N]
+                    [--finished N] [--tools ringdl,aria2c] [--ringdl BIN]
 Needs nginx, aria2c, openssl; DIR on a real disk (default /var/tmp/ringdl-bench-rpc).
 """
 import argparse
@@ -92,6 +98,24 @@ class Daemon:
                 if k in ("VmRSS", "VmHWM"):
                     kb[k] = int(v.split()[0])
         return kb
+
+    def unnamed_files(self):
+        """The daemon's open files that have no name (its record and index files): their total
+        size and how much of it is in the page cache (fincore), in KiB."""
+        size = cached = 0
+        fds = f"/proc/{self.p.pid}/fd"
+        for fd in os.listdir(fds):
+            path = os.path.join(fds, fd)
+            try:
+                if not os.readlink(path).endswith("(deleted)"):
+                    continue
+                size += os.stat(path).st_size
+                out = subprocess.run(["fincore", "-b", "-n", "-o", "RES", path],
+                                     capture_output=True, text=True).stdout.split()
+                cached += int(out[0]) if out else 0
+            except (OSError, ValueError):
+                continue
+        return {"unnamed_files_kib": size // 1024, "unnamed_cached_kib": cached // 1024}
 
     def cpu(self):
         """User plus system CPU seconds the daemon has used."""
@@ -220,6 +244,37 @@ def many_results(tool, binary, work, n):
             "getGlobalStat_ms": statistics.median(lat_stat) * 1000}
 
 
+def finished_flat(tool, binary, work, n):
+    """N downloads to a port where nothing listens, a thousand a call, each batch waited for
+    until it has ended, with the default --max-download-result: RSS at four marks."""
+    out = os.path.join(work, "out", tool + "-finished")
+    shutil.rmtree(out, ignore_errors=True)
+    dead = free_port()
+    d = Daemon(tool, binary, out, ["--max-tries=1", "--retry-wait=0", "-j16"])
+    marks = sorted({m for m in (1000, 10_000, n // 2, n) if 0 < m <= n})
+    rows = []
+    try:
+        done = 0
+        for m in marks:
+            while done < m:
+                k = min(1000, m - done)
+                calls = [{"methodName": "aria2.addUri",
+                          "params": ["token:bench", [f"http://127.0.0.1:{dead}/x{done + j}"],
+                                     {"out": f"f{done + j}"}]} for j in range(k)]
+                call(d.port, "system.multicall", [calls], timeout=300)
+                done += k
+                while True:
+                    stat = call(d.port, "aria2.getGlobalStat", timeout=120)[0]["result"]
+                    if int(stat["numStoppedTotal"]) >= done:
+                        break
+                    time.sleep(0.05)
+            rows.append({"finished": m, "rss_kib": d.rss().get("VmRSS"),
+                         "numStopped": int(stat["numStopped"])})
+    finally:
+        d.stop()
+    return rows
+
+
 def many_queued(tool, binary, work, n):
     """N paused downloads in the queue (nothing runs): RSS, and how long the adds and a
     tellWaiting page take."""
@@ -252,13 +307,15 @@ def many_queued(tool, binary, work, n):
             call(d.port, "aria2.getGlobalStat")
         per_call_ms = (d.cpu() - c0) / calls * 1000
         after = d.rss()
+        files = d.unnamed_files()
         save = save_while_polling(d, session, n)
     finally:
         d.stop()
     return {"queued": n, "fill_s": filled, "rss_start_kib": before.get("VmRSS"),
             "rss_kib": after.get("VmRSS"), "hwm_kib": after.get("VmHWM"),
             "tellWaiting_1000_ms": statistics.median(lat) * 1000,
-            "idle_cpu_s_per_10s": idle_cpu, "cpu_ms_per_getGlobalStat": per_call_ms, **save}
+            "idle_cpu_s_per_10s": idle_cpu, "cpu_ms_per_getGlobalStat": per_call_ms, **files,
+            **save}
 
 
 def save_while_polling(d, session, n):
@@ -302,6 +359,8 @@ def main():
     ap.add_argument("--tools", default="ringdl,aria2c")
     ap.add_argument("--queued", type=int, default=0,
                     help="also measure N paused downloads in the queue (e.g. 1000000)")
+    ap.add_argument("--finished", type=int, default=0,
+                    help="also measure RSS as N downloads finish with the default result limit")
     ap.add_argument("--ringdl", help="the ringdl binary to run (default: this tree's release build)")
     a = ap.parse_args()
     for prog in ("aria2c", "openssl"):
@@ -328,7 +387,7 @@ def main():
     want = sha256(big)
     port, ca, stop_nginx = start_nginx(work, docroot)
     url = f"https://127.0.0.1:{port}/{os.path.basename(big)}"
-    report = {"size": a.size, "rounds": [], "results": {}, "queued": {}}
+    report = {"size": a.size, "rounds": [], "results": {}, "queued": {}, "finished": {}}
     try:
         for r in range(a.rounds):
             order = tools if r % 2 == 0 else list(reversed(tools))
@@ -345,10 +404,18 @@ def main():
             for t in tools:
                 report["queued"][t] = many_queued(t, binaries[t], work, a.queued)
                 print(f"queued {t}: {json.dumps(report['queued'][t])}", flush=True)
+        if a.finished > 0:
+            for t in tools:
+                report["finished"][t] = finished_flat(t, binaries[t], work, a.finished)
+                print(f"finished {t}: {json.dumps(report['finished'][t])}", flush=True)
     finally:
         stop_nginx()
     print("summary:")
     for t in tools:
+        if t in report["finished"]:
+            marks = ", ".join(f"{x['finished']}: {x['rss_kib'] / 1024:.1f} MiB ({x['numStopped']} kept)"
+                              for x in report["finished"][t])
+            print(f"  {t}: RSS as downloads finish with the default result limit: {marks}")
         if t in report["queued"]:
             x = report["queued"][t]
             print(f"  {t}: {x['queued']} queued (paused) downloads: RSS {x['rss_kib'] / 1024:.1f} MiB "
@@ -358,7 +425,9 @@ def main():
                   f"CPU per getGlobalStat {x['cpu_ms_per_getGlobalStat']:.2f} ms; saveSession "
                   f"{x['save_s']:.2f} s ({x['session_bytes'] / 2**20:.0f} MiB), peak RSS +"
                   f"{x['save_hwm_rise_kib'] / 1024:.1f} MiB, slowest getGlobalStat meanwhile "
-                  f"{x['save_max_getGlobalStat_ms']:.0f} ms")
+                  f"{x['save_max_getGlobalStat_ms']:.0f} ms; its unnamed files "
+                  f"{x['unnamed_files_kib'] / 1024:.1f} MiB, {x['unnamed_cached_kib'] / 1024:.1f} MiB "
+                  f"of it in the page cache")
         if not report["rounds"]:
             continue
         med = statistics.median(x[t]["median_ms"] for x in report["rounds"])
