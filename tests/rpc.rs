@@ -532,9 +532,14 @@ fn out_given_over_rpc_cannot_leave_dir() {
     assert!(!dir.path().parent().unwrap().join("escape.bin").exists());
 }
 
+/// Neither the secret nor any password comes back from `getGlobalOption`/`getOption`, and none
+/// reaches the log at its most verbose level: given on the command line, in a call's options, in
+/// `changeGlobalOption`, in a URI, or as a wrong token.
 #[test]
-fn passwords_and_the_secret_are_never_returned() {
+fn passwords_and_the_secret_are_never_returned_nor_logged() {
     let dir = TestDir::new();
+    let log = dir.join("daemon.log");
+    let log_arg = format!("--log={}", log.display());
     let d = Daemon::start(
         &dir,
         &[
@@ -546,6 +551,8 @@ fn passwords_and_the_secret_are_never_returned() {
             "--all-proxy=http://u:proxypw@127.0.0.1:9",
             "--all-proxy-passwd=pp2",
             "--max-download-limit=300K",
+            &log_arg,
+            "--log-level=debug",
         ],
     );
     let all = d.call("aria2.getGlobalOption", json!([]));
@@ -570,6 +577,38 @@ fn passwords_and_the_secret_are_never_returned() {
         ),
         "We encountered a problem while processing the option '--split'."
     );
+    assert_eq!(
+        d.call(
+            "aria2.changeGlobalOption",
+            json!([{"http-passwd": "globpw"}])
+        ),
+        "OK"
+    );
+    let started = d.call(
+        "aria2.addUri",
+        json!([["http://user:urlpw@127.0.0.1:9/y"], {"max-tries": "1"}]),
+    );
+    assert!(started.is_string(), "{started}");
+    let wrong = r#"{"id":1,"method":"aria2.getGlobalStat","params":["token:wrongtoken"]}"#;
+    let (status, _, _) = http(d.port, "POST", "/jsonrpc", &[], wrong.as_bytes()).unwrap();
+    assert_eq!(status, 400);
+    assert_eq!(d.call("aria2.shutdown", json!([])), "OK");
+    d.wait_exit(Duration::from_secs(20));
+    let text = std::fs::read_to_string(&log).unwrap();
+    // The log is there and verbose: it names the calls it served.
+    assert!(text.lines().count() > 5, "{text}");
+    for secret in [
+        "topsecret",
+        "hunter2",
+        "proxypw",
+        "pp2",
+        "entrypw",
+        "globpw",
+        "urlpw",
+        "wrongtoken",
+    ] {
+        assert!(!text.contains(secret), "{secret} in the log:\n{text}");
+    }
 }
 
 #[test]
