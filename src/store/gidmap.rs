@@ -43,6 +43,9 @@ pub struct GidMap {
     buckets: u64,
     len: usize,
     hasher: RandomState,
+    /// Tests: the write that fails, counting down from here.
+    #[cfg(test)]
+    writes_left: Option<u32>,
 }
 
 fn count(p: &Page) -> usize {
@@ -76,6 +79,8 @@ impl GidMap {
             buckets: 1,
             len: 0,
             hasher: RandomState::new(),
+            #[cfg(test)]
+            writes_left: None,
         }
     }
 
@@ -127,7 +132,14 @@ impl GidMap {
     fn write(&mut self, b: u64, p: &Page) {
         let at = b * PAGE as u64;
         if let Pages::File(f) = &self.pages {
-            if f.write_all_at(p, at).is_ok() {
+            #[cfg(test)]
+            let refused = self.writes_left.as_mut().is_some_and(|n| {
+                *n = n.saturating_sub(1);
+                *n == 0
+            });
+            #[cfg(not(test))]
+            let refused = false;
+            if !refused && f.write_all_at(p, at).is_ok() {
                 return;
             }
             self.move_to_memory();
@@ -141,27 +153,35 @@ impl GidMap {
         }
     }
 
-    /// Moves the buckets from the file into memory. A bucket that cannot be read back is lost
-    /// (the disk failed twice); its entries read as absent.
+    /// Moves the buckets from the file into memory: every page the file holds, which during a
+    /// [`GidMap::grow`] includes the upper halves already written past the table. A bucket that
+    /// cannot be read back is lost (the disk failed twice); its entries read as absent.
     fn move_to_memory(&mut self) {
-        if !self.on_disk() {
+        let Pages::File(f) = &self.pages else {
             return;
-        }
-        let size = (self.buckets as usize) * PAGE;
-        let mut m = vec![0u8; size];
-        if let Pages::File(f) = &self.pages {
-            for (b, chunk) in m.chunks_mut(PAGE).enumerate() {
-                if f.read_exact_at(chunk, (b * PAGE) as u64).is_err() {
-                    chunk.fill(0);
-                }
+        };
+        let pages = f
+            .metadata()
+            .map_or(0, |m| m.len() / PAGE as u64)
+            .max(self.buckets) as usize;
+        let mut m = vec![0u8; pages * PAGE];
+        for (b, chunk) in m.chunks_mut(PAGE).enumerate() {
+            if f.read_exact_at(chunk, (b * PAGE) as u64).is_err() {
+                chunk.fill(0);
             }
         }
-        let lost: usize = m
-            .chunks(PAGE)
-            .map(|c| usize::from(u16::from_le_bytes([c[0], c[1]])).min(PER_PAGE))
-            .sum();
-        self.len = lost;
         self.pages = Pages::Memory(m);
+        self.recount();
+    }
+
+    /// Sets the count of entries from the buckets (after they moved into memory).
+    fn recount(&mut self) {
+        if let Pages::Memory(m) = &self.pages {
+            self.len = m
+                .chunks(PAGE)
+                .map(|c| usize::from(u16::from_le_bytes([c[0], c[1]])).min(PER_PAGE))
+                .sum();
+        }
     }
 
     /// Where `g` is: its bucket (read into `p`) and its place in it; `Err` if the bucket could
@@ -237,7 +257,11 @@ impl GidMap {
         let mut p = [0u8; PAGE];
         for b in 0..size {
             if self.read(b, &mut p).is_err() {
-                p.fill(0);
+                // Go on in memory with what the file still gives (this bucket lost).
+                self.move_to_memory();
+                if self.read(b, &mut p).is_err() {
+                    p.fill(0);
+                }
             }
             let (mut lo, mut hi) = ([0u8; PAGE], [0u8; PAGE]);
             let (mut nl, mut nh) = (0, 0);
@@ -258,6 +282,10 @@ impl GidMap {
             self.write(b, &lo);
         }
         self.buckets = size * 2;
+        // Moved into memory part way: a bucket may have been counted in both halves.
+        if !self.on_disk() {
+            self.recount();
+        }
     }
 
     /// Calls `f` with every entry, in no order. Buckets are read 16 at a time.
@@ -349,6 +377,37 @@ mod tests {
                 assert!(seen.insert(g, v).is_none(), "{g} listed twice");
             });
             assert_eq!(seen, model);
+        }
+    }
+
+    /// A write refused part way through a doubling (where a full disk shows: only a doubling
+    /// makes the file longer) loses nothing: the upper halves already written past the table come
+    /// into memory with the rest. For every write of the doubling in turn.
+    #[test]
+    fn a_write_refused_while_growing_loses_nothing() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        // Ten short of doubling 16 buckets: the 11th insert's write is followed by the doubling's
+        // 32 writes (each bucket's upper half, then its lower).
+        let fill = 16 * GROW_AT - 10;
+        for fail_at in [5, 11, 12, 13, 14, 20, 27, 42, 43] {
+            let mut m = GidMap::in_dir(dir.path());
+            let mut model = HashMap::new();
+            for g in 0..fill as u64 {
+                m.insert(g * 7919, g as u32);
+                model.insert(g * 7919, g as u32);
+            }
+            assert_eq!(m.buckets, 16);
+            assert!(m.on_disk());
+            m.writes_left = Some(fail_at);
+            for g in fill as u64..fill as u64 + 40 {
+                m.insert(g * 7919, g as u32);
+                model.insert(g * 7919, g as u32);
+            }
+            assert!(!m.on_disk(), "write {fail_at} of the doubling was refused");
+            assert_eq!(m.len(), model.len(), "write {fail_at}");
+            for (g, v) in &model {
+                assert_eq!(m.get(*g), Some(*v), "write {fail_at}: GID {g}");
+            }
         }
     }
 

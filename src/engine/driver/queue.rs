@@ -102,6 +102,8 @@ pub(crate) struct Queue {
     limits: Limits,
     /// Chunks decoded in memory now.
     decoded: usize,
+    /// A chunk was rebuilt with fewer entries than it counted (it may be empty).
+    emptied: bool,
 }
 
 impl Default for Queue {
@@ -285,6 +287,7 @@ impl Queue {
             clock: 0,
             limits,
             decoded: 0,
+            emptied: false,
         }
     }
 
@@ -398,6 +401,7 @@ impl Queue {
                 Err(found) => {
                     // Rebuilt from the index: the counts follow what was found.
                     let runs = found.iter().filter(|i| i.runs()).count();
+                    self.emptied |= found.len() < ch.len;
                     self.len = self.len - ch.len + found.len();
                     self.runnable = self.runnable - ch.runnable + runs;
                     ch.len = found.len();
@@ -437,6 +441,19 @@ impl Queue {
     /// Ends a change: chunks past [`Limits::resident`] leave memory (the longest unused first), and the
     /// store is compacted once most of it is dead.
     fn settle_memory(&mut self) {
+        // A chunk rebuilt from a damaged index may have come back empty.
+        if std::mem::take(&mut self.emptied) {
+            while let Some(c) = self.chunks.iter().position(|ch| ch.len == 0) {
+                let ch = self.chunks.remove(c);
+                self.decoded -= usize::from(ch.items.is_some());
+                if let Some(loc) = ch.stored {
+                    self.records.free(loc);
+                }
+                if c > 0 && c < self.chunks.len() {
+                    self.merge_if_small(c - 1);
+                }
+            }
+        }
         while self.decoded > self.limits.resident {
             let Some(c) = (0..self.chunks.len())
                 .filter(|&c| self.chunks[c].items.is_some())
@@ -492,10 +509,14 @@ impl Queue {
         } else if full(&self.chunks[c]) && o == 0 && c == 0 {
             self.new_chunk(0);
         }
+        // Decoded before the index names it here: a chunk rebuilt from the index (its record
+        // lost) must not find the new entry there already.
+        let (runs, size, gid) = (it.runs(), it.size(), it.gid);
+        let items = self.change(c);
+        let o = o.min(items.len());
+        items.insert(o, it);
         let id = self.chunks[c].id;
-        self.gids.insert(it.gid, id);
-        let (runs, size) = (it.runs(), it.size());
-        self.change(c).insert(o, it);
+        self.gids.insert(gid, id);
         let ch = &mut self.chunks[c];
         ch.len += 1;
         ch.runnable += usize::from(runs);
@@ -558,7 +579,12 @@ impl Queue {
             return None;
         }
         let (c, o) = self.locate(i)?;
-        let it = self.change(c).remove(o);
+        let items = self.change(c);
+        // (A chunk rebuilt from a damaged index may hold fewer entries than it counted.)
+        if o >= items.len() {
+            return None;
+        }
+        let it = items.remove(o);
         let ch = &mut self.chunks[c];
         ch.len -= 1;
         ch.runnable -= usize::from(it.runs());
@@ -596,6 +622,8 @@ impl Queue {
             return;
         }
         self.load(c + 1);
+        // Decoded before the index names its new entries here (see `put_item`).
+        self.change(c);
         let Some(next) = self.chunks[c + 1].items.take() else {
             return;
         };
@@ -694,9 +722,9 @@ impl Queue {
     /// Takes the entry at `i` out; its GID stays known (it runs, or becomes a result, or the
     /// caller [forgets](Queue::forget) it).
     pub(crate) fn remove(&mut self, i: usize) -> Option<Pending> {
-        let it = self.take_item(i)?;
+        let it = self.take_item(i);
         self.settle_memory();
-        Some(pending_of(&it))
+        it.map(|it| pending_of(&it))
     }
 
     /// Moves the entry at `from` to `to`.
@@ -1101,6 +1129,59 @@ mod tests {
         assert_eq!(q.position(p.gid), Some(3));
         assert!(q.take_runnable().is_some_and(|p| p.uris.is_empty()));
         q.check();
+    }
+
+    /// Changes to chunks whose records are lost, one of them also missing from the index (the
+    /// disk failed under both files): an entry inserted or moved into such a chunk is there
+    /// once, removals past what was found remove nothing, and the counts follow what is there.
+    #[test]
+    fn changes_to_lost_chunks_neither_duplicate_nor_panic() {
+        const NEW: u64 = 1 << 40;
+        for limits in [Limits::DEFAULT, Limits::SMALL] {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let mut q = Queue::with_limits(
+                Records::in_dir(dir.path()),
+                GidMap::in_dir(dir.path()),
+                limits,
+            );
+            let n = 8 * limits.entries as u64 + 3;
+            for g in 1..=n {
+                q.push_back(entry(g, true, false));
+            }
+            assert!(q.chunks[0].items.is_none() && q.chunks[1].items.is_none());
+            q.records.damage();
+            // GID 2 is lost from the index too: its chunk comes back one short.
+            q.gids.remove(2);
+            q.insert(1, entry(NEW, true, false));
+            q.move_item(q.len() - 1, 2);
+            let last = q.len() - 1;
+            q.remove(last);
+            // The first chunk's count was one too many: removing at its end finds nothing.
+            let _ = q.remove(limits.entries.min(q.len() - 1));
+            q.check();
+            let mut gids = q.gids();
+            let before = gids.len();
+            gids.sort_unstable();
+            gids.dedup();
+            assert_eq!(gids.len(), before, "an entry is in the queue twice");
+            assert!(gids.contains(&NEW) && gids.contains(&n) && !gids.contains(&(n - 1)));
+            assert_eq!(q.len(), before);
+
+            // A removal at the end of a lost chunk that comes back one short finds nothing there.
+            let mut q = Queue::with_limits(
+                Records::in_dir(dir.path()),
+                GidMap::in_dir(dir.path()),
+                limits,
+            );
+            for g in 1..=n {
+                q.push_back(entry(g, true, false));
+            }
+            q.records.damage();
+            q.gids.remove(3);
+            assert!(q.remove(limits.entries - 1).is_none());
+            q.check();
+            assert_eq!(q.len(), n as usize - 1);
+        }
     }
 
     /// The queue agrees with a plain list through random inserts, moves, removals, pauses,
