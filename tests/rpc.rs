@@ -1168,6 +1168,8 @@ fn rpc_secure_without_a_usable_certificate_stops_with_aria2s_error() {
     }
 }
 
+/// `--keep-unfinished-download-result`: failures dropped past `--max-download-result` stay in the
+/// session file and keep their GIDs; without it they are gone.
 #[test]
 fn failures_dropped_past_max_download_result_stay_in_the_session() {
     let server = TestServer::plain();
@@ -1213,6 +1215,21 @@ fn failures_dropped_past_max_download_result_stay_in_the_session() {
             assert!(saved.is_empty(), "{text}");
         }
         assert!(!text.contains(&ok), "{text}");
+        // A result kept only for the session still holds its GID, as in aria2c: a download given
+        // it is refused (the session would hold it twice), and it is no download to look at.
+        // Without the session's keeping, the GID is free again.
+        let again = json!([[server.url("/ok.bin")], {"gid": failed[0], "pause": "true"}]);
+        if keep {
+            assert_eq!(d.call_err("aria2.addUri", again), "No URI to download.");
+            assert_eq!(
+                d.call_err("aria2.tellStatus", json!([failed[0]])),
+                format!("No such download for GID#{}", failed[0])
+            );
+        } else {
+            assert_eq!(gid_of(&d.call("aria2.addUri", again)), failed[0]);
+            let s = d.call("aria2.tellStatus", json!([failed[0], ["status"]]));
+            assert_eq!(s["status"], "paused");
+        }
     }
 }
 

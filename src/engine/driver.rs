@@ -593,6 +593,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 .into_iter()
                 .chain(dm.running.keys().copied())
                 .chain(dm.stopped.heads().map(|s| s.gid))
+                .chain(dm.stopped.unfinished_gids())
                 .collect();
             let mut indexed = std::collections::HashSet::new();
             dm.each_gid(|g| {

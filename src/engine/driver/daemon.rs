@@ -389,13 +389,17 @@ impl Daemon {
                     && h.status != Status::Complete
                     && session.is_some_and(|r| r.saves(h.status, h.code))
             });
-            let Some((gid, status, code)) = dropped else {
+            let Some((gid, status, code, kept)) = dropped else {
                 break;
             };
             if status == Status::Error {
                 self.evicted_error = Some(code);
             }
-            self.waiting.forget(gid);
+            // One kept for the session still holds its GID there (a download given it now
+            // would be a second entry with it), as in aria2.
+            if !kept {
+                self.waiting.forget(gid);
+            }
         }
     }
 

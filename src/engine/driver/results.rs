@@ -221,20 +221,27 @@ impl Results {
     }
 
     /// Drops the oldest result, or with `keep` moves it to the results only the session file
-    /// wants (its record stays as it is). Its head's facts (GID, state, code).
+    /// wants (its record stays as it is). Its head's facts (GID, state, code) and whether it was
+    /// kept.
     pub(crate) fn drop_oldest(
         &mut self,
         keep: impl FnOnce(&Head) -> bool,
-    ) -> Option<(u64, Status, ExitCode)> {
+    ) -> Option<(u64, Status, ExitCode, bool)> {
         let h = self.held.pop_front()?;
-        let facts = (h.gid, h.status, h.code);
-        if keep(&h) {
+        let (gid, status, code) = (h.gid, h.status, h.code);
+        let kept = keep(&h);
+        if kept {
             self.unfinished.push(h);
         } else {
             self.records.free(h.record);
             self.compact_if_due();
         }
-        Some(facts)
+        Some((gid, status, code, kept))
+    }
+
+    /// The GIDs of the results kept only for the session file.
+    pub(crate) fn unfinished_gids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.unfinished.iter().map(|h| h.gid)
     }
 
     #[cfg(test)]
@@ -305,8 +312,9 @@ mod tests {
             while r.len() > 1000 {
                 let facts = r.drop_oldest(|h| h.status == Status::Error && h.gid % 3 == 0);
                 let m = model.pop_front().expect("the model agrees");
-                assert_eq!(facts, Some((m.gid, m.status, m.code)));
-                if m.status == Status::Error && m.gid % 3 == 0 {
+                let keeps = m.status == Status::Error && m.gid % 3 == 0;
+                assert_eq!(facts, Some((m.gid, m.status, m.code, keeps)));
+                if keeps {
                     kept.push(m);
                 }
             }
