@@ -84,12 +84,11 @@ impl GidMap {
         }
     }
 
-    /// A map in an unnamed file in `dir`, else in the system's temporary directory, else in
+    /// A map in an unnamed file near `dir` (see [`super::records::unnamed_file_near`]), else in
     /// memory.
     pub fn in_dir(dir: &Path) -> GidMap {
         let mut m = GidMap::in_memory();
-        let file = super::records::unnamed_file(dir, true)
-            .or_else(|_| super::records::unnamed_file(&std::env::temp_dir(), false));
+        let file = super::records::unnamed_file_near(dir);
         if let Ok(f) = file {
             if f.write_all_at(&[0u8; PAGE], 0).is_ok() {
                 m.pages = Pages::File(f);

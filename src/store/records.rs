@@ -148,8 +148,8 @@ impl Records {
         }
     }
 
-    /// A store backed by an unnamed file in `dir`, else in the system's temporary directory,
-    /// else in memory.
+    /// A store backed by an unnamed file near `dir` (see [`unnamed_file_near`]), else in
+    /// memory.
     pub fn in_dir(dir: &Path) -> Records {
         Records::new_file(Some(dir)).unwrap_or_else(Records::in_memory)
     }
@@ -292,22 +292,16 @@ impl Records {
     /// A store in a new unnamed file: in `dir` if given, else (or failing that) in the system's
     /// temporary directory.
     fn new_file(dir: Option<&Path>) -> Option<Records> {
-        let temp = std::env::temp_dir();
-        let tries = dir
-            .map(|d| (d, true))
-            .into_iter()
-            .chain([(temp.as_path(), false)]);
-        for (d, only_tmpfile) in tries {
-            if let Ok(file) = unnamed_file(d, only_tmpfile) {
-                return Some(Records {
-                    file: Some(file),
-                    // Later compactions try the directory asked for first again.
-                    dir: Some(dir.unwrap_or(d).to_path_buf()),
-                    ..Records::in_memory()
-                });
-            }
-        }
-        None
+        let file = match dir {
+            Some(d) => unnamed_file_near(d).ok()?,
+            None => unnamed_file(&std::env::temp_dir(), false).ok()?,
+        };
+        Some(Records {
+            file: Some(file),
+            // Later compactions try the directory asked for first again.
+            dir: Some(dir.map_or_else(std::env::temp_dir, Path::to_path_buf)),
+            ..Records::in_memory()
+        })
     }
 
     /// Tests: loses every record written to the file so far, as a failing disk would.
@@ -327,6 +321,24 @@ impl Records {
             "the record store's live bytes are out of step"
         );
     }
+}
+
+/// A file with no name for data kept for `dir`: `O_TMPFILE` in `dir`, else in the nearest
+/// ancestor of it that exists (a download directory is made only by the first download; the
+/// system's temporary directory is often memory, tmpfs, which the kernel cannot drop), else in
+/// the system's temporary directory (there also a file unlinked as soon as it is made).
+pub(crate) fn unnamed_file_near(dir: &Path) -> io::Result<File> {
+    let here = Path::new(".");
+    for d in dir.ancestors() {
+        let d = if d.as_os_str().is_empty() { here } else { d };
+        if d.is_dir() {
+            if let Ok(f) = unnamed_file(d, true) {
+                return Ok(f);
+            }
+            break;
+        }
+    }
+    unnamed_file(&std::env::temp_dir(), false)
 }
 
 /// A file with no name in `dir`: `O_TMPFILE` where the filesystem has it, else, unless
@@ -468,6 +480,39 @@ impl<'a> Dec<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A download directory not made yet: the record file is made, with no name, in the
+    /// nearest directory above it that exists (on its file system, not the temporary one).
+    #[test]
+    fn a_store_for_a_directory_not_made_yet_lives_beside_it() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let later = dir.path().join("not/made/yet");
+        let r = Records::in_dir(&later);
+        assert!(r.on_disk());
+        let f = r.file.as_ref().expect("a file");
+        let made_in = std::fs::read_link(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(f)
+        ))
+        .expect("its path");
+        assert!(
+            made_in.starts_with(dir.path()),
+            "made in {}, not beside {}",
+            made_in.display(),
+            dir.path().display()
+        );
+        assert_eq!(
+            f.metadata().expect("stat").dev(),
+            dir.path().metadata().expect("stat").dev()
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).expect("listed").count(),
+            0,
+            "a name appeared"
+        );
+        assert!(!later.exists());
+    }
 
     fn fill(r: &mut Records, n: usize) -> Vec<(Loc, Vec<u8>)> {
         (0..n)
