@@ -444,14 +444,7 @@ impl Queue {
         // A chunk rebuilt from a damaged index may have come back empty.
         if std::mem::take(&mut self.emptied) {
             while let Some(c) = self.chunks.iter().position(|ch| ch.len == 0) {
-                let ch = self.chunks.remove(c);
-                self.decoded -= usize::from(ch.items.is_some());
-                if let Some(loc) = ch.stored {
-                    self.records.free(loc);
-                }
-                if c > 0 && c < self.chunks.len() {
-                    self.merge_if_small(c - 1);
-                }
+                self.drop_empty(c);
             }
         }
         while self.decoded > self.limits.resident {
@@ -593,16 +586,7 @@ impl Queue {
         self.runnable -= usize::from(it.runs());
         self.gids.insert(it.gid, OUTSIDE);
         if ch.len == 0 {
-            // Decoded: it was just changed.
-            let ch = self.chunks.remove(c);
-            self.decoded -= usize::from(ch.items.is_some());
-            if let Some(loc) = ch.stored {
-                self.records.free(loc);
-            }
-            // Its neighbours are now adjacent.
-            if c > 0 && c < self.chunks.len() {
-                self.merge_if_small(c - 1);
-            }
+            self.drop_empty(c);
         } else {
             // A chunk and its neighbour that together fill less than half a chunk become one.
             if c + 1 < self.chunks.len() {
@@ -613,6 +597,18 @@ impl Queue {
             }
         }
         Some(it)
+    }
+
+    /// Drops the empty chunk `c`; its neighbours, now adjacent, merge if small.
+    fn drop_empty(&mut self, c: usize) {
+        let ch = self.chunks.remove(c);
+        self.decoded -= usize::from(ch.items.is_some());
+        if let Some(loc) = ch.stored {
+            self.records.free(loc);
+        }
+        if c > 0 && c < self.chunks.len() {
+            self.merge_if_small(c - 1);
+        }
     }
 
     /// Merges chunk `c + 1` into chunk `c` if together they fill less than half a chunk.
