@@ -177,8 +177,9 @@ impl GidMap {
     fn recount(&mut self) {
         if let Pages::Memory(m) = &self.pages {
             self.len = m
-                .chunks(PAGE)
-                .map(|c| usize::from(u16::from_le_bytes([c[0], c[1]])).min(PER_PAGE))
+                .chunks_exact(PAGE)
+                .filter_map(|c| <&Page>::try_from(c).ok())
+                .map(count)
                 .sum();
         }
     }

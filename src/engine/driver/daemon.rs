@@ -453,10 +453,6 @@ impl Daemon {
         &mut self,
         running_order: &[u64],
     ) -> std::io::Result<Option<SessionSnapshot>> {
-        if self.session.is_none() {
-            return Ok(None);
-        }
-        let waiting = self.waiting.snapshot()?;
         let Some(rules) = self.session.as_ref() else {
             return Ok(None);
         };
@@ -477,7 +473,7 @@ impl Daemon {
             command_line: rules.command_line.clone(),
             stopped: self.stopped.snapshot(|st, code| rules.saves(st, code))?,
             running,
-            waiting,
+            waiting: self.waiting.snapshot()?,
         }))
     }
 

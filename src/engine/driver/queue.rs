@@ -62,9 +62,26 @@ struct Item {
     record: Vec<u8>,
 }
 
+/// An entry's two flags, which decide whether it may start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Flags {
+    paused: bool,
+    settling: bool,
+}
+
+impl Flags {
+    fn runs(self) -> bool {
+        !self.paused && !self.settling
+    }
+}
+
 impl Item {
     fn runs(&self) -> bool {
-        !self.paused && !self.settling
+        Flags {
+            paused: self.paused,
+            settling: self.settling,
+        }
+        .runs()
     }
 
     fn size(&self) -> usize {
@@ -151,7 +168,11 @@ fn item_of(p: &Pending) -> Item {
 /// The entry `it` holds. A record that cannot be decoded gives the entry without URIs: it fails
 /// when it starts, with the error that says so, instead of vanishing.
 fn pending_of(it: &Item) -> Pending {
-    let (uris, options, known) = decode(&it.record).unwrap_or_default();
+    with_parts(it, decode(&it.record).unwrap_or_default())
+}
+
+/// The entry of `it`'s GID and flags with the parts of its record.
+fn with_parts(it: &Item, (uris, options, known): Parts) -> Pending {
     Pending {
         gid: it.gid,
         uris,
@@ -741,29 +762,26 @@ impl Queue {
         changed
     }
 
-    /// Changes the flags of entry `o` of chunk `c` with `f`; whether they changed.
-    fn set_flags(&mut self, c: usize, o: usize, f: impl FnOnce(&mut Item)) -> bool {
+    /// Changes the flags of entry `o` of chunk `c` with `f`; whether they changed (its chunk is
+    /// written again only then).
+    fn set_flags(&mut self, c: usize, o: usize, f: impl FnOnce(&mut Flags)) -> bool {
         let Some(it) = self.load(c).get(o) else {
             return false;
         };
-        let (paused, settling, before) = (it.paused, it.settling, it.runs());
-        let mut copy = Item {
-            gid: it.gid,
-            paused,
-            settling,
-            record: Vec::new(),
+        let before = Flags {
+            paused: it.paused,
+            settling: it.settling,
         };
-        f(&mut copy);
-        if (copy.paused, copy.settling) == (paused, settling) {
+        let mut after = before;
+        f(&mut after);
+        if after == before {
             return false;
         }
-        let after = copy.runs();
         if let Some(it) = self.change(c).get_mut(o) {
-            it.paused = copy.paused;
-            it.settling = copy.settling;
+            (it.paused, it.settling) = (after.paused, after.settling);
         }
         let ch = &mut self.chunks[c];
-        match (before, after) {
+        match (before.runs(), after.runs()) {
             (false, true) => {
                 ch.runnable += 1;
                 self.runnable += 1;
@@ -827,19 +845,12 @@ impl Queue {
         f: impl FnOnce(&mut Pending) -> R,
     ) -> Option<std::io::Result<R>> {
         let it = self.load(c).get(o)?;
-        let Some((uris, options, known)) = decode(&it.record) else {
+        let Some(parts) = decode(&it.record) else {
             return Some(Err(std::io::Error::other(
                 "a queued download's record is cut short",
             )));
         };
-        let mut p = Pending {
-            gid: it.gid,
-            uris,
-            options,
-            paused: it.paused,
-            known,
-            settling: it.settling,
-        };
+        let mut p = with_parts(it, parts);
         let r = f(&mut p);
         let record = encode(&p);
         let it = self.change(c).get_mut(o)?;
