@@ -75,6 +75,67 @@ fn interrupted_download_leaves_a_control_file_and_resumes() {
     );
 }
 
+/// The control file cannot be saved (a directory stands where it goes): whatever moment a kill
+/// comes, the split, preallocated download leaves only bytes `-c` may take for data, a prefix of
+/// the file without a gap. Allocating after the failed save, or writing the other connections'
+/// blocks, left a file of full length with holes, which `-c` then took for complete.
+#[test]
+fn a_control_file_that_cannot_be_saved_leaves_only_a_gapless_prefix() {
+    let server = TestServer::plain();
+    let data = content(90, 8 * MIB + 123);
+    server.route("/g.bin", slow_route(&data));
+    let dir = TestDir::new();
+    std::fs::create_dir_all(dir.join("g.bin.aria2").join("in-the-way")).unwrap();
+    let file = dir.join("g.bin");
+    let args: Vec<String> = [
+        "--no-conf",
+        "-x4",
+        "-s4",
+        "-k1M",
+        "--file-allocation=prealloc",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .chain(["-d".into(), dir.arg(), server.url("/g.bin")])
+    .collect();
+    let check = |what: &str| {
+        let got = std::fs::read(&file).unwrap_or_default();
+        assert!(
+            got.len() <= data.len() && got[..] == data[..got.len()],
+            "{what}: {} bytes left, not a prefix of the file",
+            got.len()
+        );
+    };
+    for after in [150, 400, 800] {
+        let _ = std::fs::remove_file(&file);
+        run_and_signal(bin(), &args, "-KILL", Duration::from_millis(after));
+        check(&format!("killed after {after} ms"));
+    }
+    let _ = std::fs::remove_file(&file);
+    let run = ringdl(&dir, &args);
+    check("run to its end");
+    assert!(
+        run.output().contains("Failed to save the control file"),
+        "{run}"
+    );
+    // `-c` goes on from what is there, and ends with the exact file.
+    server.route("/g.bin", Route::bytes(data.clone()));
+    std::fs::remove_dir_all(dir.join("g.bin.aria2")).unwrap();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-c",
+            "-x4",
+            "-d",
+            &dir.arg(),
+            &server.url("/g.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&file), sha256_hex(&data));
+}
+
 #[test]
 fn continue_without_control_file_asks_for_the_rest() {
     let server = TestServer::plain();

@@ -849,6 +849,13 @@ impl Download {
         }
     }
 
+    /// Whether a saved control file describes the current file. Until one does, `-c` would take
+    /// the file's length for what is done: the file holds no allocated length, and grows only at
+    /// the end of its bytes written without a gap (`submit_flushes`).
+    pub fn described(&self) -> bool {
+        self.saved_generation == self.generation
+    }
+
     /// The output path as messages name it (empty until there is one).
     pub fn path_text(&self) -> String {
         self.path

@@ -79,6 +79,14 @@ impl RangeSet {
                 .any(|x| x.start <= r.start && r.end <= x.end)
     }
 
+    /// Where the bytes covered without a gap from 0 end (0 if 0 is not covered).
+    pub fn prefix_end(&self) -> u64 {
+        self.ranges
+            .first()
+            .filter(|r| r.start == 0)
+            .map_or(0, |r| r.end)
+    }
+
     /// Bytes covered.
     pub fn len(&self) -> u64 {
         self.ranges.iter().map(|r| r.end - r.start).sum()

@@ -433,9 +433,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.first_save_pending = false;
             if res >= 0 {
                 d.saved_generation = generation;
-            }
-            if let Some(n) = d.alloc_after_save.take() {
-                self.allocate(dl, n);
+                // Not before: an allocated length no control file describes is one `-c` takes
+                // for data. A save that failed leaves it to the next that succeeds.
+                if let Some(n) = d.alloc_after_save.take() {
+                    self.allocate(dl, n);
+                }
             }
         }
         if res < 0 {
@@ -506,7 +508,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// one by one, and finds a full disk before any byte is fetched.
     pub(super) fn allocate(&mut self, dl: usize, len: u64) {
         let d = &mut self.dls[dl];
-        if d.first_save_pending || d.opening.is_some() {
+        if d.first_save_pending || d.opening.is_some() || !d.described() {
             d.alloc_after_save = Some(len);
             return;
         }

@@ -292,12 +292,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         .last()
                         .map_or(0, |r| r.end)
                         .max(d.high_water);
-                    let prefix = d
-                        .written
-                        .ranges()
-                        .first()
-                        .filter(|r| r.start == 0)
-                        .map_or(0, |r| r.end);
+                    let prefix = d.written.prefix_end();
                     let keep = match total {
                         _ if !described => prefix,
                         // A preallocated file keeps its real length.

@@ -49,7 +49,10 @@ mod lists;
 /// part-way and its last block, padded to 4 KiB, overwrote bytes the first attempt had written
 /// and the file still counted as on disk; `-c` then took the padding for data. 1005825: the same
 /// with a chunked body, there taken for data of the file's next version.
-const REGRESSIONS: &[u64] = &[3692, 4737, 11777, 297655, 1012619, 1005825];
+/// 1734084: a chunked body written one block at a time; a write failed (ENOSPC), the next block,
+/// past the failed one, was still written, and a kill before the failed download's cut left a
+/// file with a hole and no control file, which `-c` took for data.
+const REGRESSIONS: &[u64] = &[3692, 4737, 11777, 297655, 1012619, 1005825, 1734084];
 
 /// Seeds each of the two simulation tests runs by default (the two run in parallel).
 const DEFAULT_SEEDS: u64 = 1000;
@@ -717,15 +720,21 @@ fn check_each(name: &str, cases: impl IntoIterator<Item = (String, Scenario)>) {
 
 /// Kills at every step of the first part of a run: whatever a kill leaves, `-c` finishes exactly.
 fn kill_everywhere(name: &str, mirrors: Vec<Mirror>, args: &[&str], len: usize) {
+    kill_everywhere_with(name, mirrors, args, len, Faults::default());
+}
+
+/// [`kill_everywhere`], with `more` faults (its write errors, say) besides.
+fn kill_everywhere_with(name: &str, mirrors: Vec<Mirror>, args: &[&str], len: usize, more: Faults) {
     let cases = (1..240).step_by(2).flat_map(|kill| {
         let mirrors = mirrors.clone();
+        let more = more.clone();
         (1..4).map(move |seed| {
             let faults = Faults {
                 max_chunk: 150_000,
                 short_write: 300,
                 reorder: true,
                 kill_at: Some(kill),
-                ..Faults::default()
+                ..more.clone()
             };
             let sc = custom(seed * 1000 + kill, len, mirrors.clone(), args, faults);
             (format!("kill at step {kill}"), sc)
@@ -744,6 +753,26 @@ fn a_kill_never_leaves_a_gap_in_a_file_of_unknown_length() {
         framing: Framing::UntilClose,
     };
     kill_everywhere("unknown length", vec![good], &["-s4", "-k1M"], 1_900_000);
+}
+
+/// A file no control file describes grows only at the end of its bytes without a gap, even once
+/// a write has failed: a block after the failed one, written, left a hole that a kill kept and
+/// `-c` took for data (seed 1734084).
+#[test]
+fn a_failed_write_never_leaves_a_gap_in_a_file_of_unknown_length() {
+    for framing in [Framing::UntilClose, Framing::Chunked] {
+        let good = Mirror::Good {
+            ranges: true,
+            framing,
+        };
+        let more = Faults {
+            write_error: 4,
+            write_errno: libc::ENOSPC,
+            ..Faults::default()
+        };
+        let name = format!("{framing:?}, writes failing");
+        kill_everywhere_with(&name, vec![good], &["-x4", "-k1M"], 1_900_000, more);
+    }
 }
 
 /// A split download's file holds no byte, and no allocated length, before a control file
