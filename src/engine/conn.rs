@@ -621,6 +621,10 @@ pub struct Download {
     /// open, filled blocks wait (`submit_flushes`) and the download cannot end (the creation
     /// counts in `writes`).
     pub opening: Option<Opening>,
+    /// The job creating the current generation's file, waiting for the operations on the file it
+    /// replaces (`old_writes`) to end: it empties the file, and a write still in flight would land
+    /// in it after (counted in `writes` meanwhile; issued by `file_op_done`).
+    pub parked_open: Option<crate::engine::reactor::Job>,
     /// A control-file save was asked for while the file was being created: it is made once the
     /// file exists (a file that cannot be created leaves no control file).
     pub save_when_open: bool,
@@ -746,6 +750,7 @@ impl Download {
             first_save_pending: false,
             alloc_after_save: None,
             opening: None,
+            parked_open: None,
             save_when_open: false,
             create_failed: false,
             resumed: false,
@@ -834,6 +839,10 @@ impl Download {
     fn drop_file(&mut self) {
         self.file = None;
         self.opening = None;
+        if self.parked_open.take().is_some() {
+            // Never issued: nothing will complete for it.
+            self.writes -= 1;
+        }
         self.save_when_open = false;
         self.generation = 0;
         self.first_save_pending = false;

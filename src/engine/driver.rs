@@ -817,6 +817,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             Some(dl)
         } else {
             d.old_writes = d.old_writes.saturating_sub(1);
+            if d.old_writes == 0 {
+                if let Some(job) = d.parked_open.take() {
+                    let file = d.file_of();
+                    self.reactor.blocking(Tag::Opened { file }, job);
+                }
+            }
             self.maybe_finish(dl);
             None
         }

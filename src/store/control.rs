@@ -682,6 +682,21 @@ pub fn save(path: &Path, cf: &ControlFile) -> io::Result<()> {
     super::atomic_write(path, &cf.encode())
 }
 
+/// Makes the control file at `path` claim nothing, its length and pieces kept (a missing file is
+/// left missing). Done before the file it describes is emptied to start over: at no moment may it
+/// claim bytes the file no longer holds, which a later run would take for data. An unreadable one
+/// is an error, and the file is then left as it is.
+pub fn disclaim(path: &Path) -> io::Result<()> {
+    match load(path) {
+        Ok(Some(cf)) => save(
+            path,
+            &ControlFile::from_done(cf.total_length, cf.piece_length, &[]),
+        ),
+        Ok(None) => Ok(()),
+        Err(e) => Err(io::Error::other(e.to_string())),
+    }
+}
+
 /// Reads and decodes `path`; a missing file is `Ok(None)`. Reads at most [`MAX_FILE_LEN`] bytes.
 pub fn load(path: &Path) -> Result<Option<ControlFile>, LoadError> {
     let f = match fs::File::open(path) {

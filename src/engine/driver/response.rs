@@ -470,8 +470,22 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             };
             let result = open.result.clone();
             let at = path.clone();
+            // Starting over at the same path: the control file of the earlier attempt claims
+            // nothing before the file is emptied, and goes once it is if no control file will
+            // describe this attempt (length unknown).
+            let disclaim = d.control.clone();
+            let unknown = total.is_none();
+            if unknown {
+                d.control = None;
+            }
             let job: crate::engine::reactor::Job = Box::new(move || {
-                let out = store::open_output(&at, true, one_block);
+                let out = match disclaim.as_deref().map(store::control::disclaim) {
+                    Some(Err(e)) => Err(e),
+                    _ => store::open_output(&at, true, one_block),
+                };
+                if let (Ok(_), Some(ctl), true) = (&out, &disclaim, unknown) {
+                    let _ = std::fs::remove_file(ctl);
+                }
                 if let (Ok(o), Some(v)) = (&out, &validator) {
                     sys::set_validator(o.file.as_raw_fd(), v);
                 }
@@ -483,7 +497,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let d = &mut self.dls[dl];
             let file = d.begin_open(open);
             d.writes += 1;
-            self.reactor.blocking(Tag::Opened { file }, job);
+            if d.old_writes > 0 {
+                // The file it empties may still be written by the attempt before.
+                d.parked_open = Some(job);
+            } else {
+                self.reactor.blocking(Tag::Opened { file }, job);
+            }
             let d = &mut self.dls[dl];
             d.path = Some(path);
             allocating = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit);

@@ -98,6 +98,9 @@ pub struct Faults {
     pub reorder: bool,
     /// The run is killed when it reaches this step.
     pub kill_at: Option<u64>,
+    /// The kill comes after the kernel has carried out what was ready at that step (writes land
+    /// in the file), before the process sees any of it.
+    pub kill_late: bool,
     /// Ctrl-C arrives (on the descriptor from [`signal_fd`]) at these steps, in order.
     pub interrupts: Vec<u64>,
     /// Every read of the signal descriptor fails at once (EBADF).
@@ -319,6 +322,25 @@ impl<T> Sim<T> {
             }
         };
         OpId((u64::from(self.slots[index as usize].0) << 32) | u64::from(index))
+    }
+
+    /// Carries out every operation ready now, its completion never seen (a late kill).
+    fn perform_ready(&mut self) {
+        let ready: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| {
+                self.slots[i]
+                    .1
+                    .as_ref()
+                    .and_then(|op| self.ready_at(op))
+                    .is_some_and(|t| t <= self.clock)
+            })
+            .collect();
+        for i in ready {
+            if let Some(mut op) = self.slots[i].1.take() {
+                self.perform(&mut op);
+                self.slots[i].1 = Some(op);
+            }
+        }
     }
 
     /// When the operation in `i` can complete: now (`Some(clock)`), later, or never.
@@ -971,7 +993,12 @@ impl<T> Reactor<T> for Sim<T> {
                     None
                 };
                 if let Some((why, e)) = failed {
+                    let late = matches!(why, Stop::Killed) && w.faults.kill_late;
                     w.stop = Some(why);
+                    drop(w);
+                    if late {
+                        self.perform_ready();
+                    }
                     return Err(e);
                 }
             }
