@@ -345,7 +345,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let in_flight = c.recv.and_then(|r| r.fill).map(|(off, _, _)| off);
         let fill = c.fill.take();
         let d = &mut self.dls[dl];
-        let padding_safe = d.described() || d.mode != WriteMode::Direct;
         let Some(plan) = d.plan.as_mut() else {
             return;
         };
@@ -355,11 +354,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         // While the download goes on, only the aligned part of a block is written and the rest is
         // fetched again (a padded write could land after the refetched bytes). When it ends here,
-        // every received byte is written, padded, and the file is cut to what arrived; but not
-        // into a file no control file describes, whose length `-c` takes for data: a kill between
-        // the padded write and the cut would leave the padding counted, so there only the aligned
-        // part goes, as while the download goes on.
-        let ending = (d.error.is_some() || d.halted) && padding_safe;
+        // every received byte is written, padded, and the file is cut to what arrived.
+        let ending = d.error.is_some() || d.halted;
         let keep = match (fill, in_flight) {
             (_, Some(off)) => off,
             (Some(f), None) => {

@@ -95,6 +95,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 idle.push(fl.dl);
                 continue;
             }
+            if fl.at_file_end && d.mode == WriteMode::Direct && !d.described() {
+                // A last block padded to 4 KiB would leave the padding in a file `-c` trusts by
+                // its length until the cut that follows the write's completion (a kill between
+                // keeps it). It goes through the page cache at its exact length instead: there is
+                // no write in flight on the file (one at a time), and the download finishes
+                // once the page cache has written it back (`maybe_finish`).
+                let file = d.file.as_ref().map(|f| f.as_raw_fd());
+                if fl.fill.filled % store::DIO_ALIGN != 0
+                    && file.is_some_and(|fd| sys::clear_direct(fd).is_ok())
+                {
+                    d.mode = WriteMode::Direct.fallback();
+                }
+            }
             let len = d.mode.write_len(fl.fill.filled, fl.at_file_end);
             let file = d.file.clone().filter(|_| len > 0);
             let Some(file) = file else {

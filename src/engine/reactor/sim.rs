@@ -101,6 +101,9 @@ pub struct Faults {
     /// The kill comes after the kernel has carried out what was ready at that step (writes land
     /// in the file), before the process sees any of it.
     pub kill_late: bool,
+    /// Every file write takes this long (a slow disk): it may land after the engine has moved on
+    /// (a reconnect, a new file).
+    pub write_time: Duration,
     /// Ctrl-C arrives (on the descriptor from [`signal_fd`]) at these steps, in order.
     pub interrupts: Vec<u64>,
     /// Every read of the signal descriptor fails at once (EBADF).
@@ -400,6 +403,7 @@ impl<T> Sim<T> {
                     _ => Some(op.since + self.io_timeout),
                 }
             }
+            Kind::Write { .. } => Some(op.since + self.world.borrow().faults.write_time),
             _ => Some(op.since),
         }
     }
