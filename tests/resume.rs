@@ -75,10 +75,12 @@ fn interrupted_download_leaves_a_control_file_and_resumes() {
     );
 }
 
-/// The control file cannot be saved (a directory stands where it goes): whatever moment a kill
-/// comes, the split, preallocated download leaves only bytes `-c` may take for data, a prefix of
-/// the file without a gap. Allocating after the failed save, or writing the other connections'
-/// blocks, left a file of full length with holes, which `-c` then took for complete.
+/// The control file cannot be saved (a directory stands where it goes): the split, preallocated
+/// download goes on, as aria2c's does, but with one connection in file order, and whatever moment
+/// a kill comes it leaves only bytes `-c` may take for data, a prefix of the file without a gap.
+/// Allocating after the failed save, or writing the other connections' blocks, left a file of full
+/// length with holes, which `-c` then took for complete; failing the download instead (as a first
+/// fix did) ended with exit 17 where aria2c finishes.
 #[test]
 fn a_control_file_that_cannot_be_saved_leaves_only_a_gapless_prefix() {
     let server = TestServer::plain();
@@ -111,14 +113,21 @@ fn a_control_file_that_cannot_be_saved_leaves_only_a_gapless_prefix() {
         run_and_signal(bin(), &args, "-KILL", Duration::from_millis(after));
         check(&format!("killed after {after} ms"));
     }
+    // Run to its end: complete and exact, the failed save said.
     let _ = std::fs::remove_file(&file);
+    server.route("/g.bin", Route::bytes(data.clone()));
     let run = ringdl(&dir, &args);
-    check("run to its end");
+    assert_eq!(run.code(), 0, "{run}");
     assert!(
         run.output().contains("Failed to save the control file"),
         "{run}"
     );
-    // `-c` goes on from what is there, and ends with the exact file.
+    assert_eq!(sha256_file(&file), sha256_hex(&data));
+    // Killed part-way, `-c` goes on from what is there and ends with the exact file.
+    let _ = std::fs::remove_file(&file);
+    server.route("/g.bin", slow_route(&data));
+    run_and_signal(bin(), &args, "-KILL", Duration::from_millis(500));
+    check("killed after 500 ms");
     server.route("/g.bin", Route::bytes(data.clone()));
     std::fs::remove_dir_all(dir.join("g.bin.aria2")).unwrap();
     let run = ringdl(

@@ -273,7 +273,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     self.release_conn(slot, w.dl);
                     return;
                 }
-                match plan.take(c.id, |_| reserve) {
+                let taken = if d.one_stream {
+                    plan.take_lowest(c.id)
+                } else {
+                    plan.take(c.id, |_| reserve)
+                };
+                match taken {
                     Some(seg) => {
                         let s = plan.segment(seg);
                         let total = plan.total();

@@ -472,14 +472,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let at = path.clone();
             // Starting over at the same path: the control file of the earlier attempt claims
             // nothing before the file is emptied, and goes once it is if no control file will
-            // describe this attempt (length unknown).
+            // describe this attempt (length unknown). `d.control` keeps its path, so an attempt
+            // whose job never ran (dropped by another start over) leaves it to the next one.
             let disclaim = d.control.clone();
             let unknown = total.is_none();
-            if unknown {
-                d.control = None;
-            }
             let job: crate::engine::reactor::Job = Box::new(move || {
-                let out = match disclaim.as_deref().map(store::control::disclaim) {
+                let cleared = disclaim.as_deref().map(|ctl| {
+                    store::control::disclaim(ctl).map_err(|e| {
+                        std::io::Error::other(format!(
+                            "its control file {} could not be cleared first: {}",
+                            ctl.display(),
+                            sys::cause(&e)
+                        ))
+                    })
+                });
+                let out = match cleared {
                     Some(Err(e)) => Err(e),
                     _ => store::open_output(&at, true, one_block),
                 };

@@ -909,6 +909,64 @@ fn a_file_emptied_to_start_over_waits_for_the_writes_before() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The control file cannot be saved (a directory stands where it goes): a split download goes on
+/// with one connection in file order and completes, and a kill at any step, early or late, leaves
+/// a file `-c` may trust, a prefix of the source. Before, the file was preallocated and written
+/// at every connection's offsets (a kill left holes `-c` took for data); a first fix failed the
+/// download instead.
+#[test]
+fn a_control_file_that_cannot_be_saved_never_leaves_a_gap() {
+    let good = Mirror::Good {
+        ranges: true,
+        framing: Framing::Length,
+    };
+    let args = ["-x4", "-s4", "-k1M", "--file-allocation=prealloc"];
+    let mut failures = Vec::new();
+    for kill in (1..300).step_by(3).map(Some).chain([None]) {
+        for late in [false, true] {
+            let faults = Faults {
+                kill_at: kill,
+                kill_late: late,
+                max_chunk: 150_000,
+                reorder: true,
+                ..Faults::default()
+            };
+            let sc = custom(5, 3_000_000, vec![good], &args, faults);
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let path = dir.path().join(NAME);
+            std::fs::create_dir_all(control::control_path(&path).join("in-the-way"))
+                .expect("a directory where the control file goes");
+            let world = Rc::new(RefCell::new(World {
+                servers: sc.servers(),
+                faults: sc.faults.clone(),
+                ..World::default()
+            }));
+            let ended = run(sc.budget, dir.path(), &sc.args, &[url(0)], None, world, 5);
+            let on_disk = std::fs::read(&path).unwrap_or_default();
+            let what = format!("kill {kill:?} (late: {late})");
+            if kill.is_none() {
+                match only_outcome(ended, &what) {
+                    Ok(o) if o.code.0 == 0 && o.finished && on_disk == *sc.data => {}
+                    Ok(o) => failures.push(format!(
+                        "{what}: ended {} (finished: {})",
+                        o.code.0, o.finished
+                    )),
+                    Err(e) => failures.push(e),
+                }
+            } else if !sc.data.starts_with(&on_disk) {
+                let first = (0..on_disk.len())
+                    .find(|&i| sc.data.get(i) != Some(&on_disk[i]))
+                    .unwrap_or(0);
+                failures.push(format!(
+                    "{what}: {} bytes, byte {first} wrong",
+                    on_disk.len()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// A kill that comes after the kernel has carried out what was ready (a write landed) but before
 /// the process saw it: a file no control file describes is still a prefix of the source. Review
 /// finding: the last block of a body of unknown length, and the partly filled block of a failing
