@@ -615,10 +615,6 @@ pub struct Download {
     /// and nothing allocated, so a file never holds bytes (or length) no control file accounts
     /// for — a later `-c` would take them for data.
     pub first_save_pending: bool,
-    /// The first save of the current file failed: until a save succeeds nothing describes the
-    /// file, which may then only grow at its end, so the download goes on with one connection
-    /// taking its ranges in file order (aria2 goes on without its control file too).
-    pub one_stream: bool,
     /// An allocation waiting for that save (or for the file's creation).
     pub alloc_after_save: Option<u64>,
     /// The current generation's file is being created by the file-job thread: until it is
@@ -752,7 +748,6 @@ impl Download {
             synced_generation: 0,
             claims_lost: false,
             first_save_pending: false,
-            one_stream: false,
             alloc_after_save: None,
             opening: None,
             parked_open: None,
@@ -851,7 +846,6 @@ impl Download {
         self.save_when_open = false;
         self.generation = 0;
         self.first_save_pending = false;
-        self.one_stream = false;
         self.alloc_after_save = None;
         self.old_writes += std::mem::take(&mut self.writes);
     }

@@ -228,18 +228,6 @@ impl Plan {
         made
     }
 
-    /// Work for `owner` in file order: the unowned unfinished segment that starts lowest, never a
-    /// split. For a download written strictly in order (`Download::one_stream`).
-    pub fn take_lowest(&mut self, owner: Owner) -> Option<usize> {
-        let i = (0..self.segments.len())
-            .filter(|&i| {
-                self.segments[i].owner.is_none() && self.segments[i].pos < self.segments[i].end
-            })
-            .min_by_key(|&i| self.segments[i].start)?;
-        self.segments[i].owner = Some(owner);
-        Some(i)
-    }
-
     /// Whether [`Plan::take`] would find work for a connection that is not here yet.
     pub fn has_work_for_newcomer(&self, reserve: u64) -> bool {
         self.segments.iter().any(|s| {

@@ -273,12 +273,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     self.release_conn(slot, w.dl);
                     return;
                 }
-                let taken = if d.one_stream {
-                    plan.take_lowest(c.id)
-                } else {
-                    plan.take(c.id, |_| reserve)
-                };
-                match taken {
+                match plan.take(c.id, |_| reserve) {
                     Some(seg) => {
                         let s = plan.segment(seg);
                         let total = plan.total();

@@ -427,24 +427,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let generation = file.generation;
         let d = &mut self.dls[dl];
         d.saves -= 1;
-        if d.generation == generation && res >= 0 {
-            d.one_stream = false;
-        }
         if d.generation == generation && d.first_save_pending {
             // Written or not (the error is said below), the file may go on: held blocks go out
             // at the end of this step, the allocation now.
             d.first_save_pending = false;
-            if res < 0 && d.error.is_none() && !d.halted {
-                // Nothing describes the file: it may only grow at its end (`submit_flushes`).
-                // The connections stop, keeping what they received (written in order as the
-                // file reaches it), and one goes on, in file order.
-                d.one_stream = true;
-                if self.conn_count(dl) > 1 {
-                    self.stop_conns(dl);
-                    self.dls[dl].wanted = 1;
-                }
-            }
-            let d = &mut self.dls[dl];
             if res >= 0 {
                 d.saved_generation = generation;
                 // Not before: an allocated length no control file describes is one `-c` takes

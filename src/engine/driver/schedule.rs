@@ -85,9 +85,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 continue;
             }
             while self.dls[i].wanted > 0 {
-                if self.dls[i].one_stream && self.conn_count(i) > 0 {
-                    break;
-                }
                 if !self.open_extra(i) {
                     break;
                 }

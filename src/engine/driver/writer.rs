@@ -65,27 +65,34 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // A file no saved control file describes (length unknown, or known only once the
             // body ended, or a save that failed) is trusted by `-c` up to its length, so it must
             // only ever grow without a gap: one write at a time, each at the end of the bytes
-            // written without a gap. Its blocks go in file order rather than the order they filled.
-            let described = d.described();
+            // written without a gap.
+            let one_at_a_time = !d.described() && d.writes > 0;
             if d.old_writes > 0
                 || d.opening.is_some()
                 || d.first_save_pending
-                || (!described && d.writes > 0)
-                || (described && held.iter().any(|h: &Flush| h.dl == fl.dl))
+                || one_at_a_time
+                || held.iter().any(|h: &Flush| h.dl == fl.dl)
             {
                 held.push_back(fl);
                 continue;
             }
-            if !described && fl.fill.off != d.written.prefix_end() {
-                // A gap lies before this block. While the download goes on, the bytes before it
-                // are on their way (the one connection of `one_stream` fetches them): it waits.
-                // Once the download fails or stops, nothing will fill the gap: its bytes are
-                // simply not on disk, and the file is cut to the bytes without a gap.
-                if d.error.is_none() && !d.halted {
-                    held.push_back(fl);
-                } else {
-                    idle.push(fl.dl);
+            if !d.described() && fl.fill.off != d.written.prefix_end() {
+                // A gap lies before this block: a write before it failed (the download is
+                // failing), or blocks of several connections came while the first save of a
+                // split download failed. Written, it would leave a file whose length `-c` takes
+                // for data over the gap; dropped, its bytes are simply not on disk, and the
+                // download ends not complete, its file cut to the bytes without a gap.
+                if d.error.is_none() {
+                    let path = d.path_text();
+                    let f = Failure::fatal(
+                        ExitCode::FILE_IO,
+                        format!(
+                            "Failed to write into the file {path}, cause: without its control file, this write would leave a gap"
+                        ),
+                    );
+                    self.fail_download(fl.dl, f, None);
                 }
+                idle.push(fl.dl);
                 continue;
             }
             if fl.at_file_end && d.mode == WriteMode::Direct && !d.described() {
