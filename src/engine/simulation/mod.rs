@@ -470,6 +470,18 @@ fn check_complete_of(dir: &Path, name: &str, source: &[u8], what: &str) -> Resul
     Ok(())
 }
 
+/// Whether `on_disk` is a prefix of `source` (what `-c` may take for data without a control
+/// file); `Err` says where it is not.
+fn is_prefix(on_disk: &[u8], source: &[u8]) -> Result<(), String> {
+    if source.starts_with(on_disk) {
+        return Ok(());
+    }
+    let first = (0..on_disk.len())
+        .find(|&i| source.get(i) != Some(&on_disk[i]))
+        .unwrap_or(0);
+    Err(format!("{} bytes, byte {first} wrong", on_disk.len()))
+}
+
 /// Runs one seed; `Err` says what broke.
 fn run_seed(seed: u64, verbose: bool) -> Result<(), String> {
     check_scenario(&Scenario::draw(seed), verbose)
@@ -894,14 +906,8 @@ fn a_file_emptied_to_start_over_waits_for_the_writes_before() {
             }
             checked += 1;
             let on_disk = std::fs::read(dir.path().join(NAME)).unwrap_or_default();
-            if !sc.data.starts_with(&on_disk) {
-                let first = (0..on_disk.len())
-                    .find(|&i| sc.data.get(i) != Some(&on_disk[i]))
-                    .unwrap_or(0);
-                failures.push(format!(
-                    "seed {seed}, killed at step {kill}: {} bytes, byte {first} wrong",
-                    on_disk.len()
-                ));
+            if let Err(e) = is_prefix(&on_disk, &sc.data) {
+                failures.push(format!("seed {seed}, killed at step {kill}: {e}"));
             }
         }
     }
@@ -954,14 +960,8 @@ fn a_control_file_that_cannot_be_saved_never_leaves_a_gap() {
                     )),
                     Err(e) => failures.push(e),
                 }
-            } else if !sc.data.starts_with(&on_disk) {
-                let first = (0..on_disk.len())
-                    .find(|&i| sc.data.get(i) != Some(&on_disk[i]))
-                    .unwrap_or(0);
-                failures.push(format!(
-                    "{what}: {} bytes, byte {first} wrong",
-                    on_disk.len()
-                ));
+            } else if let Err(e) = is_prefix(&on_disk, &sc.data) {
+                failures.push(format!("{what}: {e}"));
             }
         }
     }
@@ -1002,15 +1002,13 @@ fn a_late_kill_never_leaves_padding_in_a_file_no_control_file_describes() {
             let path = dir.path().join(NAME);
             let on_disk = std::fs::read(&path).unwrap_or_default();
             let described = control::control_path(&path).exists();
-            if !described && !sc.data.starts_with(&on_disk) {
-                let first = (0..on_disk.len())
-                    .find(|&i| sc.data.get(i) != Some(&on_disk[i]))
-                    .unwrap_or(0);
-                failures.push(format!(
-                    "killed at step {}: {} bytes, byte {first} wrong",
-                    seed + after,
-                    on_disk.len()
-                ));
+            let checked = if described {
+                Ok(())
+            } else {
+                is_prefix(&on_disk, &sc.data)
+            };
+            if let Err(e) = checked {
+                failures.push(format!("killed at step {}: {e}", seed + after));
             }
         }
     }
