@@ -34,7 +34,7 @@ chmod 755 "$WORK"
 cleanup() {
     [[ -f $WORK/nginx.pid ]] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null
     sleep 0.2
-    [[ -n $NETNS ]] && ip netns del "$NETNS" 2>/dev/null
+    teardown_link
     rm -rf "$WORK"
 }
 trap cleanup EXIT

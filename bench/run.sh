@@ -35,6 +35,8 @@ bench/run.sh [options]
                     own behind a veth pair with MTU 1500, tc netem adding RTT/2 each way and
                     shaping each direction to RATE (e.g. --link 20ms,1gbit). Needs root, ip and
                     tc; if the link cannot be made, one line says why and loopback is used.
+                    Without sch_netem, tbf shapes and bench/netdelay (NFQUEUE; needs iptables
+                    and cargo) holds the packets the server receives for the RTT.
   -h, --help        this text
 
 Needs: nginx, aria2c, curl, openssl, fincore, strace, GNU time (/usr/bin/time), python3.
@@ -163,7 +165,7 @@ cleanup() {
         kill -0 "$NGINX_PID" 2>/dev/null && kill -9 "$NGINX_PID" 2>/dev/null
     fi
     # The namespace goes with its end of the veth pair, which takes the other end with it.
-    [[ -n $NETNS ]] && ip netns del "$NETNS" 2>/dev/null
+    teardown_link
     rm -rf "$OUTBASE"
     exit "$rc"
 }
@@ -350,6 +352,8 @@ for f in "$DOCROOT/$BIG_NAME" "$DOCROOT/$STRACE_NAME"; do [[ -f $f ]] && cat "$f
 NG_PIDS=()
 nginx_pids() { # master + workers
     NG_PIDS=("$NGINX_PID")
+    # bench/netdelay, when it makes the link's delay, is the link's cost: counted with the server.
+    [[ -n $LINK_DELAY_PID ]] && NG_PIDS+=("$LINK_DELAY_PID")
     local p
     for p in /proc/[0-9]*; do
         [[ -r $p/stat ]] || continue
