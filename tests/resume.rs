@@ -164,6 +164,155 @@ fn continue_without_control_file_asks_for_the_rest() {
     assert_eq!(first.range(), Some((393_216, None)));
 }
 
+/// `-c` over a file longer than the server's: that file is not a part of this one, so it is left
+/// as it is and the download goes where it would without `-c` (aria2c's rule): renamed, over it
+/// with `--allow-overwrite`, or refused (exit 13). It used to be cut to the server's length with
+/// the server's tail after the user's bytes, and reported complete.
+#[test]
+fn continue_over_a_longer_file_leaves_it_alone() {
+    let server = TestServer::plain();
+    let data = content(64, 100_000);
+    server.route("/l.bin", Route::bytes(data.clone()));
+    server.route("/ln.bin", Route::bytes(data.clone()).no_ranges());
+    let mine = content(65, 100_500);
+    for (path, extra, code, kept, renamed) in [
+        ("/l.bin", None, 0, true, true),
+        ("/ln.bin", None, 0, true, true),
+        ("/l.bin", Some("--allow-overwrite=true"), 0, false, false),
+        (
+            "/l.bin",
+            Some("--auto-file-renaming=false"),
+            13,
+            true,
+            false,
+        ),
+    ] {
+        let dir = TestDir::new();
+        let name = &path[1..];
+        std::fs::write(dir.join(name), &mine).unwrap();
+        let mut args = vec!["--no-conf", "-c"];
+        args.extend(extra);
+        let url = server.url(path);
+        let d = dir.arg();
+        args.extend(["-d", &d, &url]);
+        let run = ringdl(&dir, &args);
+        assert_eq!(run.code(), code, "{args:?}: {run}");
+        let now = std::fs::read(dir.join(name)).unwrap();
+        if kept {
+            assert!(now == mine, "{args:?}: the existing file changed: {run}");
+        } else {
+            assert!(
+                now == data,
+                "{args:?}: not overwritten with the download: {run}"
+            );
+        }
+        let other = dir.join(&name.replace(".bin", ".1.bin"));
+        assert_eq!(other.exists(), renamed, "{args:?}: {:?}", dir.entries());
+        if renamed {
+            assert_eq!(sha256_file(&other), sha256_hex(&data), "{args:?}");
+            assert!(
+                run.output().contains("File already exists. Renamed to"),
+                "{run}"
+            );
+        }
+        assert!(
+            !dir.join(&format!("{name}.aria2")).exists(),
+            "{:?}",
+            dir.entries()
+        );
+    }
+}
+
+/// `-c` over a file that is already whole is complete whatever the server does with ranges:
+/// aria2c goes by the length of its first answer. Against a server that answers every request
+/// with the whole file, ringdl used to fail with exit 8 and leave a control file claiming less
+/// than the file held, which the next run without `-c` then cut the file to.
+#[test]
+fn continue_over_a_whole_file_is_complete_with_or_without_ranges() {
+    let server = TestServer::plain();
+    let data = content(66, 100_000);
+    server.route("/w.bin", Route::bytes(data.clone()));
+    server.route("/wn.bin", Route::bytes(data.clone()).no_ranges());
+    for path in ["/w.bin", "/wn.bin"] {
+        let dir = TestDir::new();
+        let name = &path[1..];
+        std::fs::write(dir.join(name), &data).unwrap();
+        let url = server.url(path);
+        let run = ringdl(&dir, &["--no-conf", "-c", "-d", &dir.arg(), &url]);
+        assert_eq!(run.code(), 0, "{path}: {run}");
+        assert!(
+            run.output().contains("Download has already completed"),
+            "{path}: {run}"
+        );
+        assert!(
+            std::fs::read(dir.join(name)).unwrap() == data,
+            "{path}: file changed"
+        );
+        assert_eq!(dir.entries(), vec![name.to_string()], "{path}");
+    }
+}
+
+/// `--dry-run` reads nothing on disk for resuming, so it writes, cuts and claims nothing either: a
+/// partial file with or without its control file is left byte for byte (aria2c's rule). Before,
+/// it resumed for real: `-c --dry-run` cut a 100 000-byte partial file to its last whole block,
+/// wrote a control file and failed with exit 1.
+#[test]
+fn dry_run_leaves_a_partial_download_as_it_is() {
+    let norange = TestServer::plain();
+    let server = TestServer::plain();
+    let data = content(67, 300_000);
+    norange.route("/d.bin", Route::bytes(data.clone()).no_ranges());
+    server.route("/d.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    std::fs::write(dir.join("d.bin"), &data[..100_000]).unwrap();
+    // A partial file with a control file: -c against a server without ranges leaves both.
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-c", "-d", &dir.arg(), &norange.url("/d.bin")],
+    );
+    assert_eq!(run.code(), 8, "{run}");
+    let ctl = dir.join("d.bin.aria2");
+    let before = (
+        std::fs::read(dir.join("d.bin")).unwrap(),
+        std::fs::read(&ctl).unwrap(),
+    );
+    for args in [&["--dry-run"][..], &["-c", "--dry-run"]] {
+        let mut all = vec!["--no-conf"];
+        all.extend(args);
+        let (d, url) = (dir.arg(), server.url("/d.bin"));
+        all.extend(["-d", &d, &url]);
+        let run = ringdl(&dir, &all);
+        assert_eq!(run.code(), 0, "{run}");
+        let after = (
+            std::fs::read(dir.join("d.bin")).unwrap(),
+            std::fs::read(&ctl).unwrap(),
+        );
+        assert!(
+            after == before,
+            "{all:?} changed the partial download: {run}"
+        );
+    }
+    // Without the control file, -c --dry-run leaves the partial file and makes none.
+    std::fs::remove_file(&ctl).unwrap();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-c",
+            "--dry-run",
+            "-d",
+            &dir.arg(),
+            &server.url("/d.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(
+        std::fs::read(dir.join("d.bin")).unwrap() == data[..100_000],
+        "{run}"
+    );
+    assert_eq!(dir.entries(), vec!["d.bin".to_string()], "{run}");
+}
+
 #[test]
 fn continue_against_a_server_without_ranges_exits_8_or_restarts() {
     let server = TestServer::plain();

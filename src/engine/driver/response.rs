@@ -74,21 +74,47 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if status == 401 && self.answer_challenge(slot) {
             return;
         }
-        if status == 416 && self.already_complete(dl, asked, resp.unsatisfied_length) {
-            // -c over a file that is already whole (its length a multiple of 16 KiB, so the rest
-            // asked for starts at its end): aria2c learns the same from its first, range-less GET.
-            let d = &self.dls[dl];
-            let path = d.path.clone().unwrap_or_default();
-            let total = resp.unsatisfied_length.unwrap_or(0);
-            self.console.notice(&format!(
-                "GID#{:016x} - Download has already completed: {}",
-                d.gid,
-                path.display()
-            ));
-            self.finish_without_body(dl, Some((path, total)));
-            self.close_conn(slot);
-            self.maybe_finish(dl);
-            return;
+        match self.continued_over(dl, asked, &resp) {
+            None => {}
+            Some(Existing::Whole(total)) => {
+                // -c over a file that is already whole: aria2c learns the same from the length
+                // of its first answer, whatever the server does with ranges.
+                let d = &self.dls[dl];
+                let path = d.path.clone().unwrap_or_default();
+                self.console.notice(&format!(
+                    "GID#{:016x} - Download has already completed: {}",
+                    d.gid,
+                    path.display()
+                ));
+                self.finish_without_body(dl, Some((path, total)));
+                self.close_conn(slot);
+                self.maybe_finish(dl);
+                return;
+            }
+            Some(Existing::Longer) => {
+                // -c over a file longer than the server's: it is not a part of this file, so it
+                // is left alone and the download starts as if without -c (renamed, overwritten
+                // with --allow-overwrite, or refused), as aria2c does. The answer to the range
+                // asked for is of no use: the file is asked for again, whole.
+                let w = self.conns[slot]
+                    .as_ref()
+                    .and_then(|c| c.ex.as_ref())
+                    .map(|ex| Want {
+                        dl,
+                        url: ex.url.clone(),
+                        mirror: ex.mirror,
+                        redirects: ex.redirects,
+                    });
+                let d = &mut self.dls[dl];
+                d.continue_from = None;
+                d.path = None;
+                d.validator = None;
+                self.close_conn(slot);
+                if let Some(w) = w {
+                    self.open_or_defer(w);
+                }
+                return;
+            }
         }
         let range = asked;
         let is_range = range.is_some();
@@ -541,21 +567,56 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         Ok(())
     }
 
-    /// Whether a 416 to `-c`'s first request says the existing file is already the whole file:
-    /// the rest was asked for from the file's end, and the server's length is the file's.
-    fn already_complete(
+    /// What the first answer to `-c`'s `Range: bytes=L-` (L: the existing file's length, down to
+    /// a block) says of the existing file, by the server's length: a 416 naming it, or the
+    /// complete length of a 206 or the length of a 200. `None`: shorter, so it is resumed (or
+    /// the answer says nothing of the length, or this is not that answer).
+    fn continued_over(
         &self,
         dl: usize,
         range: Option<(u64, Option<u64>)>,
-        unsatisfied: Option<u64>,
-    ) -> bool {
+        resp: &http::ResponseHead,
+    ) -> Option<Existing> {
         let d = &self.dls[dl];
-        let (Some(from), Some(total), Some(path)) = (d.continue_from, unsatisfied, &d.path) else {
-            return false;
+        let (Some(from), Some(path)) = (d.continue_from, &d.path) else {
+            return None;
         };
-        d.plan.is_none()
-            && range == Some((from, None))
-            && from == total
-            && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == total)
+        if d.plan.is_some() || range != Some((from, None)) {
+            return None;
+        }
+        let total = match resp.status {
+            416 => resp.unsatisfied_length?,
+            206 => resp.content_range?.complete_length?,
+            200 if resp.content_encoding.is_none() => resp.content_length?,
+            _ => return None,
+        };
+        // A file whose recorded version the server no longer has is not this file, whatever
+        // its length: the usual answer (`accept_continued`) says so.
+        let asked = self.conns.iter().flatten().find_map(|c| {
+            c.ex.as_ref()
+                .filter(|ex| ex.dl == dl && ex.range == range)
+                .and_then(|ex| d.validator.as_ref().and_then(|v| v.for_url(&ex.url)))
+        });
+        if d.opts.always_resume && asked.is_some_and(|a| changed_since(resp, a)) {
+            return None;
+        }
+        let len = std::fs::metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len())?;
+        match len.cmp(&total) {
+            std::cmp::Ordering::Equal => Some(Existing::Whole(total)),
+            std::cmp::Ordering::Greater => Some(Existing::Longer),
+            std::cmp::Ordering::Less => None,
+        }
     }
+}
+
+/// What `-c`'s first answer says of the file already there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Existing {
+    /// It is the whole file (of this length): nothing to fetch.
+    Whole(u64),
+    /// It is longer than the server's file, so not a part of it.
+    Longer,
 }

@@ -39,6 +39,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// partial file) under the name the URL or `-o` gives.
     pub(super) fn prepare_resume(&mut self, dl: usize) -> Result<(), Failure> {
         let d = &mut self.dls[dl];
+        if d.opts.dry_run {
+            // --dry-run only asks whether the file is there: nothing on disk is read for
+            // resuming, and so nothing on disk is written, cut or claimed (aria2c's rule).
+            return Ok(());
+        }
         let first = d
             .uris
             .iter()
