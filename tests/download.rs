@@ -439,6 +439,29 @@ fn http_500_exits_22() {
     http_error(500, 22);
 }
 
+/// aria2 maps a 504 with 502 and 503 to "service unavailable"; ringdl gave the generic 22.
+#[test]
+fn http_504_exits_29() {
+    http_error(504, 29);
+}
+
+/// A 2xx other than 200 and 206 carries no file: aria2c fails it at once ("Unexpected status",
+/// exit 22, one request). ringdl used to save a 204's nothing or a 201's body as the file and
+/// report it complete.
+#[test]
+fn other_2xx_answers_are_not_a_file() {
+    for status in [201, 202, 203, 204, 205] {
+        http_error(status, 22);
+    }
+    let server = TestServer::plain();
+    server.route("/c.bin", Route::status(201));
+    let dir = TestDir::new();
+    let uri = server.url("/c.bin");
+    let run = download(&server, &dir, &["--max-tries=3"], &[&uri]);
+    assert!(run.output().contains("Unexpected status 201"), "{run}");
+    assert_eq!(server.requests_to("/c.bin").len(), 1, "retried: {run}");
+}
+
 #[test]
 fn connection_refused_exits_1() {
     let port = {

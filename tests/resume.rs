@@ -579,8 +579,14 @@ fn checksum_mismatch_exits_32_and_keeps_the_file() {
         "{run}"
     );
     assert!(dir.join("m.bin").exists());
-    // The control file claims nothing, so a rerun fetches everything again.
-    let right = format!("--checksum=sha-256={}", digest_hex("sha-256", &data));
+    // A failed download, not one in progress: aria2c's row says ERR (ringdl's said INPR, the
+    // bytes it stopped claiming taken for bytes lost to a stop).
+    assert!(run.stdout.contains("|ERR |"), "{run}");
+    assert!(run.stdout.contains("(ERR):error occurred."), "{run}");
+    assert!(!run.stdout.contains("INPR"), "{run}");
+    // The control file claims nothing, so a rerun fetches everything again; the kind of digest
+    // may be written in any case, as aria2c takes it.
+    let right = format!("--checksum=SHA-256={}", digest_hex("sha-256", &data));
     let run = ringdl(
         &dir,
         &["--no-conf", &right, "-d", &dir.arg(), &server.url("/m.bin")],

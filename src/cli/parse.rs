@@ -672,16 +672,10 @@ fn check_text(name: &str, v: &str) -> Result<(), String> {
         }
         "checksum" => {
             let (kind, digest) = v.split_once('=').ok_or("Unrecognized checksum")?;
-            let hex_len = match kind {
-                "md5" => 32,
-                "sha-1" => 40,
-                "sha-224" => 56,
-                "sha-256" => 64,
-                "sha-384" => 96,
-                "sha-512" => 128,
-                "adler32" => 8,
-                _ => return Err("Unrecognized checksum".to_string()),
-            };
+            let hex_len = crate::store::checksum::Kind::from_name(kind)
+                .ok_or("Unrecognized checksum")?
+                .digest_len()
+                * 2;
             if digest.len() == hex_len && digest.bytes().all(|b| b.is_ascii_hexdigit()) {
                 Ok(())
             } else {

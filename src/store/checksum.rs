@@ -39,8 +39,11 @@ impl Kind {
         }
     }
 
-    fn from_name(s: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.name() == s)
+    /// The kind aria2 names `s`, in any case (aria2c takes `SHA-256=` as `sha-256=`).
+    pub fn from_name(s: &str) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s))
     }
 
     /// Digest length in bytes.
@@ -166,6 +169,20 @@ mod tests {
         let mut h = Hasher::new(Kind::Sha384);
         h.update(b"abc");
         assert!(hex(&h.finish()).starts_with("cb00753f45a35e8b"));
+    }
+
+    #[test]
+    fn kind_names_in_any_case() {
+        let hex = "900150983cd24fb0d6963f7d28e17f72";
+        for name in ["md5", "MD5", "Md5"] {
+            assert_eq!(
+                parse(&format!("{name}={hex}")).map(|e| e.kind),
+                Some(Kind::Md5)
+            );
+        }
+        assert_eq!(Kind::from_name("SHA-256"), Some(Kind::Sha256));
+        assert_eq!(Kind::from_name("Sha-1"), Some(Kind::Sha1));
+        assert_eq!(Kind::from_name("sha256"), None);
     }
 
     #[test]

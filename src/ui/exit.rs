@@ -34,7 +34,7 @@ impl ExitCode {
         match status {
             404 => ExitCode::NOT_FOUND,
             401 => ExitCode::HTTP_AUTH,
-            502 | 503 => ExitCode::SERVICE_UNAVAILABLE,
+            502..=504 => ExitCode::SERVICE_UNAVAILABLE,
             _ => ExitCode::HTTP_PROTOCOL,
         }
     }
@@ -59,6 +59,7 @@ mod tests {
         assert_eq!(ExitCode::for_http_status(401), ExitCode(24));
         assert_eq!(ExitCode::for_http_status(502), ExitCode(29));
         assert_eq!(ExitCode::for_http_status(503), ExitCode(29));
+        assert_eq!(ExitCode::for_http_status(504), ExitCode(29));
         assert_eq!(ExitCode::for_http_status(500), ExitCode(22));
         assert_eq!(ExitCode::for_http_status(403), ExitCode(22));
         assert_eq!(ExitCode::for_write_error(libc::ENOSPC), ExitCode(9));

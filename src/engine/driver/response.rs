@@ -180,6 +180,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             return;
         }
+        if !matches!(status, 200 | 206) {
+            // Only 200 and 206 carry a file (a 204's nothing or a 201's body is not one): aria2
+            // fails such an answer at once, without retrying.
+            self.fail_conn(
+                slot,
+                Failure::fatal(
+                    ExitCode::HTTP_PROTOCOL,
+                    format!("Unexpected status {status}"),
+                ),
+            );
+            return;
+        }
         let head_request = self.conns[slot]
             .as_ref()
             .and_then(|c| c.ex.as_ref())

@@ -271,7 +271,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // Every byte arrived and nothing is in flight or waiting, yet some never reached the
         // file: their blocks were dropped (an emergency stop, a forced shutdown) and nothing
         // will write them now. Complete means written: such a download ends not complete.
-        let lost = all_in && !written;
+        // (A download that failed already, e.g. a checksum that disowned its bytes, is failed,
+        // not stopped.)
+        let lost = all_in && !written && d.error.is_none();
         if lost {
             d.halted = true;
         }
