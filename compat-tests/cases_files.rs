@@ -139,6 +139,27 @@ cases! {
         pre: &[Pre::Text("list.txt", "{url}/g.bin\n  no-such-key=1\n  out=x.bin\n")],
         ..Case::DEFAULT
     };
+    input_file_indented_uri_and_bare_option = Case {
+        args: &["-i", "list.txt"],
+        routes: LIST,
+        pre: &[
+            Pre::Text("g.bin", "old"),
+            Pre::Text("list.txt", "# first\n\t{url}/g.bin\n  allow-overwrite\n")
+        ],
+        ..Case::DEFAULT
+    };
+    input_file_line_that_is_no_uri = Case {
+        args: &["-i", "list.txt"],
+        routes: LIST,
+        pre: &[Pre::Text("list.txt", "notauri\t{url}/g.bin\nout=x.bin\n")],
+        ..Case::DEFAULT
+    };
+    conf_bare_option_names = Case {
+        args: &["--conf-path=my.conf", "{url}/f.bin"],
+        routes: F,
+        pre: &[Pre::Text("f.bin", "old"), Pre::Text("my.conf", "allow-overwrite\nremote-time=\n")],
+        ..Case::DEFAULT
+    };
     input_file_and_command_line_uri = Case {
         args: &["-i", "list.txt", "{url}/h.bin"],
         routes: LIST,

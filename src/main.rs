@@ -389,6 +389,9 @@ fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, 
         for w in reader.warnings.drain(..) {
             console.log(cli::LogLevel::Warn, &w);
         }
+        for e in reader.errors.drain(..) {
+            console.log(cli::LogLevel::Error, &e);
+        }
         match entry {
             Ok(_) => count += 1,
             Err(e) => {
@@ -403,6 +406,9 @@ fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, 
     }
     for w in reader.warnings.drain(..) {
         console.log(cli::LogLevel::Warn, &w);
+    }
+    for e in reader.errors.drain(..) {
+        console.log(cli::LogLevel::Error, &e);
     }
     Ok(Some(InputList { name, file, count }))
 }

@@ -1,7 +1,7 @@
 //! `-i FILE` / `-i -`: one download per line (TAB-separated mirrors), followed by indented
 //! `name=value` lines that apply to that download only; `#` comments and blank lines skipped. Read one
 //! entry at a time, so a list of a million URIs is never held in memory.
-use super::defs::{self, OptDef};
+use super::defs::OptDef;
 use std::io::BufRead;
 
 /// Longest line accepted. aria2 takes megabyte-long URIs; a line beyond this is surely not a list.
@@ -30,6 +30,8 @@ pub struct InputReader<R> {
     buf: Vec<u8>,
     /// Warnings found so far (unknown option lines); the caller drains them.
     pub warnings: Vec<String>,
+    /// Errors that skip a URI (not one aria2 recognizes); the caller drains them.
+    pub errors: Vec<String>,
 }
 
 /// Percent-encodes the bytes of a URI line that are not valid UTF-8, as aria2 does.
@@ -59,6 +61,7 @@ impl<R: BufRead> InputReader<R> {
             pending: None,
             buf: Vec::new(),
             warnings: Vec::new(),
+            errors: Vec::new(),
         }
     }
 
@@ -87,8 +90,32 @@ impl<R: BufRead> InputReader<R> {
         Ok(Some(std::mem::take(&mut self.buf)))
     }
 
-    /// The next entry; `Err` is a one-line reason (an unreadable list, a bad option value).
+    /// The next entry; `Err` is a one-line reason (an unreadable list, a bad option value). A URI
+    /// aria2 does not recognize at all is left out with an error (in `errors`), and an entry left
+    /// with none is skipped, as aria2c does: it is not a download that fails.
     pub fn next_entry(&mut self) -> Option<Result<Entry, String>> {
+        loop {
+            let mut entry = match self.next_raw_entry()? {
+                Ok(e) => e,
+                Err(e) => return Some(Err(e)),
+            };
+            let all = entry.uris.len();
+            entry.uris.retain(|u| {
+                let known = super::parse::is_recognized_uri(u);
+                if !known {
+                    self.errors
+                        .push(format!("Unrecognized URI or unsupported protocol: {u}"));
+                }
+                known
+            });
+            if entry.uris.is_empty() && all > 0 {
+                continue;
+            }
+            return Some(Ok(entry));
+        }
+    }
+
+    fn next_raw_entry(&mut self) -> Option<Result<Entry, String>> {
         // Find the URI line that starts the entry.
         let (line_no, uri_line) = match self.pending.take() {
             Some(p) => p,
@@ -97,16 +124,11 @@ impl<R: BufRead> InputReader<R> {
                     Err(e) => return Some(Err(e)),
                     Ok(None) => return None,
                     Ok(Some(l)) => {
-                        if is_skipped(&l) || l[0] == b' ' || l[0] == b'\t' {
-                            // An option line with no URI before it has nothing to apply to.
-                            if !is_skipped(&l) {
-                                self.warnings.push(format!(
-                                    "Unknown option: {}",
-                                    String::from_utf8_lossy(&l)
-                                ));
-                            }
+                        if is_skipped(&l) {
                             continue;
                         }
+                        // An indented line with no entry open starts one, as in aria2c: only
+                        // the lines after a URI line are its options.
                         break (self.line_no, l);
                     }
                 }
@@ -132,9 +154,7 @@ impl<R: BufRead> InputReader<R> {
                         break;
                     }
                     let text = String::from_utf8_lossy(&l).into_owned();
-                    let opt = text.trim().split_once('=').and_then(|(k, v)| {
-                        defs::by_name(k.trim()).map(|d| (d, v.trim().to_string()))
-                    });
+                    let opt = super::parse::config_line(text.trim());
                     match opt {
                         // aria2 ignores options that exist but do not apply per download.
                         Some((def, _)) if !def.in_input_file => {}
@@ -201,6 +221,62 @@ mod tests {
         assert_eq!(second.uris, vec!["http://c/2"]);
         assert_eq!(second.options.len(), 1);
         assert_eq!(warnings, vec!["Unknown option:   foo=bar"]);
+    }
+
+    /// aria2c's reading: an indented line with no entry open is a URI line (only the lines after
+    /// a URI line are its options), and an option named without `=` is `NAME=`, which for an
+    /// option whose value is optional is the value it implies. ringdl used to drop the first
+    /// as an option with nothing to apply to, and warn about the second as unknown.
+    #[test]
+    fn indented_uri_lines_and_bare_option_names() {
+        let (es, warnings) =
+            entries(b"# c\n\thttp://a/1\n out=x.bin\n  allow-overwrite\n  split\n  http://b/2\n");
+        let first = es[0].as_ref().unwrap_err();
+        assert!(first.contains("'--split' at line 5"), "{first}");
+        let (es, warnings2) = entries(
+            b"  http://a/1\n out=x.bin\n  allow-overwrite\n\tcontinue=\n  check-integrity=false\n",
+        );
+        let e = es[0].as_ref().unwrap();
+        assert_eq!(e.uris, vec!["http://a/1"]);
+        let opts: Vec<(&str, &str)> = e
+            .options
+            .iter()
+            .map(|(d, v)| (d.name, v.as_str()))
+            .collect();
+        assert_eq!(
+            opts,
+            vec![
+                ("out", "x.bin"),
+                ("allow-overwrite", "true"),
+                ("continue", "true"),
+                ("check-integrity", "false")
+            ]
+        );
+        assert!(
+            warnings.is_empty() && warnings2.is_empty(),
+            "{warnings:?} {warnings2:?}"
+        );
+    }
+
+    /// A URI line aria2 cannot take for a URI at all (no scheme) is skipped with an error, and an
+    /// entry left with no URI is no entry; one with a scheme stays, to fail as a download.
+    /// ringdl used to make each a download that failed with exit 1.
+    #[test]
+    fn lines_that_are_no_uri_are_skipped_with_an_error() {
+        let mut r = InputReader::new(
+            &b"notauri\thttp://a/1\nout=x.bin\n  split=2\ngopher://z\n"[..],
+            "list.txt",
+        );
+        let all: Vec<_> = r.by_ref().collect();
+        let uris: Vec<Vec<String>> = all.into_iter().map(|e| e.unwrap().uris).collect();
+        assert_eq!(uris, vec![vec!["http://a/1"], vec!["gopher://z"]]);
+        assert_eq!(
+            r.errors,
+            vec![
+                "Unrecognized URI or unsupported protocol: notauri",
+                "Unrecognized URI or unsupported protocol: out=x.bin"
+            ]
+        );
     }
 
     #[test]

@@ -963,6 +963,21 @@ fn config_layer(
     Ok(Some(layer))
 }
 
+/// One `NAME=VALUE` line of a configuration file or of an input list's options, as aria2 reads
+/// it: `NAME` alone is `NAME=`, and an empty value of an option whose value is optional is the
+/// value it implies (`allow-overwrite` is `allow-overwrite=true`). `None`: no such option.
+pub(crate) fn config_line(line: &str) -> Option<(&'static OptDef, String)> {
+    let (name, value) = line.split_once('=').unwrap_or((line, ""));
+    let def = defs::by_name(name.trim())?;
+    let value = value.trim();
+    let value = if value.is_empty() && def.arg == defs::ArgKind::Optional {
+        def.implied
+    } else {
+        value
+    };
+    Some((def, value.to_string()))
+}
+
 /// `NAME=VALUE` lines; `#` comments and blank lines skipped; unknown names warn.
 pub(crate) fn parse_config(text: &str, warnings: &mut Vec<String>) -> Layer {
     let mut layer = Layer::default();
@@ -975,11 +990,8 @@ pub(crate) fn parse_config(text: &str, warnings: &mut Vec<String>) -> Layer {
             // No name at all: aria2 skips such a line without a word.
             continue;
         }
-        let def = line
-            .split_once('=')
-            .and_then(|(k, v)| defs::by_name(k.trim()).map(|d| (d, v.trim())));
-        match def {
-            Some((d, v)) if !matches!(d.name, "help" | "version") => layer.set(d, v.to_string()),
+        match config_line(line) {
+            Some((d, v)) if !matches!(d.name, "help" | "version") => layer.set(d, v),
             _ => warnings.push(format!("Unknown option: {line}")),
         }
     }
@@ -1063,6 +1075,13 @@ fn refuse_unsupported_downloads(layer: &Layer, uris: &[String]) -> Result<(), Us
 }
 
 /// A URI ringdl can download, or the one-line reason it cannot.
+/// Whether aria2 takes `u` for a URI at all: anything with a scheme (one it or ringdl cannot
+/// fetch fails as a download), a magnet link, a torrent or Metalink file. An input list's line
+/// that is none of these (`notauri`, a stray `out=x`) is skipped with an error instead.
+pub fn is_recognized_uri(u: &str) -> bool {
+    u.contains("://") || !matches!(check_uri(u), Err(e) if e.starts_with("Unrecognized URI"))
+}
+
 pub fn check_uri(u: &str) -> Result<(), String> {
     let lower = u.to_ascii_lowercase();
     let feature = if lower.starts_with("magnet:") || lower.ends_with(".torrent") {
@@ -1617,6 +1636,25 @@ mod tests {
         ));
         let e = parse_with(["--generate=nonsense"], &env()).err().unwrap();
         assert_eq!(e.exit_code, 28);
+    }
+
+    /// aria2c reads `NAME` alone in a configuration file as `NAME=`: an option whose value is
+    /// optional takes the value it implies, any other fails on the empty value (exit 28). ringdl
+    /// warned "Unknown option" and ignored both.
+    #[test]
+    fn config_file_option_names_without_a_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("a.conf");
+        std::fs::write(&conf, "allow-overwrite\ncontinue=\nremote-time = \n").unwrap();
+        let path = format!("--conf-path={}", conf.display());
+        let s = settings(&[&path, "http://h/u"]);
+        assert!(s.download.allow_overwrite);
+        assert!(s.download.continue_partial);
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        std::fs::write(&conf, "max-tries\n").unwrap();
+        let e = parse_with([path.as_str(), "http://h/u"], &env()).unwrap_err();
+        assert_eq!(e.exit_code, 28);
+        assert!(e.message.contains("--max-tries"), "{}", e.message);
     }
 
     #[test]
