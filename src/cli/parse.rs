@@ -1108,6 +1108,12 @@ pub fn check_uri(u: &str) -> Result<(), String> {
     }
 }
 
+/// `--out` as a name under `--dir`: aria2 joins the two, so an absolute `-o /x/y` is `DIR/x/y`
+/// (it never writes outside the directory it was given). Empty: no name.
+fn out_name(v: &str) -> Option<String> {
+    Some(v.trim_start_matches('/').to_string()).filter(|s| !s.is_empty())
+}
+
 /// The options of one download from resolved values.
 fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
     let dir = match r.text("dir") {
@@ -1116,7 +1122,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
     };
     DownloadOptions {
         dir,
-        out: r.text("out"),
+        out: r.text("out").as_deref().and_then(out_name),
         gid: r.text("gid").as_deref().and_then(parse_gid),
         max_conn_per_server: r.int("max-connection-per-server") as usize,
         split: r.int("split") as usize,
@@ -1262,7 +1268,7 @@ impl DownloadOptions {
             }
             match def.name {
                 "dir" => o.dir = PathBuf::from(expand_home(v, env)),
-                "out" => o.out = Some(v.clone()).filter(|s| !s.is_empty()),
+                "out" => o.out = out_name(v),
                 "gid" => o.gid = parse_gid(v),
                 "max-connection-per-server" => {
                     o.max_conn_per_server = v.parse().unwrap_or(o.max_conn_per_server)
@@ -1641,6 +1647,18 @@ mod tests {
     /// aria2c reads `NAME` alone in a configuration file as `NAME=`: an option whose value is
     /// optional takes the value it implies, any other fails on the empty value (exit 28). ringdl
     /// warned "Unknown option" and ignored both.
+    /// aria2c writes `-d sub -o /x/y.bin` to `sub/x/y.bin` (and `-o /y.bin` to `./y.bin`): `--out`
+    /// is always under `--dir`. ringdl wrote to the absolute path.
+    #[test]
+    fn out_is_always_under_dir() {
+        let s = settings(&["-d", "sub", "-o", "/x/y.bin", "http://h/u"]);
+        assert_eq!(s.download.out.as_deref(), Some("x/y.bin"));
+        let s = settings(&["--out=//y.bin", "http://h/u"]);
+        assert_eq!(s.download.out.as_deref(), Some("y.bin"));
+        let s = settings(&["-o", "/", "http://h/u"]);
+        assert_eq!(s.download.out, None);
+    }
+
     #[test]
     fn config_file_option_names_without_a_value() {
         let dir = tempfile::tempdir().unwrap();
