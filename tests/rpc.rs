@@ -532,6 +532,108 @@ fn out_given_over_rpc_cannot_leave_dir() {
     assert!(!dir.path().parent().unwrap().join("escape.bin").exists());
 }
 
+/// The `X-` headers each request to `path` carried, in order, one list a request.
+fn x_headers(server: &TestServer, path: &str) -> Vec<Vec<String>> {
+    server
+        .requests_to(path)
+        .iter()
+        .map(|r| {
+            r.headers
+                .iter()
+                .filter(|(n, _)| n.starts_with("X-"))
+                .map(|(n, v)| format!("{n}: {v}"))
+                .collect()
+        })
+        .collect()
+}
+
+/// `getOption` gives `header` as one string with a newline after each header, as aria2 does, and
+/// front-ends hand that string back (Motrix restarts a task so): over RPC a newline (or CR LF)
+/// separates headers in one value, empty lines are skipped, and a CR inside a line is still
+/// refused (K-CREDORIGIN).
+#[test]
+fn a_header_value_of_several_lines_is_several_headers() {
+    let server = TestServer::plain();
+    for p in ["/a.bin", "/b.bin", "/c.bin"] {
+        server.route(p, Route::bytes(content(52, 1000)));
+    }
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "--rpc-secret=s"]);
+    let ok = json!("OK");
+    assert_eq!(
+        d.call(
+            "aria2.changeGlobalOption",
+            json!([{"header": "X-G1: 1\r\nX-G2: 2\r\n"}])
+        ),
+        ok
+    );
+    assert_eq!(
+        d.call("aria2.getGlobalOption", json!([]))["header"],
+        "X-G1: 1\nX-G2: 2\n"
+    );
+
+    let a = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/a.bin")], {"header": "X-A: 1\n\nX-B: 2\n", "out": "a.bin"}]),
+    ));
+    d.wait_for(&a, Duration::from_secs(10), |s| s["status"] == "complete");
+    let shown = d.call("aria2.getOption", json!([a]))["header"].clone();
+    assert_eq!(shown, "X-G1: 1\nX-G2: 2\nX-A: 1\nX-B: 2\n");
+    assert_eq!(
+        x_headers(&server, "/a.bin"),
+        [["X-G1: 1", "X-G2: 2", "X-A: 1", "X-B: 2"]]
+    );
+
+    // The value getOption gave, handed back whole, and several lines in a list's item.
+    let b = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/b.bin")], {"header": shown, "out": "b.bin"}]),
+    ));
+    d.wait_for(&b, Duration::from_secs(10), |s| s["status"] == "complete");
+    // The global headers, then the download's (which began with them, as the value says).
+    assert_eq!(
+        x_headers(&server, "/b.bin"),
+        [["X-G1: 1", "X-G2: 2", "X-G1: 1", "X-G2: 2", "X-A: 1", "X-B: 2"]]
+    );
+    let c = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/c.bin")], {"header": ["X-C: 1\nX-D: 2", "X-E: 3"], "pause": "true"}]),
+    ));
+    assert_eq!(
+        d.call(
+            "aria2.changeOption",
+            json!([c, {"header": "X-F: 4\r\nX-G: 5"}])
+        ),
+        ok
+    );
+
+    // A CR inside one line would smuggle a header in: refused, whichever way it comes.
+    let refused = "We encountered a problem while processing the option '--header'.";
+    let smuggled = "X-A: 1\rX-Injected: 1\nX-B: 2";
+    assert_eq!(
+        d.call_err(
+            "aria2.addUri",
+            json!([[server.url("/a.bin")], {"header": smuggled}])
+        ),
+        refused
+    );
+    assert_eq!(
+        d.call_err("aria2.changeOption", json!([c, {"header": [smuggled]}])),
+        refused
+    );
+    assert_eq!(
+        d.call_err("aria2.changeGlobalOption", json!([{"header": smuggled}])),
+        refused
+    );
+    d.call("aria2.unpause", json!([c]));
+    d.wait_for(&c, Duration::from_secs(10), |s| s["status"] == "complete");
+    let sent = x_headers(&server, "/c.bin");
+    assert!(
+        sent.iter().flatten().all(|h| !h.contains("Injected")),
+        "{sent:?}"
+    );
+}
+
 /// Neither the secret nor any password comes back from `getGlobalOption`/`getOption`, and none
 /// reaches the log at its most verbose level: given on the command line, in a call's options, in
 /// `changeGlobalOption`, in a URI, or as a wrong token.

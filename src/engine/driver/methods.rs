@@ -64,8 +64,26 @@ fn shown_value(def: &OptDef, v: &str) -> String {
     }
 }
 
-/// Reads an options struct: values must be strings (`header` may be a list of them); unknown
-/// names and names `allowed` refuses are skipped, as aria2 does; a bad value is an error.
+/// The values one string gives a cumulative option. A newline separates them, as in the value
+/// `getOption` gives back (aria2 keeps such a list as one string with a newline after each
+/// value); a CR before it goes with it, and empty lines are left out. A value with nothing but
+/// newlines is one empty value: set, but sending nothing.
+fn cumulative_values(s: &str) -> Vec<&str> {
+    let values: Vec<&str> = s
+        .split('\n')
+        .map(|v| v.strip_suffix('\r').unwrap_or(v))
+        .filter(|v| !v.is_empty())
+        .collect();
+    if values.is_empty() {
+        vec![""]
+    } else {
+        values
+    }
+}
+
+/// Reads an options struct: values must be strings (`header` may be a list of them, and each of
+/// them several lines); unknown names and names `allowed` refuses are skipped, as aria2 does; a
+/// bad value is an error.
 fn gather(
     opts: Option<&Map<String, Value>>,
     allowed: impl Fn(&OptDef) -> bool,
@@ -77,10 +95,16 @@ fn gather(
             continue;
         };
         let values: Vec<&str> = match value {
+            Value::String(s) if def.cumulative => cumulative_values(s),
             Value::String(s) => vec![s.as_str()],
-            Value::Array(a) if def.cumulative => a.iter().filter_map(Value::as_str).collect(),
+            Value::Array(a) if def.cumulative => a
+                .iter()
+                .filter_map(Value::as_str)
+                .flat_map(cumulative_values)
+                .collect(),
             _ => continue,
         };
+        // Each value is one line now: a CR or LF left in one is refused (K-CREDORIGIN).
         for v in values {
             if crate::cli::check_value(def, v).is_err() {
                 return Err(RpcError::new(format!(
@@ -654,19 +678,20 @@ fn paging(p: &Params) -> Result<(i64, usize), RpcError> {
     Ok((offset, num as usize))
 }
 
-/// Options as `{name: value}`, without secrets or passwords.
+/// Options as `{name: value}`, without secrets or passwords. A cumulative option's values are
+/// one string with a newline after each, as aria2 gives them (`"A: 1\nB: 2\n"`).
 fn options_json(all: &[(&'static OptDef, String)]) -> Value {
     let mut m = Map::new();
     for (d, v) in all {
         if secret_option(d.name) {
             continue;
         }
-        let v = shown_value(d, v);
+        let mut v = shown_value(d, v);
+        if d.cumulative {
+            v.push('\n');
+        }
         match m.get_mut(d.name) {
-            Some(Value::String(old)) if d.cumulative => {
-                old.push('\n');
-                old.push_str(&v);
-            }
+            Some(Value::String(old)) if d.cumulative => old.push_str(&v),
             _ => {
                 m.insert(d.name.to_string(), Value::String(v));
             }
