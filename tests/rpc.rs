@@ -634,6 +634,90 @@ fn a_header_value_of_several_lines_is_several_headers() {
     );
 }
 
+/// As in aria2: `header` given several times in one call adds up, but a later `changeOption` or
+/// `changeGlobalOption` replaces the list (an empty string empties it). A download added with
+/// headers has the global ones first, and its list is its own from then on; an input-file
+/// entry's headers replace the command line's.
+#[test]
+fn a_header_change_replaces_the_list() {
+    let server = TestServer::plain();
+    for p in ["/a.bin", "/b.bin", "/c.bin", "/d.bin", "/e.bin"] {
+        server.route(p, Route::bytes(content(53, 1000)));
+    }
+    let dir = TestDir::new();
+    let list = dir.join("list.txt");
+    let entry = format!("{}\n  header=X-I: i\n", server.url("/e.bin"));
+    std::fs::write(&list, entry).unwrap();
+    let session = dir.join("session.txt");
+    let d = Daemon::start(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            "--header=X-Cli: 0",
+            &format!("--input-file={}", list.display()),
+            &format!("--save-session={}", session.display()),
+        ],
+    );
+    let global = || d.call("aria2.getGlobalOption", json!([]))["header"].clone();
+    let change_global = |v: Value| d.call("aria2.changeGlobalOption", json!([{ "header": v }]));
+    let done = |g: &str| d.wait_for(g, Duration::from_secs(10), |s| s["status"] == "complete");
+    assert_eq!(global(), "X-Cli: 0\n");
+    change_global(json!(["X-G1: 1", "X-G2: 2"]));
+    assert_eq!(global(), "X-G1: 1\nX-G2: 2\n");
+    change_global(json!("X-G3: 3"));
+    assert_eq!(global(), "X-G3: 3\n");
+    change_global(json!([]));
+    assert_eq!(global(), "X-G3: 3\n");
+
+    let a = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/a.bin")], {"header": ["X-D1: 1", "X-D2: 2"]}]),
+    ));
+    done(&a);
+    assert_eq!(
+        d.call("aria2.getOption", json!([a]))["header"],
+        "X-G3: 3\nX-D1: 1\nX-D2: 2\n"
+    );
+    assert_eq!(
+        x_headers(&server, "/a.bin"),
+        [["X-G3: 3", "X-D1: 1", "X-D2: 2"]]
+    );
+
+    // A paused download's list replaced: only the new headers, not the global ones either.
+    let b = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/b.bin")], {"header": "X-D: d", "pause": "true"}]),
+    ));
+    assert_eq!(
+        d.call("aria2.changeOption", json!([b, {"header": "X-C: c"}])),
+        "OK"
+    );
+    assert_eq!(d.call("aria2.getOption", json!([b]))["header"], "X-C: c\n");
+    assert_eq!(d.call("aria2.saveSession", json!([])), "OK");
+    let text = std::fs::read_to_string(&session).unwrap();
+    assert!(
+        text.contains(" header=X-C: c\n") && !text.contains("X-D: d") && !text.contains("X-Cli"),
+        "{text}"
+    );
+    d.call("aria2.unpause", json!([b]));
+    done(&b);
+    assert_eq!(x_headers(&server, "/b.bin"), [["X-C: c"]]);
+
+    let c = gid_of(&d.call("aria2.addUri", json!([[server.url("/c.bin")]])));
+    done(&c);
+    assert_eq!(x_headers(&server, "/c.bin"), [["X-G3: 3"]]);
+
+    change_global(json!(""));
+    assert_eq!(global(), "\n");
+    let e = gid_of(&d.call("aria2.addUri", json!([[server.url("/d.bin")]])));
+    done(&e);
+    assert_eq!(x_headers(&server, "/d.bin"), [Vec::<String>::new()]);
+
+    // The input-file entry ran first, with its own header only.
+    assert_eq!(x_headers(&server, "/e.bin"), [["X-I: i"]]);
+}
+
 /// Neither the secret nor any password comes back from `getGlobalOption`/`getOption`, and none
 /// reaches the log at its most verbose level: given on the command line, in a call's options, in
 /// `changeGlobalOption`, in a URI, or as a wrong token.

@@ -1249,7 +1249,9 @@ fn proxy_values(r: &Resolved) -> Vec<(&'static str, String)> {
 }
 
 impl DownloadOptions {
-    /// This download's options with an input-file entry's own lines applied on top.
+    /// This download's options with an input-file entry's own lines applied on top. An entry's
+    /// own headers replace these ones rather than add to them, as in aria2 (several `header`
+    /// lines in one entry add up).
     pub fn with_entry(
         &self,
         layer_values: &[(&'static OptDef, String)],
@@ -1258,6 +1260,9 @@ impl DownloadOptions {
         let mut o = self.clone();
         o.out = None;
         o.gid = None;
+        if layer_values.iter().any(|(d, _)| d.name == "header") {
+            o.headers.clear();
+        }
         let mut proxies_changed = false;
         for (def, v) in layer_values {
             if let Some(name) = crate::http::proxy::OPTIONS.iter().find(|&&n| n == def.name) {
@@ -1518,6 +1523,18 @@ mod tests {
     fn header_accumulates() {
         let s = settings(&["--header=A: 1", "--header", "B: 2", "http://h/u"]);
         assert_eq!(s.download.headers, vec!["A: 1", "B: 2"]);
+    }
+
+    /// aria2 reads an input-file entry's lines into options of their own and puts them over the
+    /// global ones: the entry's headers are its whole list.
+    #[test]
+    fn an_entrys_headers_replace_the_global_ones() {
+        let s = settings(&["--header=A: 1", "http://h/u"]);
+        let header = defs::by_name("header").expect("header");
+        let env = env();
+        let own = [(header, "B: 2".to_string()), (header, "C: 3".to_string())];
+        assert_eq!(s.download.with_entry(&own, &env).headers, ["B: 2", "C: 3"]);
+        assert_eq!(s.download.with_entry(&[], &env).headers, ["A: 1"]);
     }
 
     #[test]

@@ -246,7 +246,7 @@ impl SessionSnapshot {
 
 /// Appends one session entry: the URIs on a line (TAB-separated, with aria2's trailing TAB), then
 /// ` gid=`, ` pause=true` when paused, the command line's per-download options and the entry's
-/// own (its own win).
+/// own (its own win; its own headers are its whole list).
 pub(crate) fn session_entry(
     out: &mut String,
     uris: &[String],
@@ -264,7 +264,7 @@ pub(crate) fn session_entry(
     if paused {
         out.push_str(" pause=true\n");
     }
-    let overridden = |name: &str| own.iter().any(|(d, _)| d.name == name && !d.cumulative);
+    let overridden = |name: &str| own.iter().any(|(d, _)| d.name == name);
     for (name, v) in command_line {
         if matches!(*name, "gid" | "pause" | "out") || overridden(name) {
             continue;

@@ -135,13 +135,11 @@ fn check_out(options: &[(&'static OptDef, String)]) -> Result<(), RpcError> {
     Ok(())
 }
 
-/// Replaces (or, for cumulative options, adds) `new` in `into`.
+/// Puts `new` over `into`: every option `new` names takes `new`'s values only. A cumulative
+/// option's values given together (in one call) are its whole list: aria2 replaces a download's
+/// headers on `changeOption`, and a global list on `changeGlobalOption`.
 fn merge(into: &mut Vec<(&'static OptDef, String)>, new: &[(&'static OptDef, String)]) {
-    for (d, _) in new {
-        if !d.cumulative {
-            into.retain(|(x, _)| x.name != d.name);
-        }
-    }
+    into.retain(|(x, _)| !new.iter().any(|(d, _)| d.name == x.name));
     into.extend(new.iter().cloned());
 }
 
@@ -182,7 +180,21 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             .ok_or_else(|| RpcError::new("No daemon"))?;
         let mut gid = None;
         let mut paused = e.s.rpc.as_ref().is_some_and(|r| r.pause);
-        let mut own = Vec::new();
+        // aria2 gives a new download a copy of the global options and reads the call's over it:
+        // headers it is given come after the global ones and, with them, are its whole list.
+        let mut own: Vec<(&'static OptDef, String)> = Vec::new();
+        for (d, _) in options.iter().filter(|(d, _)| d.cumulative) {
+            if own.iter().any(|(x, _)| x.name == d.name) {
+                continue;
+            }
+            for (_, v) in dm.options.iter().filter(|(n, _)| *n == d.name) {
+                own.extend(
+                    cumulative_values(v)
+                        .into_iter()
+                        .map(|v| (*d, v.to_string())),
+                );
+            }
+        }
         for (d, v) in options {
             match d.name {
                 "gid" => match crate::cli::parse_gid(&v) {
@@ -546,10 +558,10 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                 .cloned()
                 .collect();
             dm.base = dm.base.with_entry(&per_download, &dm.env);
-            for (d, v) in &new {
-                dm.options.retain(|(n, _)| *n != d.name || d.cumulative);
-                dm.options.push((d.name, v.clone()));
-            }
+            dm.options
+                .retain(|(n, _)| !new.iter().any(|(d, _)| d.name == *n));
+            dm.options
+                .extend(new.iter().map(|(d, v)| (d.name, v.clone())));
         }
         Ok(json!("OK"))
     }
