@@ -1056,6 +1056,70 @@ fn pause_and_unpause_in_one_batch_resume_from_the_saved_control_file() {
     assert_eq!(sha256_file(&dir.join("b.bin")), sha256_hex(&data));
 }
 
+/// `bitfield` is in every status whose length is known, as in aria2: a complete download has all
+/// its pieces, a paused or removed one those on disk when it stopped; a download not started
+/// (or failed before its length was known) has none.
+#[test]
+fn the_bitfield_of_a_stopped_or_paused_download_says_what_is_on_disk() {
+    let server = TestServer::plain();
+    server.route("/small.bin", Route::bytes(content(54, 70_000)));
+    for p in ["/big.bin", "/other.bin"] {
+        server.route(
+            p,
+            Route::bytes(content(55, 3 * MIB + 1)).throttle(16 * 1024, Duration::from_millis(20)),
+        );
+    }
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "-s1"]);
+    let keys = json!(["status", "bitfield", "completedLength", "numPieces"]);
+    let status = |g: &str| d.call("aria2.tellStatus", json!([g, keys]));
+    let progress = |s: &Value| -> usize { s["completedLength"].as_str().unwrap().parse().unwrap() };
+    // One connection fills the file from its start: the pieces wholly in what it wrote.
+    let on_disk = |s: &Value| format!("{:02x}", (0xff00u32 >> (progress(s) / MIB)) & 0xff);
+
+    let small = gid_of(&d.call("aria2.addUri", json!([[server.url("/small.bin")]])));
+    let held = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/small.bin")], {"pause": "true", "out": "held.bin"}]),
+    ));
+    let missing = gid_of(&d.call("aria2.addUri", json!([[server.url("/missing")]])));
+    d.wait_for(&small, Duration::from_secs(10), |s| {
+        s["status"] == "complete"
+    });
+    assert_eq!(
+        status(&small),
+        json!({"status": "complete", "bitfield": "80", "completedLength": "70000", "numPieces": "1"})
+    );
+    assert_eq!(
+        status(&held),
+        json!({"status": "paused", "completedLength": "0", "numPieces": "0"})
+    );
+    d.wait_for(&missing, Duration::from_secs(10), |s| {
+        s["status"] == "error"
+    });
+    assert!(status(&missing).get("bitfield").is_none());
+
+    let big = gid_of(&d.call("aria2.addUri", json!([[server.url("/big.bin")]])));
+    d.wait_for(&big, Duration::from_secs(20), |s| {
+        progress(s) > MIB + 100_000
+    });
+    d.call("aria2.forcePause", json!([big]));
+    let paused = d.wait_for(&big, Duration::from_secs(10), |s| s["status"] == "paused");
+    assert_eq!(paused["numPieces"], "4");
+    assert_eq!(paused["bitfield"], on_disk(&paused), "{paused}");
+    assert!(paused["bitfield"].as_str().unwrap() >= "80", "{paused}");
+    let listed = d.call("aria2.tellWaiting", json!([0, 10, ["gid", "bitfield"]]));
+    assert_eq!(listed[0]["bitfield"], paused["bitfield"], "{listed}");
+
+    let other = gid_of(&d.call("aria2.addUri", json!([[server.url("/other.bin")]])));
+    d.wait_for(&other, Duration::from_secs(10), |s| progress(s) > 0);
+    d.call("aria2.forceRemove", json!([other]));
+    let removed = d.wait_for(&other, Duration::from_secs(10), |s| {
+        s["status"] == "removed"
+    });
+    assert_eq!(removed["bitfield"], on_disk(&removed), "{removed}");
+}
+
 #[test]
 fn a_paused_download_asks_for_nothing_more() {
     // Paused right after its first response (its first control file may still be on its way):

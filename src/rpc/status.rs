@@ -130,6 +130,24 @@ impl StatusView {
     }
 }
 
+/// aria2's `bitfield`: one bit per piece of `piece_length` bytes (the last one may be short), set
+/// when `done` says the piece's bytes are all on disk, first piece in the highest bit, in hex
+/// padded to whole bytes. None while the length is unknown (aria2 leaves the key out then).
+pub fn bitfield(total: u64, piece_length: u64, done: impl Fn(u64, u64) -> bool) -> Option<String> {
+    if total == 0 {
+        return None;
+    }
+    let piece = piece_length.max(1);
+    let pieces = total.div_ceil(piece);
+    let mut bits = vec![0u8; usize::try_from(pieces.div_ceil(8)).ok()?];
+    for p in 0..pieces {
+        if done(p * piece, ((p + 1) * piece).min(total)) {
+            bits[(p / 8) as usize] |= 0x80 >> (p % 8);
+        }
+    }
+    Some(bits.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// `tellWaiting`/`tellStopped`'s window over `len` items: which indices, in the order returned.
 /// A negative offset counts from the end and gives the items last first (aria2's rules).
 pub fn page(len: usize, offset: i64, num: usize) -> Vec<usize> {
@@ -208,6 +226,23 @@ mod tests {
             json!({"gid":"53b146bdc814cb1e","status":"error"})
         );
         assert!(view().to_json(&keys).get("errorCode").is_none());
+    }
+
+    #[test]
+    fn the_bitfield_is_aria2s_hex_first_piece_highest() {
+        assert_eq!(bitfield(0, 1 << 20, |_, _| true), None);
+        assert_eq!(
+            bitfield(70_000, 1 << 20, |_, _| true).as_deref(),
+            Some("80")
+        );
+        assert_eq!(
+            bitfield(2 << 20, 1 << 20, |_, _| false).as_deref(),
+            Some("00")
+        );
+        // Nine pieces, the last one short; the first and the last on disk.
+        let total = 8 * 100 + 40;
+        let b = bitfield(total, 100, |a, b| a == 0 || (a, b) == (800, total));
+        assert_eq!(b.as_deref(), Some("8080"));
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct Known {
     pub total: u64,
     pub completed: u64,
     pub path: String,
+    /// Its pieces on disk, as `tellStatus` shows them (None while the length is unknown).
+    pub bitfield: Option<String>,
 }
 
 /// Why an active download is being stopped by a call.
@@ -69,6 +71,8 @@ pub(crate) struct Stopped {
     pub uris: Vec<String>,
     pub options: Vec<(&'static OptDef, String)>,
     pub piece_length: u32,
+    /// Its pieces on disk when it stopped (all of them once complete).
+    pub bitfield: Option<String>,
 }
 
 /// The daemon's state besides the engine's downloads.
@@ -515,7 +519,7 @@ impl Daemon {
                 .map(|u| (u.clone(), UriState::Waiting))
                 .collect(),
             piece_length: u64::from(self.base.piece_length),
-            bitfield: None,
+            bitfield: known.bitfield,
             error: None,
         }
     }
@@ -534,7 +538,7 @@ pub(crate) fn stopped_view(s: &Stopped) -> StatusView {
         path: s.path.clone(),
         uris: s.uris.iter().map(|u| (u.clone(), UriState::Used)).collect(),
         piece_length: u64::from(s.piece_length),
-        bitfield: None,
+        bitfield: s.bitfield.clone(),
         error: Some((s.code.0, s.message.clone())),
     }
 }
@@ -629,17 +633,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let now = self.reactor.now();
         let total = d.total().unwrap_or(0);
         let piece = u64::from(d.piece_length.max(1));
-        let bitfield = (total > 0).then(|| {
-            let pieces = total.div_ceil(piece);
-            let mut bits = vec![0u8; pieces.div_ceil(8) as usize];
-            for p in 0..pieces {
-                let (a, b) = (p * piece, ((p + 1) * piece).min(total));
-                if d.written.covers(a..b) {
-                    bits[(p / 8) as usize] |= 0x80 >> (p % 8);
-                }
-            }
-            bits.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        });
+        let bitfield = crate::rpc::status::bitfield(total, piece, |a, b| d.written.covers(a..b));
         let uris = d
             .uris
             .iter()
@@ -712,10 +706,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         } else {
             d.written.len()
         };
+        let total = d.total().unwrap_or(0);
+        let whole = outcome.finished && outcome.code == ExitCode::OK;
         let known = Known {
-            total: d.total().unwrap_or(0),
+            total,
             completed,
             path: d.path_text(),
+            bitfield: crate::rpc::status::bitfield(total, u64::from(d.piece_length), |a, b| {
+                whole || d.written.covers(a..b)
+            }),
         };
         let dir = d.opts.dir.display().to_string();
         let piece_length = d.piece_length;
@@ -779,6 +778,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             uris: run.uris,
             options: run.options,
             piece_length,
+            bitfield: known.bitfield,
         });
         self.notify(note, gid);
         false

@@ -240,6 +240,7 @@ fn encode(p: &Pending) -> Vec<u8> {
         }
         Some(k) => {
             e.u64(1).u64(k.total).u64(k.completed).str(&k.path);
+            e.str(k.bitfield.as_deref().unwrap_or(""));
         }
     }
     e.0
@@ -257,6 +258,7 @@ fn decode(bytes: &[u8]) -> Option<Parts> {
             total: d.u64()?,
             completed: d.u64()?,
             path: d.str()?.to_string(),
+            bitfield: Some(d.str()?.to_string()).filter(|b| !b.is_empty()),
         }),
     };
     Some((uris, options, known))
@@ -1041,6 +1043,7 @@ mod tests {
                     total: g * 1000,
                     completed: g,
                     path: format!("/d/f{g}"),
+                    bitfield: Some("c0".repeat((g % 4) as usize + 1)),
                 });
             }
             model.push(p.clone());

@@ -39,15 +39,17 @@ impl Default for Results {
 fn encode(s: &Stopped) -> Vec<u8> {
     let mut e = Enc::default();
     e.str(&s.message).str(&s.dir).str(&s.path);
+    e.str(s.bitfield.as_deref().unwrap_or(""));
     put_uris_options(&mut e, &s.uris, &s.options);
     e.0
 }
 
-/// What [`encode`] wrote: message, dir, path, URIs and own options.
+/// What [`encode`] wrote: message, dir, path, bitfield, URIs and own options.
 type Parts = (
     String,
     String,
     String,
+    Option<String>,
     Vec<String>,
     super::queue::OwnOptions,
 );
@@ -58,8 +60,9 @@ fn decode(bytes: &[u8]) -> std::io::Result<Parts> {
         let message = d.str()?.to_string();
         let dir = d.str()?.to_string();
         let path = d.str()?.to_string();
+        let bitfield = Some(d.str()?.to_string()).filter(|b| !b.is_empty());
         let (uris, options) = uris_options(&mut d)?;
-        Some((message, dir, path, uris, options))
+        Some((message, dir, path, bitfield, uris, options))
     };
     fields().ok_or_else(|| std::io::Error::other("a result's record is cut short"))
 }
@@ -82,7 +85,7 @@ impl ResultsSnapshot {
     ) -> std::io::Result<()> {
         let mut reader = self.records.reader();
         for &(gid, place) in &self.entries {
-            let (_, _, _, uris, options) = decode(reader.read(place)?)?;
+            let (_, _, _, _, uris, options) = decode(reader.read(place)?)?;
             f(gid, &uris, &options)?;
         }
         Ok(())
@@ -122,8 +125,8 @@ impl Results {
 
     /// The result `h`, read from its record.
     fn try_result(&self, h: &Head) -> std::io::Result<Stopped> {
-        let (message, dir, path, uris, options) = decode(&self.records.get(&h.record)?)?;
-        Ok(self.with_head(h, message, dir, path, uris, options))
+        let parts = decode(&self.records.get(&h.record)?)?;
+        Ok(self.with_head(h, parts))
     }
 
     /// The result `h` to show. One whose record cannot be read back (an I/O error on the record
@@ -134,24 +137,20 @@ impl Results {
             let lost = format!("The result's record could not be read back: {e}");
             self.with_head(
                 h,
-                lost,
-                String::new(),
-                String::new(),
-                Vec::new(),
-                Vec::new(),
+                (
+                    lost,
+                    String::new(),
+                    String::new(),
+                    None,
+                    Vec::new(),
+                    Vec::new(),
+                ),
             )
         })
     }
 
-    fn with_head(
-        &self,
-        h: &Head,
-        message: String,
-        dir: String,
-        path: String,
-        uris: Vec<String>,
-        options: super::queue::OwnOptions,
-    ) -> Stopped {
+    fn with_head(&self, h: &Head, parts: Parts) -> Stopped {
+        let (message, dir, path, bitfield, uris, options) = parts;
         Stopped {
             gid: h.gid,
             status: h.status,
@@ -164,6 +163,7 @@ impl Results {
             uris,
             options,
             piece_length: h.piece_length,
+            bitfield,
         }
     }
 
@@ -291,6 +291,7 @@ mod tests {
             uris: vec![format!("http://h/{gid}"), "http://mirror/x".into()],
             options: vec![(dir, format!("/d{gid}"))],
             piece_length: 1 << 20,
+            bitfield: (gid % 3 != 0).then(|| "ff".repeat((gid % 5) as usize + 1)),
         }
     }
 
