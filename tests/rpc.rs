@@ -310,6 +310,46 @@ fn aria2s_envelope_statuses_and_the_get_form() {
     assert!(head.contains("Content-Type: text/javascript"), "{head}");
     let text = String::from_utf8(body).unwrap();
     assert!(text.starts_with("cb({") && text.ends_with("})"), "{text}");
+    // Without params a call has none, and the callback wraps errors too (aria2).
+    let jsonp = |query: &str| {
+        let (status, head, body) =
+            http(d.port, "GET", &format!("/jsonrpc?{query}"), &[], b"").unwrap();
+        assert!(head.contains("Content-Type: text/javascript"), "{head}");
+        let text = String::from_utf8(body).unwrap();
+        let inner = text
+            .strip_prefix("cb(")
+            .and_then(|t| t.strip_suffix(')'))
+            .unwrap_or_else(|| panic!("{query}: {text}"));
+        (status, json_of(inner.as_bytes()))
+    };
+    let (status, v) = jsonp("method=aria2.getGlobalStat&id=7&jsoncallback=cb");
+    assert_eq!((status, &v["id"]), (200, &json!("7")), "{v}");
+    assert_eq!(v["result"]["numActive"], "0", "{v}");
+    let (status, v) = jsonp("method=aria2.tellStatus&id=8&jsoncallback=cb");
+    assert_eq!(status, 400);
+    assert_eq!(
+        v["error"]["message"],
+        "The parameter at 0 is required but missing."
+    );
+    let (status, v) = jsonp("method=aria2.getGlobalStat&id=9&params=!!&jsoncallback=cb");
+    assert_eq!((status, &v["error"]["code"]), (400, &json!(-32600)), "{v}");
+
+    // changeOption and changeGlobalOption need their options.
+    let (_, _, body) = post(r#"{"id":1,"method":"aria2.changeGlobalOption","params":[]}"#);
+    assert_eq!(
+        json_of(&body)["error"]["message"],
+        "The parameter at 0 is required but missing."
+    );
+    let (_, _, body) = post(
+        r#"{"id":1,"method":"aria2.addUri","params":[["http://127.0.0.1:9/x"],{"pause":"true","gid":"00000000000000aa"}]}"#,
+    );
+    assert_eq!(json_of(&body)["result"], "00000000000000aa");
+    let (_, _, body) =
+        post(r#"{"id":1,"method":"aria2.changeOption","params":["00000000000000aa"]}"#);
+    assert_eq!(
+        json_of(&body)["error"]["message"],
+        "The parameter at 1 is required but missing."
+    );
 
     // Other paths are 404; a preflight is answered; XML-RPC is refused in words.
     assert_eq!(http(d.port, "GET", "/other", &[], b"").unwrap().0, 404);

@@ -223,6 +223,11 @@ impl Params {
         }
     }
 
+    /// A required struct parameter.
+    pub fn dict(&self, i: usize) -> Result<&Map<String, Value>, RpcError> {
+        self.opt_dict(i)?.ok_or_else(|| Self::missing(i))
+    }
+
     /// `keys`: the names a status struct is cut to (absent or empty: all of them). Non-string
     /// members are skipped, as aria2 does.
     pub fn keys(&self, i: usize) -> Result<Vec<String>, RpcError> {
@@ -422,20 +427,27 @@ fn multicall(
 }
 
 /// A request sent as `GET /jsonrpc?method=M&id=I&params=BASE64[&jsoncallback=CB]`: the request
-/// value it stands for (a batch when neither `method` nor `id` is given) and the JSONP callback.
-/// `Err` when it does not stand for a request (no `params`), which aria2 answers -32600.
-pub fn from_query(query: &str) -> Result<(Value, Option<String>), Answer> {
+/// value it stands for (a batch when neither `method` nor `id` is given; without `params`, or
+/// with an empty one, a call has none, which is `[]`) and the JSONP callback, which wraps the
+/// answer whatever it is. `Err` when it does not stand for a request (a batch without `params`,
+/// or `params` that are not base64 of JSON), which aria2 answers -32600.
+pub fn from_query(query: &str) -> (Result<Value, Answer>, Option<String>) {
+    let mut callback = None;
+    let request = get_request(query, &mut callback);
+    (request, callback)
+}
+
+fn get_request(query: &str, callback: &mut Option<String>) -> Result<Value, Answer> {
     use base64::Engine as _;
     let mut method = None;
     let mut id = None;
     let mut params = None;
-    let mut callback = None;
     for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
         match &*k {
             "method" => method = Some(v.into_owned()),
             "id" => id = Some(v.into_owned()),
-            "params" => params = Some(v.into_owned()),
-            "jsoncallback" => callback = Some(v.into_owned()),
+            "params" => params = Some(v.into_owned()).filter(|p| !p.is_empty()),
+            "jsoncallback" => *callback = Some(v.into_owned()),
             _ => {}
         }
     }
@@ -447,20 +459,18 @@ pub fn from_query(query: &str) -> Result<(Value, Option<String>), Answer> {
         status: 400,
         unauthorized: false,
     };
-    let Some(params) = params else {
-        return Err(invalid());
-    };
-    // Form decoding turned '+' into ' '; base64 wants it back.
-    let b64 = params.replace(' ', "+");
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(b64.trim_end_matches('\n'))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
-    let Some(decoded) = decoded else {
-        return Err(parse_error());
+    let decoded = match params {
+        // Form decoding turned '+' into ' '; base64 wants it back.
+        Some(p) => base64::engine::general_purpose::STANDARD
+            .decode(p.replace(' ', "+").trim_end_matches('\n'))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .map(Some)
+            .ok_or_else(invalid)?,
+        None => None,
     };
     if method.is_none() && id.is_none() {
-        return Ok((decoded, callback));
+        return decoded.ok_or_else(invalid);
     }
     let mut m = Map::new();
     if let Some(method) = method {
@@ -469,8 +479,10 @@ pub fn from_query(query: &str) -> Result<(Value, Option<String>), Answer> {
     if let Some(id) = id {
         m.insert("id".into(), Value::from(id));
     }
-    m.insert("params".into(), decoded);
-    Ok((Value::Object(m), callback))
+    if let Some(params) = decoded {
+        m.insert("params".into(), params);
+    }
+    Ok(Value::Object(m))
 }
 
 #[cfg(test)]
@@ -663,24 +675,38 @@ mod tests {
             "method=aria2.x&id=7&params={}&jsoncallback=cb",
             percent_encoding::utf8_percent_encode(&p, percent_encoding::NON_ALPHANUMERIC)
         );
-        let (v, cb) = from_query(&q).unwrap();
+        let (v, cb) = from_query(&q);
         assert_eq!(
-            v,
+            v.unwrap(),
             json!({"method":"aria2.x","id":"7","params":["token:s",[">>>"]]})
         );
         assert_eq!(cb.as_deref(), Some("cb"));
         // '+' in unescaped base64 survives form decoding.
         let plus = b64(r#"[">>>?"]"#);
         assert!(plus.contains('+') || plus.contains('/'));
-        let (v, _) = from_query(&format!("method=m&id=1&params={plus}")).unwrap();
-        assert_eq!(v["params"], json!([">>>?"]));
-        let (v, cb) = from_query(&format!("params={}", b64(r#"[{"id":1}]"#))).unwrap();
-        assert_eq!((v, cb), (json!([{"id":1}]), None));
-        assert_eq!(from_query("method=m&id=1").unwrap_err().status, 400);
-        assert_eq!(
-            from_query("method=m&id=1&params=!!").unwrap_err().status,
-            500
-        );
+        let (v, _) = from_query(&format!("method=m&id=1&params={plus}"));
+        assert_eq!(v.unwrap()["params"], json!([">>>?"]));
+        let (v, cb) = from_query(&format!("params={}", b64(r#"[{"id":1}]"#)));
+        assert_eq!((v.unwrap(), cb), (json!([{"id":1}]), None));
+        // A call without params (or with empty ones) has none, as in aria2.
+        for q in ["method=m&id=1", "method=m&id=1&params="] {
+            assert_eq!(from_query(q).0.unwrap(), json!({"method":"m","id":"1"}));
+        }
+        // What stands for no request is aria2's -32600, the callback kept to wrap it.
+        for q in [
+            "jsoncallback=cb",
+            "method=m&id=1&params=!!&jsoncallback=cb",
+            &format!("method=m&id=1&params={}&jsoncallback=cb", b64("{nope")),
+        ] {
+            let (v, cb) = from_query(q);
+            let e = v.unwrap_err();
+            assert_eq!(
+                (e.status, &e.json["error"]["code"]),
+                (400, &json!(-32600)),
+                "{q}"
+            );
+            assert_eq!(cb.as_deref(), Some("cb"), "{q}");
+        }
     }
 
     #[test]

@@ -474,7 +474,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
 
     fn change_option(&mut self, p: &Params) -> Result<Value, RpcError> {
         let g = self.gid(p, 0)?;
-        let new = gather(p.opt_dict(1)?, |d| {
+        let new = gather(Some(p.dict(1)?), |d| {
             d.in_input_file && !NOT_CHANGEABLE.contains(&d.name)
         })?;
         check_out(&new)?;
@@ -524,7 +524,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     }
 
     fn change_global_option(&mut self, p: &Params) -> Result<Value, RpcError> {
-        let new = gather(p.opt_dict(0)?, |d| {
+        let new = gather(Some(p.dict(0)?), |d| {
             (d.in_input_file
                 && !["checksum", "index-out", "out", "pause", "select-file"].contains(&d.name))
                 || GLOBAL_CHANGEABLE.contains(&d.name)

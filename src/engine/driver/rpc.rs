@@ -532,14 +532,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 let a = rpc::answer(&body, &secret, &mut calls);
                 self.rpc_json_reply(a, None, cors, close)
             }
-            ("GET", "/jsonrpc") => match rpc::from_query(&head.query) {
-                Ok((request, callback)) => {
-                    let mut calls = super::methods::Calls(self);
-                    let a = rpc::answer_value(request, &secret, &mut calls);
-                    self.rpc_json_reply(a, callback, cors, close)
-                }
-                Err(a) => self.rpc_json_reply(a, None, cors, close),
-            },
+            ("GET", "/jsonrpc") => {
+                let (request, callback) = rpc::from_query(&head.query);
+                let a = match request {
+                    Ok(request) => {
+                        let mut calls = super::methods::Calls(self);
+                        rpc::answer_value(request, &secret, &mut calls)
+                    }
+                    Err(a) => a,
+                };
+                self.rpc_json_reply(a, callback, cors, close)
+            }
             ("POST", "/rpc") => {
                 let mut r = plain(200);
                 r.content_type = Some("text/xml");
