@@ -657,6 +657,26 @@ fn wrong_content_range_on_segments_completes_from_first_connection() {
     assert_downloaded(&run, &dir, "w.bin", &data);
 }
 
+/// The same with a Content-Range that cannot be read at all: aria2c drops the segment connection
+/// and finishes from the first one (exit 0). ringdl took the unreadable head for the download's
+/// failure, asked for the range again until --max-tries ran out and failed the whole download
+/// (exit 22) with an empty file.
+#[test]
+fn malformed_content_range_on_segments_completes_from_first_connection() {
+    let server = TestServer::plain();
+    let data = content(25, 4 * MIB + 99);
+    server.route(
+        "/m.bin",
+        Route::bytes(data.clone())
+            .throttle(256 * 1024, Duration::from_millis(10))
+            .fault(Fault::MalformedContentRange, When::SegmentRequests),
+    );
+    let dir = TestDir::new();
+    let uri = server.url("/m.bin");
+    let run = download(&server, &dir, &["-x4", "-s4", "-k1M"], &[&uri]);
+    assert_downloaded(&run, &dir, "m.bin", &data);
+}
+
 /// aria2 1.36 reads heads of 600 KB without complaint; a ringdl with a bounded head buffer may
 /// refuse one over 64 KiB instead, as long as it says so cleanly.
 #[test]

@@ -111,6 +111,9 @@ pub enum Fault {
     TruncateWithoutCloseNotify(u64),
     /// Answer a range request with a 206 for a different range (consistent bytes and header).
     WrongContentRange,
+    /// Answer a range request with a 206 whose Content-Range cannot be read (`bytes xx`), and
+    /// the bytes asked for.
+    MalformedContentRange,
     /// A response head over 64 KiB (padding headers), then the normal body.
     HugeHead,
     /// Chunked framing whose second chunk-size line is not hex; then close.
@@ -1229,7 +1232,9 @@ fn body_response(
             Some((s, e)) => (206, s, e),
         },
     };
-    if status == 206 {
+    if status == 206 && fault == Some(Fault::MalformedContentRange) {
+        headers.push(("Content-Range".into(), "bytes xx".into()));
+    } else if status == 206 {
         headers.push((
             "Content-Range".into(),
             format!("bytes {start}-{}/{advertised}", end - 1),

@@ -148,6 +148,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         let Some(ex) = c.ex.as_mut() else { return };
         if let Some(f) = ex.error.take() {
+            // A range answered with a head that cannot be read (a malformed Content-Range, say)
+            // while others carry the file is one connection's failure, not the download's.
+            let head = matches!(ex.phase, Phase::Head | Phase::Decide);
+            if head && self.give_up_range(slot, &f) {
+                return;
+            }
             self.fail_conn(slot, f);
             return;
         }

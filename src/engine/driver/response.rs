@@ -70,7 +70,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         let asked = ex.range;
-        let (mirror, uri) = (ex.mirror, ex.url.to_string());
+        let mirror = ex.mirror;
         if status == 401 && self.answer_challenge(slot) {
             return;
         }
@@ -117,30 +117,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
         }
         let range = asked;
-        let is_range = range.is_some();
-        let others_working = is_range
-            && self.conns.iter().flatten().any(|o| {
-                o.id != conn_id
-                    && o.ex
-                        .as_ref()
-                        .is_some_and(|e| e.dl == dl && e.phase == Phase::Body)
-            });
-        if !(200..300).contains(&status) && others_working && self.s.retry_wait == 0 {
-            // A range request refused while other connections carry the file: this connection
-            // gives up (as aria2's do) and its range goes back to them.
-            self.say_aborted(
-                conn_id,
-                &uri,
-                ExitCode::for_http_status(status),
-                &format!("The response status is not successful. status={status}"),
-            );
-            self.dls[dl].ranges_ok = false;
-            self.dls[dl].soft_error = Some(Failure::retry(
+        if !(200..300).contains(&status) && self.s.retry_wait == 0 {
+            let f = Failure::retry(
                 ExitCode::for_http_status(status),
                 format!("The response status is not successful. status={status}"),
-            ));
-            self.abandon_exchange(slot);
-            return;
+            );
+            if self.give_up_range(slot, &f) {
+                return;
+            }
         }
         if !(200..300).contains(&status) {
             let code = ExitCode::for_http_status(status);
@@ -577,6 +561,37 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.allocate(dl, n);
         }
         Ok(())
+    }
+
+    /// A range request that failed (refused, or answered with a head that cannot be read) while
+    /// other connections carry the download's body: this connection gives up, as aria2's do, its
+    /// range goes back to them and no more ranges are asked for; the download goes on. `false`
+    /// (nothing done): not a range request, or no other connection is receiving.
+    pub(super) fn give_up_range(&mut self, slot: usize, f: &Failure) -> bool {
+        let Some((c, ex)) = self.exchange_at(slot) else {
+            return false;
+        };
+        let (conn_id, dl, mirror) = (c.id, ex.dl, ex.mirror);
+        let others_working = ex.range.is_some()
+            && self.conns.iter().flatten().any(|o| {
+                o.id != conn_id
+                    && o.ex
+                        .as_ref()
+                        .is_some_and(|e| e.dl == dl && e.phase == Phase::Body)
+            });
+        if !others_working {
+            return false;
+        }
+        let uri = self.dls[dl]
+            .uris
+            .get(mirror)
+            .map(Url::to_string)
+            .unwrap_or_default();
+        self.say_aborted(conn_id, &uri, f.code, &f.message);
+        self.dls[dl].ranges_ok = false;
+        self.dls[dl].soft_error = Some(f.clone());
+        self.abandon_exchange(slot);
+        true
     }
 
     /// What the first answer to `-c`'s `Range: bytes=L-` (L: the existing file's length, down to
