@@ -98,16 +98,48 @@ fn real_main() -> i32 {
             return 1;
         }
     };
+    // --save-session: what did not finish, then what never started (a stopped run's rest).
+    let session = settings.session_out.as_ref().map(|out| {
+        let mut text = summary.session.clone().unwrap_or_default();
+        for job in all_jobs.by_ref() {
+            engine::session_entry_of_job(&mut text, &job, &out.command_line);
+        }
+        (out.path.clone(), text)
+    });
     if summary.emergency {
         // A second Ctrl-C: the writes in flight ended and control files were saved; no report.
+        if let Some((path, text)) = &session {
+            save_session(path, text, &mut console);
+        }
         return i32::from(ExitCode::UNFINISHED.0);
     }
     show_results(&settings, &mut console, &summary);
+    if let Some((path, text)) = &session {
+        save_session(path, text, &mut console);
+    }
     if let Some(e) = input_error.borrow().as_ref() {
         eprintln!("{e}");
         return 28;
     }
     exit_code(&summary)
+}
+
+/// Writes a session (`--save-session` without RPC) as aria2c does at exit, even empty; a failure
+/// is said and changes no exit code. Written beside and renamed over, so a kill never leaves half
+/// a list (which is often the `-i` list it replaces).
+fn save_session(path: &std::path::Path, text: &str, console: &mut Console) {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".ringdl-tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    let saved = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    let shown = path.display();
+    match saved {
+        Ok(()) => console.notice(&format!("Serialized session to '{shown}' successfully.")),
+        Err(_) => {
+            let _ = std::fs::remove_file(&tmp);
+            console.notice(&format!("Failed to serialize session to '{shown}'."));
+        }
+    }
 }
 
 /// The results table (`--download-result`).
@@ -319,12 +351,14 @@ fn command_line_jobs(s: &Settings) -> Vec<Job> {
             .map(|u| Job {
                 uris: vec![u.clone()],
                 opts: opts.clone(),
+                own: Vec::new(),
             })
             .collect()
     } else {
         vec![Job {
             uris: s.uris.clone(),
             opts: s.download.clone(),
+            own: Vec::new(),
         }]
     }
 }
@@ -430,8 +464,9 @@ impl InputList {
         let env = cli::Env::from_process();
         Box::new(reader.map_while(move |entry| match entry {
             Ok(e) => Some(Job {
-                uris: e.uris,
                 opts: base.with_entry(&e.options, &env),
+                uris: e.uris,
+                own: e.options,
             }),
             Err(msg) => {
                 *error.borrow_mut() = Some(msg);

@@ -156,6 +156,86 @@ fn input_file_entries_with_mirrors_and_their_own_options() {
     assert!(run.stdout.contains("Unknown option:   bogus=1"), "{run}");
 }
 
+/// `--save-session` without RPC writes, at exit, the downloads that did not finish as an input
+/// list (URIs with aria2's trailing TAB, ` gid=`, the command line's per-download options and the
+/// entry's own), so that `-i` of it retries them; an empty file when everything finished. ringdl
+/// wrote nothing outside daemon mode.
+#[test]
+fn save_session_without_rpc_lists_what_did_not_finish() {
+    let server = TestServer::plain();
+    let data = content(45, 50_000);
+    server.route("/ok.bin", Route::bytes(data.clone()));
+    server.route("/gone", Route::status(404));
+    server.route("/later.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let list = dir.join("list.txt");
+    std::fs::write(
+        &list,
+        format!(
+            "{}\n{}\t{}\n  split=3\n",
+            server.url("/ok.bin"),
+            server.url("/gone"),
+            server.url("/gone")
+        ),
+    )
+    .unwrap();
+    let session = dir.join("s.txt");
+    let d = dir.arg();
+    let (l, s) = (list.display().to_string(), session.display().to_string());
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-d",
+            &d,
+            "--max-tries=1",
+            "-i",
+            &l,
+            "--save-session",
+            &s,
+        ],
+    );
+    assert_eq!(run.code(), 3, "{run}");
+    assert!(
+        run.stdout
+            .contains(&format!("Serialized session to '{s}' successfully.")),
+        "{run}"
+    );
+    let text = std::fs::read_to_string(&session).unwrap();
+    let gone = server.url("/gone");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("{gone}\t{gone}\t"), "{text}");
+    assert!(
+        lines[1].starts_with(" gid=") && lines[1].len() == 21,
+        "{text}"
+    );
+    assert!(
+        lines.contains(&" split=3") && lines.contains(&" max-tries=1"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("ok.bin") && !text.contains("save-session"),
+        "{text}"
+    );
+    // The session read back retries what failed, with its options.
+    let run = ringdl(&dir, &["--no-conf", "-d", &d, "-i", &s]);
+    assert_eq!(run.code(), 3, "{run}");
+    // Everything finished: an empty session.
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-d",
+            &d,
+            "--save-session",
+            &s,
+            &server.url("/later.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), "");
+}
+
 #[test]
 fn input_file_from_stdin() {
     let server = TestServer::plain();

@@ -75,6 +75,107 @@ fn interrupted_download_leaves_a_control_file_and_resumes() {
     );
 }
 
+/// A stop over a slow link keeps what the write block holds. Plain bodies are received straight
+/// into their write block, so a receive waiting for more holds the block and every byte received
+/// into it before; the stop used to drop the block with the receive: after a second at 40 KB/s,
+/// nothing was claimed and the resumed run fetched from 0 (and `--lowest-speed-limit` left an
+/// empty file). The receive is now cancelled and its block comes back to be written.
+#[test]
+fn a_stop_over_a_slow_link_keeps_what_the_block_holds() {
+    let server = TestServer::plain();
+    let data = content(68, 600_000);
+    server.route(
+        "/s.bin",
+        Route::bytes(data.clone()).throttle(4096, Duration::from_millis(100)),
+    );
+    let dir = TestDir::new();
+    let args = vec![
+        "--no-conf".to_string(),
+        "-d".into(),
+        dir.arg(),
+        server.url("/s.bin"),
+    ];
+    let code = run_and_signal(bin(), &args, "-INT", Duration::from_millis(1500));
+    assert_eq!(code, Some(7));
+    let ctl = std::fs::read(dir.join("s.bin.aria2")).expect("control file");
+    let cf = ringdl::store::control::ControlFile::decode(&ctl).expect("valid control file");
+    let file = std::fs::read(dir.join("s.bin")).unwrap();
+    let claimed = cf.done_bytes();
+    assert!(
+        claimed >= 16_384,
+        "claims {claimed} bytes after 1.5 s at 40 KB/s"
+    );
+    for r in cf.done_ranges() {
+        let (a, b) = (r.start as usize, r.end as usize);
+        assert!(
+            b <= file.len() && file[a..b] == data[a..b],
+            "claims {r:?} not on disk"
+        );
+    }
+    let first_leg = server.requests_to("/s.bin").len();
+    server.route("/s.bin", Route::bytes(data.clone()));
+    let run = ringdl(&dir, &args);
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("s.bin")), sha256_hex(&data));
+    let later = &server.requests_to("/s.bin")[first_leg..];
+    assert!(
+        later.iter().all(|r| r.range().is_some_and(|(a, _)| a > 0)),
+        "fetched from the start again: {:?}",
+        later.iter().map(|r| r.range()).collect::<Vec<_>>()
+    );
+}
+
+/// A run stopped with Ctrl-C and `--save-session` writes both the download it stopped and the one
+/// of its list that never started, so `-i` of the session finishes them.
+#[test]
+fn a_stopped_run_saves_what_it_stopped_and_what_never_started() {
+    let server = TestServer::plain();
+    let data = content(69, 3 * MIB);
+    server.route("/a.bin", slow_route(&data));
+    server.route("/b.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let list = dir.join("list.txt");
+    std::fs::write(
+        &list,
+        format!("{}\n{}\n", server.url("/a.bin"), server.url("/b.bin")),
+    )
+    .unwrap();
+    let session = dir.join("s.txt");
+    let args: Vec<String> = vec![
+        "--no-conf".into(),
+        "-j1".into(),
+        "-d".into(),
+        dir.arg(),
+        "-i".into(),
+        list.display().to_string(),
+        format!("--save-session={}", session.display()),
+        "--max-download-limit=1M".into(),
+    ];
+    let code = run_and_signal(bin(), &args, "-INT", Duration::from_millis(400));
+    assert_eq!(code, Some(7));
+    let text = std::fs::read_to_string(&session).expect("session");
+    for name in ["/a.bin", "/b.bin"] {
+        assert!(
+            text.contains(&format!("{}\t\n", server.url(name))),
+            "{name}: {text}"
+        );
+    }
+    assert!(text.contains(" max-download-limit=1M"), "{text}");
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-d",
+            &dir.arg(),
+            "-i",
+            &session.display().to_string(),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("a.bin")), sha256_hex(&data));
+    assert_eq!(sha256_file(&dir.join("b.bin")), sha256_hex(&data));
+}
+
 /// The control file cannot be saved (a directory stands where it goes): whatever moment a kill
 /// comes, the split, preallocated download leaves only bytes `-c` may take for data, a prefix of
 /// the file without a gap, and run to its end it fails (exit 17) leaving such a prefix. Allocating

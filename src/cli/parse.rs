@@ -259,6 +259,9 @@ pub struct Settings {
     pub engine: EngineChoice,
     /// `--enable-rpc`: the RPC server's settings.
     pub rpc: Option<RpcSettings>,
+    /// `--save-session` without `--enable-rpc`: where the downloads that did not finish are
+    /// written at exit, for a later `-i`.
+    pub session_out: Option<SessionOut>,
     /// `-D`: detach and run in the background.
     pub daemon: bool,
     /// Every option's value as resolved (the user's, else the default; cumulative ones joined with
@@ -874,13 +877,16 @@ where
     refuse_unsupported_downloads(&merged, &uris)?;
     let mut settings = build(&merged, uris, env, warnings)?;
     settings.engine = engine;
+    let command_line: Vec<(&'static str, String)> = cli
+        .values
+        .iter()
+        .filter(|(name, _)| defs::by_name(name).is_some_and(|d| d.in_input_file))
+        .flat_map(|(name, vals)| vals.iter().map(move |v| (*name, v.clone())))
+        .collect();
     if let Some(rpc) = settings.rpc.as_mut() {
-        rpc.command_line = cli
-            .values
-            .iter()
-            .filter(|(name, _)| defs::by_name(name).is_some_and(|d| d.in_input_file))
-            .flat_map(|(name, vals)| vals.iter().map(move |v| (*name, v.clone())))
-            .collect();
+        rpc.command_line = command_line;
+    } else if let Some(out) = settings.session_out.as_mut() {
+        out.command_line = command_line;
     }
     Ok(Command::Download(Box::new(settings)))
 }
@@ -1207,6 +1213,18 @@ fn rpc_settings(r: &Resolved) -> Result<Option<RpcSettings>, UsageError> {
     }))
 }
 
+/// `--save-session` in a run without RPC: aria2 writes the downloads that failed or did not finish
+/// (with `--force-save`, all of them; without `--save-not-found`, not those that were not found)
+/// to this file at exit, as an input list with their options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionOut {
+    pub path: PathBuf,
+    pub force_save: bool,
+    pub save_not_found: bool,
+    /// The per-download options given on the command line, written into every entry.
+    pub command_line: Vec<(&'static str, String)>,
+}
+
 /// Every option that has a value, as resolved.
 fn option_values(r: &Resolved) -> Vec<(&'static str, String)> {
     defs::OPTIONS
@@ -1414,6 +1432,15 @@ fn build(
         tls13_only: r.raw("min-tls-version") == Some("TLSv1.3"),
         engine: EngineChoice::Auto,
         rpc: rpc_settings(&r)?,
+        session_out: match r.text("save-session") {
+            Some(p) if !r.bool("enable-rpc") => Some(SessionOut {
+                path: PathBuf::from(p),
+                force_save: r.bool("force-save"),
+                save_not_found: r.bool("save-not-found"),
+                command_line: Vec::new(),
+            }),
+            _ => None,
+        },
         daemon: r.bool("daemon"),
         option_values: option_values(&r),
     };

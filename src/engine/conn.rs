@@ -20,7 +20,15 @@ use url::Url;
 pub struct Job {
     pub uris: Vec<String>,
     pub opts: DownloadOptions,
+    /// An input-list entry's own options (what a saved session writes for it).
+    pub own: Vec<(&'static crate::cli::defs::OptDef, String)>,
 }
+
+/// What a saved session writes of a download: its URIs as given, and its entry's own options.
+pub type SessionEntry = (
+    Vec<String>,
+    Vec<(&'static crate::cli::defs::OptDef, String)>,
+);
 
 /// How a download ended.
 #[derive(Debug, Clone)]
@@ -185,6 +193,8 @@ pub struct Fill {
 pub struct RecvInFlight {
     /// (file offset, bytes already in the block, attempt) of the fill the operation holds.
     pub fill: Option<(u64, usize, u64)>,
+    /// The receive itself.
+    pub op: OpId,
 }
 
 /// Where an exchange is.
@@ -448,6 +458,10 @@ pub struct Conn {
     pub sending: bool,
     /// The receive in flight.
     pub recv: Option<RecvInFlight>,
+    /// Its download stopped while a receive into its fill's block was in flight: that receive
+    /// was cancelled, and its completion (bringing the block back) closes the connection, so
+    /// the bytes the block holds are written, not dropped with it.
+    pub draining: bool,
     /// This connection's operations in flight, abandoned when it closes.
     pub inflight: Vec<OpId>,
     /// What the connection is for once it is connected.
@@ -502,6 +516,7 @@ impl Conn {
             plain_out: Vec::new(),
             sending: false,
             recv: None,
+            draining: false,
             inflight: Vec::new(),
             want: None,
             ex: None,
@@ -553,6 +568,9 @@ pub struct Download {
     /// Where it is in the engine's list, and its serial there.
     pub id: DlId,
     pub gid: u64,
+    /// With `--save-session` outside daemon mode: its URIs as given and its entry's own options,
+    /// for the session written at exit.
+    pub session: Option<Box<SessionEntry>>,
     /// Control-file saves in flight: its place is not reused until they have ended.
     pub saves: usize,
     /// A server asked for credentials (401): `--http-auth-challenge` ones go out from now on.
@@ -778,6 +796,7 @@ impl Download {
             started: None,
             ended: None,
             samples: std::collections::VecDeque::new(),
+            session: None,
         }
     }
 
@@ -1279,6 +1298,8 @@ impl PlainSink for BodySink<'_> {
 pub fn http_failure(e: HttpError) -> Failure {
     match e {
         HttpError::RangeMismatch { .. } => Failure::retry(ExitCode::CANNOT_RESUME, e.to_string()),
+        // Asking again brings the same coding: aria2c fails at once, with its generic code.
+        HttpError::UnsupportedTransferCoding(_) => Failure::fatal(ExitCode::UNKNOWN, e.to_string()),
         other => Failure::retry(ExitCode::HTTP_PROTOCOL, other.to_string()),
     }
 }

@@ -272,6 +272,8 @@ pub struct Summary {
     pub total: usize,
     /// A second Ctrl-C ended the run.
     pub emergency: bool,
+    /// `--save-session` outside daemon mode: the session's text, when a download went into it.
+    pub session: Option<String>,
 }
 
 /// How many finished downloads are remembered for the results table (aria2's
@@ -325,6 +327,13 @@ pub fn run(
     console: &mut Console,
 ) -> Result<Summary, StartError> {
     start(settings, jobs, expected, console, None)
+}
+
+/// Appends the session entry of a job that never started (the rest of a stopped run's list), for
+/// `--save-session` outside daemon mode: a GID is made for it, as aria2 gives every entry one.
+pub fn session_entry_of_job(out: &mut String, job: &Job, command_line: &[(&'static str, String)]) {
+    let gid = job.opts.gid.unwrap_or_else(random_gid);
+    daemon::session_entry(out, &job.uris, gid, false, command_line, &job.own);
 }
 
 /// A socket operation that ended with `res` did nothing and is simply issued again (EINTR, or

@@ -13,4 +13,6 @@ pub mod sys;
 
 pub use conn::{Job, Outcome};
 pub use driver::daemon::Pending;
-pub use driver::{engine_report, run, serve, StartError, Summary, MAX_RESULTS};
+pub use driver::{
+    engine_report, run, serve, session_entry_of_job, StartError, Summary, MAX_RESULTS,
+};

@@ -32,6 +32,9 @@ pub enum HttpError {
     },
     /// A redirect Location that does not resolve to an http(s) URL.
     BadLocation(String),
+    /// A Transfer-Encoding with a coding other than chunked (the field's value): the body
+    /// would reach the file still encoded.
+    UnsupportedTransferCoding(String),
 }
 
 /// Writes a number, or `*` when it is unknown (the Content-Range notation).
@@ -54,6 +57,9 @@ impl fmt::Display for HttpError {
             HttpError::BadContentLength(why) => write!(f, "bad Content-Length: {why}"),
             HttpError::BadChunk(why) => write!(f, "malformed chunked body: {why}"),
             HttpError::BadContentRange(why) => write!(f, "bad Content-Range: {why}"),
+            HttpError::UnsupportedTransferCoding(v) => {
+                write!(f, "Transfer encoding {v} is not supported.")
+            }
             HttpError::RangeMismatch {
                 want_first,
                 want_last,

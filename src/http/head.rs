@@ -301,6 +301,10 @@ fn build_head(
         }
     }
 
+    if codings.iter().any(|c| c != "chunked" && c != "identity") {
+        // aria2c refuses these (exit 1) rather than write the body still encoded.
+        return Err(HttpError::UnsupportedTransferCoding(codings.join(", ")));
+    }
     let chunked = codings.last().is_some_and(|c| c == "chunked");
     if transfer_encoded {
         // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length.
@@ -620,14 +624,27 @@ Content-Length : 3\r\n\r\nabc";
         let both = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nTransfer-Encoding: chunked\r\n\r\n";
         assert_eq!(frame(both, false), Framing::Chunked);
         assert_eq!(parse_head(both).unwrap().unwrap().0.content_length, None);
-        // Last coding decides; codings may be split over several fields.
+        // Codings may be split over several fields; one other than chunked is refused (aria2c:
+        // "Transfer encoding gzip, chunked is not supported.", exit 1), where ringdl wrote the
+        // body still gzipped and called it complete.
         let multi =
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: Chunked\r\n\r\n";
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: Chunked\r\n\r\n";
         assert_eq!(frame(multi, false), Framing::Chunked);
-        let not_last =
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\nContent-Length: 10\r\n\r\n";
-        assert_eq!(frame(not_last, false), Framing::UntilClose);
-        assert!(!parse_head(not_last).unwrap().unwrap().0.chunked);
+        for te in [&b"gzip, chunked"[..], b"chunked, gzip", b"deflate"] {
+            let mut m = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: ".to_vec();
+            m.extend_from_slice(te);
+            m.extend_from_slice(b"\r\n\r\n");
+            let e = parse_head(&m).unwrap_err();
+            assert!(
+                matches!(e, HttpError::UnsupportedTransferCoding(_)),
+                "{e:?}"
+            );
+        }
+        let e = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "Transfer encoding gzip, chunked is not supported."
+        );
         assert_eq!(
             frame(b"HTTP/1.1 200 OK\r\n\r\n", false),
             Framing::UntilClose

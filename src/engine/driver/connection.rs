@@ -464,6 +464,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 _ => c.rbuf = Some(block),
             }
         }
+        if c.draining {
+            // The cancelled receive of a stopping download: what it brought counts, then the
+            // connection closes, writing what its block holds (`return_range`).
+            let dl = c.ex.as_ref().map(|e| e.dl);
+            if res > 0 && direct {
+                self.received_direct(slot, res as usize);
+            }
+            self.close_conn(slot);
+            if let Some(dl) = dl {
+                self.maybe_finish(dl);
+            }
+            return;
+        }
         if nothing_happened(res) {
             self.after_io(slot);
             return;
@@ -662,6 +675,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let op = self.reactor.recv(tag, fd, block, filled, len);
             c.recv = Some(RecvInFlight {
                 fill: Some((off, filled, attempt)),
+                op,
             });
             c.inflight.push(op);
             return;
@@ -694,7 +708,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         let (at, len) = (c.rb_end, read_size - c.rb_end);
         let op = self.reactor.recv(tag, fd, rbuf, at, len);
-        c.recv = Some(RecvInFlight { fill: None });
+        c.recv = Some(RecvInFlight { fill: None, op });
         c.inflight.push(op);
     }
 

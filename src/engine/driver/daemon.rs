@@ -372,7 +372,14 @@ impl Daemon {
                 stop: None,
             },
         );
-        Some((p.gid, Job { uris: p.uris, opts }))
+        Some((
+            p.gid,
+            Job {
+                uris: p.uris,
+                opts,
+                own: Vec::new(),
+            },
+        ))
     }
 
     /// Keeps a result, dropping the oldest past `--max-download-result`.

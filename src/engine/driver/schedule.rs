@@ -46,7 +46,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         self.next_id += 1;
         let gid = job.opts.gid.unwrap_or_else(random_gid);
-        let d = Download::new(id, gid, urls, first, job.opts, self.reactor.now());
+        let session = self
+            .s
+            .session_out
+            .is_some()
+            .then(|| Box::new((job.uris.clone(), job.own.clone())));
+        let mut d = Download::new(id, gid, urls, first, job.opts, self.reactor.now());
+        d.session = session;
         match self.dls.get_mut(i) {
             Some(place) => *place = d,
             None => self.dls.push(d),
@@ -204,11 +210,49 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Closes every connection working for download `dl`, keeping what they wrote.
     pub(super) fn stop_conns(&mut self, dl: usize) {
         for slot in 0..self.conns.len() {
-            let mine = self.conns[slot].as_ref().is_some_and(|c| c.works_for(dl));
-            if mine {
-                self.return_range(slot);
-                self.close_conn(slot);
+            let Some(c) = self.conns[slot].as_mut() else {
+                continue;
+            };
+            if !c.works_for(dl) || c.draining {
+                continue;
             }
+            // A receive straight into the fill's block holds the bytes received before it: it is
+            // cancelled, and its completion closes the connection with the block back, so they
+            // are written (a slow link can have most of a block there).
+            if let Some(op) = c.recv.as_ref().filter(|r| r.fill.is_some()).map(|r| r.op) {
+                c.draining = true;
+                self.reactor.cancel(op);
+                continue;
+            }
+            self.return_range(slot);
+            self.close_conn(slot);
+        }
+    }
+
+    /// `--save-session` outside daemon mode: a download that failed or did not finish goes into
+    /// the session written at exit (all of them with `--force-save`; one not found only with
+    /// `--save-not-found`), as aria2c writes it: its URIs, GID, and options.
+    fn keep_for_session(&mut self, dl: usize, outcome: &Outcome) {
+        let Some(rules) = self.s.session_out.as_ref() else {
+            return;
+        };
+        let Some(entry) = self.dls[dl].session.take() else {
+            return;
+        };
+        let complete = outcome.finished && outcome.code == ExitCode::OK;
+        let not_found = outcome.code == ExitCode::NOT_FOUND;
+        let keep = rules.force_save || !complete && (!not_found || rules.save_not_found);
+        if keep {
+            let (uris, own) = *entry;
+            let text = self.summary.session.get_or_insert_with(String::new);
+            super::daemon::session_entry(
+                text,
+                &uris,
+                outcome.gid,
+                false,
+                &rules.command_line,
+                &own,
+            );
         }
     }
 
@@ -437,6 +481,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // Paused or restarted: back in the queue, not a result.
             return;
         }
+        self.keep_for_session(dl, &outcome);
         let sum = &mut self.summary;
         sum.total += 1;
         if outcome.removed {

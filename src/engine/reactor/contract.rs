@@ -258,6 +258,27 @@ fn accepts_and_reads_a_socket_and_an_abandoned_accept_closes_its_connection<R: R
     assert_eq!(r.in_flight(), 0);
 }
 
+/// A cancelled receive is delivered, not dropped: ECANCELED (no bytes had come) with its block
+/// back, long before the I/O timeout; a stale id afterwards does nothing.
+fn a_cancelled_receive_comes_back_with_its_block<R: Reactor<u32>>(mut r: R) {
+    let (sock, _quiet) = pair();
+    let mut block = r.pool().alloc(Class::Read).unwrap();
+    block.as_mut_slice()[..5].copy_from_slice(b"kept!");
+    let start = Instant::now();
+    let id = r.recv(1, sock, block, 5, 100);
+    r.cancel(id);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (1, -libc::ECANCELED));
+    assert!(
+        start.elapsed() < Duration::from_millis(150),
+        "waited for the timeout"
+    );
+    let block = c.owned.into_block().unwrap();
+    assert_eq!(&block.as_slice()[..5], b"kept!");
+    r.cancel(id);
+    assert_eq!(r.in_flight(), 0);
+}
+
 macro_rules! contract {
     ($name:ident, $make:expr) => {
         mod $name {
@@ -292,6 +313,10 @@ macro_rules! contract {
             #[test]
             fn connects_and_sends() {
                 super::connects_and_sends(make());
+            }
+            #[test]
+            fn a_cancelled_receive_comes_back_with_its_block() {
+                super::a_cancelled_receive_comes_back_with_its_block(make());
             }
             #[test]
             fn silence_close_and_reset_end_a_receive() {

@@ -738,6 +738,17 @@ impl<T> Reactor<T> for Epoll<T> {
         }
     }
 
+    /// A receive or send still waiting on its descriptor finishes now with ECANCELED; one that
+    /// finished already, or a blocking job, is left as it is.
+    fn cancel(&mut self, id: OpId) {
+        let Some(e) = self.entry(id.0) else { return };
+        if e.abandoned || matches!(e.op, Op::Finished | Op::Job) {
+            return;
+        }
+        self.unwatch(id.0);
+        self.finish(id.0, -libc::ECANCELED);
+    }
+
     /// Delivers what has finished; if nothing has, waits for a descriptor, a deadline or the
     /// worker. An error means epoll itself failed.
     fn wait(&mut self, out: &mut Vec<Completion<T>>) -> io::Result<()> {

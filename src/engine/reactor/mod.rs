@@ -163,6 +163,11 @@ pub trait Reactor<T> {
     fn blocking(&mut self, tag: T, job: Job) -> OpId;
     /// Gives up on an operation; its completion is dropped with what it owned.
     fn abandon(&mut self, id: OpId);
+    /// Ends a receive or send early: it completes with ECANCELED, giving back what it owned, or,
+    /// when it was done already, with what it did. Unlike `abandon`, the completion is delivered
+    /// (a stopping connection gets its block back, with the bytes received before). A stale id
+    /// does nothing.
+    fn cancel(&mut self, id: OpId);
     /// Waits for completions and moves them into `out`; an error ends the run.
     fn wait(&mut self, out: &mut Vec<Completion<T>>) -> io::Result<()>;
     /// Abandons everything and waits until nothing is in flight.

@@ -248,6 +248,8 @@ struct Op<T> {
     kind: Kind,
     since: Duration,
     abandoned: bool,
+    /// Asked to end early (`cancel`): a receive or send completes now.
+    cancelled: bool,
 }
 
 /// How long a blocking job (a control-file save: write, fsync, rename) takes.
@@ -311,6 +313,7 @@ impl<T> Sim<T> {
             kind,
             since: self.clock,
             abandoned: false,
+            cancelled: false,
         };
         let index = match self.free.pop() {
             Some(i) => {
@@ -354,7 +357,7 @@ impl<T> Sim<T> {
             // which the ring goes on.
             return (n == self.jobs_done).then_some((op.since + JOB_TIME).max(self.clock));
         }
-        if op.abandoned {
+        if op.abandoned || op.cancelled && matches!(op.kind, Kind::Recv { .. }) {
             return Some(self.clock);
         }
         match &op.kind {
@@ -566,7 +569,12 @@ impl<T> Sim<T> {
             }
             Kind::Recv { at, len } => {
                 let fd = fd_of(&op.owned);
-                let waited = self.clock >= op.since + self.io_timeout;
+                // Cancelled: no bytes, or (half the time) what is there already, as when the
+                // kernel finishes the receive before the cancellation reaches it.
+                if op.cancelled && self.rng.chance(500) {
+                    return -libc::ECANCELED;
+                }
+                let waited = self.clock >= op.since + self.io_timeout || op.cancelled;
                 if self.rng.chance(faults.again) {
                     return -libc::EINTR;
                 }
@@ -970,6 +978,15 @@ impl<T> Reactor<T> for Sim<T> {
         self.jobs_given += 1;
         let kind = Kind::Job(self.jobs_given - 1, Some(job));
         self.insert(tag, Owned::Nothing, kind)
+    }
+
+    fn cancel(&mut self, id: OpId) {
+        let index = (id.0 & 0xffff_ffff) as usize;
+        if let Some((generation, Some(op))) = self.slots.get_mut(index) {
+            if u64::from(*generation) == id.0 >> 32 {
+                op.cancelled = true;
+            }
+        }
     }
 
     fn abandon(&mut self, id: OpId) {

@@ -490,6 +490,20 @@ impl<T> Reactor<T> for Uring<T> {
         self.push(&[c]);
     }
 
+    fn cancel(&mut self, id: OpId) {
+        let Some(e) = self.table.get_mut(id.0) else {
+            return;
+        };
+        if e.abandoned || e.timed_out {
+            return;
+        }
+        // As a timeout's cancellation: the completion comes back with ECANCELED (or its result,
+        // if it finished first), and the sweep leaves it alone.
+        e.timed_out = true;
+        let c = opcode::AsyncCancel::new(id.0).build().user_data(IGNORE);
+        self.push(&[c]);
+    }
+
     /// Submits what is staged, waits for at least one completion unless some are already waiting,
     /// and moves every completion the engine should see into `out`. An error means the ring failed.
     fn wait(&mut self, out: &mut Vec<Completion<T>>) -> io::Result<()> {

@@ -174,6 +174,7 @@ impl ListScenario {
                 Job {
                     uris: job.uris(),
                     opts,
+                    own: Vec::new(),
                 }
             })
             .collect()

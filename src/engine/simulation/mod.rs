@@ -365,6 +365,7 @@ fn run_with(
             vec![Job {
                 uris: settings.uris.clone(),
                 opts: settings.download.clone(),
+                own: Vec::new(),
             }]
         })
         .into_iter();
