@@ -353,11 +353,34 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                 }
                 Ok(json!(format!("{g:016x}")))
             }
+            // Still stopping for its pause (its last receive or writes in flight): it goes back
+            // to the queue unpaused when it has stopped, as aria2 clears a pending pause.
+            Some(Place::Active(_)) if self.unpause_stopping(g) => Ok(json!(format!("{g:016x}"))),
             _ => Err(gid_err("GID#{} cannot be unpaused now", g)),
         }
     }
 
+    /// A running download being paused is restarted instead when it has stopped.
+    fn unpause_stopping(&mut self, g: u64) -> bool {
+        let Some(r) = self.0.daemon().and_then(|d| d.running.get_mut(&g)) else {
+            return false;
+        };
+        if r.stop != Some(Stop::Pause) {
+            return false;
+        }
+        r.stop = Some(Stop::Restart);
+        true
+    }
+
     fn unpause_all(&mut self) -> Result<Value, RpcError> {
+        let stopping: Vec<u64> = self
+            .0
+            .daemon()
+            .map(|d| d.running.keys().copied().collect())
+            .unwrap_or_default();
+        for g in stopping {
+            self.unpause_stopping(g);
+        }
         if let Some(d) = self.0.daemon() {
             d.waiting.set_all_paused(false);
         }
