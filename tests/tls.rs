@@ -165,3 +165,57 @@ fn certificate_failures_name_the_host_and_the_reason() {
         "{run}"
     );
 }
+
+/// `--ca-certificate` naming the server's own certificate trusts it, as aria2c (GnuTLS) does: a
+/// self-signed certificate that says it is a CA (`openssl req -x509`'s default; webpki refused it
+/// as an end entity, exit 1), and a CA-signed leaf pinned without its CA (refused as "not signed
+/// by a trusted authority"). aria2c is asked the same where the suite has it. The name must still
+/// match, and a file that does not hold the certificate still does not trust it.
+#[test]
+fn a_servers_own_certificate_in_the_ca_file_is_trusted() {
+    let data = content(605, 5000);
+    let pinned = |server: &TestServer| {
+        vec![
+            "--no-conf".to_string(),
+            "--max-tries=1".into(),
+            format!("--ca-certificate={}", server.leaf_file().display()),
+            server.url("/f.bin"),
+        ]
+    };
+    let self_signed = TestServer::builder().tls_self_signed().start();
+    let leaf = TestServer::https();
+    for server in [&self_signed, &leaf] {
+        server.route("/f.bin", Route::bytes(data.clone()));
+        let dir = TestDir::new();
+        let mut args = pinned(server);
+        args.insert(1, format!("-d{}", dir.path().display()));
+        let run = ringdl(&dir, &args);
+        assert_eq!(run.code(), 0, "{run}");
+        assert_eq!(sha256_file(&dir.join("f.bin")), sha256_hex(&data));
+        if require_peer("aria2c", have_program("aria2c")) {
+            let adir = TestDir::new();
+            args[1] = format!("-d{}", adir.path().display());
+            let theirs = run_program(std::path::Path::new("aria2c"), &adir, &args, RUN_TIMEOUT);
+            assert_eq!(theirs.code(), 0, "aria2c: {theirs}");
+        }
+    }
+    // Pinned, but for another name: refused.
+    let wrong = TestServer::builder()
+        .tls_wrong_host()
+        .tls_self_signed()
+        .start();
+    wrong.route("/f.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let mut args = pinned(&wrong);
+    args.insert(1, format!("-d{}", dir.path().display()));
+    let run = ringdl(&dir, &args);
+    assert_eq!(run.code(), 1, "{run}");
+    assert!(run.output().contains("for another name"), "{run}");
+    // Another server's certificate in the file: refused.
+    let dir = TestDir::new();
+    let mut args = pinned(&self_signed);
+    args.insert(1, format!("-d{}", dir.path().display()));
+    *args.last_mut().unwrap() = leaf.url("/f.bin");
+    let run = ringdl(&dir, &args);
+    assert_eq!(run.code(), 1, "{run}");
+}

@@ -123,11 +123,21 @@ impl TlsConfig {
             .with_protocol_versions(versions)
             .map_err(|e| TlsError::Config(e.to_string()))?;
         let builder = if o.verify {
-            let roots = match o.ca_file {
-                Some(path) => roots_from_file(path)?,
-                None => system_roots(),
-            };
-            builder.with_root_certificates(roots)
+            match o.ca_file {
+                Some(path) => {
+                    let (roots, pinned) = roots_from_file(path)?;
+                    let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                        Arc::new(roots),
+                        provider.clone(),
+                    )
+                    .build()
+                    .map_err(|e| TlsError::Config(format!("{}: {e}", path.display())))?;
+                    builder
+                        .dangerous()
+                        .with_custom_certificate_verifier(Arc::new(TrustFile { inner, pinned }))
+                }
+                None => builder.with_root_certificates(system_roots()),
+            }
         } else {
             builder
                 .dangerous()
@@ -202,15 +212,19 @@ fn identity(
     Ok((certs, key))
 }
 
-fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsError> {
+/// The trust anchors of a `--ca-certificate` file, and its certificates as they are (a server
+/// presenting one of them exactly is trusted, see [`TrustFile`]).
+fn roots_from_file(path: &Path) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), TlsError> {
     let mut roots = RootCertStore::empty();
+    let mut pinned = Vec::new();
     let iter = CertificateDer::pem_file_iter(path)
         .map_err(|e| TlsError::Config(format!("cannot read {}: {e}", path.display())))?;
     for cert in iter {
         let cert = cert.map_err(|e| TlsError::Config(format!("{}: {e}", path.display())))?;
         roots
-            .add(cert)
+            .add(cert.clone())
             .map_err(|e| TlsError::Config(format!("{}: {e}", path.display())))?;
+        pinned.push(cert);
     }
     if roots.is_empty() {
         return Err(TlsError::Config(format!(
@@ -218,7 +232,87 @@ fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsError> {
             path.display()
         )));
     }
-    Ok(roots)
+    Ok((roots, pinned))
+}
+
+/// `--ca-certificate=FILE`: the file's certificates are trust anchors, and a server presenting one
+/// of them exactly is trusted as itself, as aria2c (GnuTLS) trusts it: a self-signed certificate
+/// that says it is a CA (what `openssl req -x509` makes by default, refused by webpki as an end
+/// entity), or a server's own certificate pinned instead of its CA (no issuer in the file). Only
+/// those two refusals are overruled, after webpki has checked the certificate's dates, and the
+/// name must still match; the handshake's signature is checked with its key as always.
+#[derive(Debug)]
+struct TrustFile {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl TrustFile {
+    /// Whether webpki's refusal of a pinned certificate is one that pinning answers.
+    fn pin_answers(e: &rustls::Error) -> bool {
+        use rustls::CertificateError;
+        match e {
+            rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => true,
+            rustls::Error::InvalidCertificate(CertificateError::Other(other)) => {
+                format!("{other:?}").contains("CaUsedAsEndEntity")
+            }
+            _ => false,
+        }
+    }
+}
+
+impl ServerCertVerifier for TrustFile {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(e)
+                if Self::pin_answers(&e)
+                    && self
+                        .pinned
+                        .iter()
+                        .any(|p| p.as_ref() == end_entity.as_ref()) =>
+            {
+                let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&parsed, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// The system CA bundle ringdl trusts by default, if the machine has one.

@@ -327,6 +327,7 @@ pub struct ServerBuilder {
     versions: TlsVersions,
     ipv4_only: bool,
     client_auth: bool,
+    self_signed: bool,
 }
 
 impl ServerBuilder {
@@ -341,6 +342,14 @@ impl ServerBuilder {
     /// Serve HTTPS with a leaf for `localhost`, `127.0.0.1` and `::1`.
     pub fn tls(mut self) -> ServerBuilder {
         self.tls = true;
+        self
+    }
+
+    /// Serve HTTPS with a self-signed leaf that says it is a CA (what `openssl req -x509` makes by
+    /// default), trusted only through its own file ([`TestServer::leaf_file`]).
+    pub fn tls_self_signed(mut self) -> ServerBuilder {
+        self.tls = true;
+        self.self_signed = true;
         self
     }
 
@@ -379,6 +388,7 @@ pub struct TestServer {
 struct Pki {
     ca_der: CertificateDer<'static>,
     ca_file: PathBuf,
+    leaf_file: PathBuf,
     /// A client certificate signed by the CA, and its key (PEM files).
     client: (PathBuf, PathBuf),
     _dir: tempfile::TempDir,
@@ -417,6 +427,7 @@ impl TestServer {
             versions: TlsVersions::Both,
             ipv4_only: false,
             client_auth: false,
+            self_signed: false,
         }
     }
 
@@ -432,7 +443,7 @@ impl TestServer {
 
     fn start(b: ServerBuilder) -> TestServer {
         let (pki, config) = if b.tls {
-            let (pki, config) = make_pki(&b.leaf_names, b.versions, b.client_auth);
+            let (pki, config) = make_pki(&b.leaf_names, b.versions, b.client_auth, b.self_signed);
             (Some(pki), Some(config))
         } else {
             (None, None)
@@ -529,6 +540,15 @@ impl TestServer {
             .as_ref()
             .expect("client_identity() on a plain-HTTP test server");
         (&pki.client.0, &pki.client.1)
+    }
+
+    /// The server's own certificate (PEM), for pinning it with `--ca-certificate`.
+    pub fn leaf_file(&self) -> &Path {
+        &self
+            .pki
+            .as_ref()
+            .expect("leaf_file() on a plain-HTTP test server")
+            .leaf_file
     }
 
     pub fn ca_file(&self) -> &Path {
@@ -636,6 +656,7 @@ fn make_pki(
     leaf_names: &[String],
     versions: TlsVersions,
     client_auth: bool,
+    self_signed: bool,
 ) -> (Pki, Arc<ServerConfig>) {
     use rcgen::{
         BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
@@ -659,10 +680,17 @@ fn make_pki(
         .push(DnType::CommonName, leaf_names[0].as_str());
     leaf_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    leaf_params.use_authority_key_identifier_extension = true;
-    let leaf = leaf_params
-        .signed_by(&leaf_key, &ca, &ca_key)
-        .expect("leaf certificate");
+    let leaf = if self_signed {
+        leaf_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        leaf_params
+            .self_signed(&leaf_key)
+            .expect("self-signed leaf")
+    } else {
+        leaf_params.use_authority_key_identifier_extension = true;
+        leaf_params
+            .signed_by(&leaf_key, &ca, &ca_key)
+            .expect("leaf certificate")
+    };
 
     let dir = tempfile::Builder::new()
         .prefix("ringdl-test-pki-")
@@ -670,6 +698,8 @@ fn make_pki(
         .expect("pki dir");
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, ca.pem()).expect("write ca.pem");
+    let leaf_file = dir.path().join("leaf.pem");
+    std::fs::write(&leaf_file, leaf.pem()).expect("write leaf.pem");
 
     let client_key = KeyPair::generate().expect("client key");
     let mut client_params = CertificateParams::new(Vec::<String>::new()).expect("client params");
@@ -710,6 +740,7 @@ fn make_pki(
     let pki = Pki {
         ca_der: ca.der().clone(),
         ca_file,
+        leaf_file,
         client,
         _dir: dir,
     };
