@@ -706,6 +706,9 @@ fn bad_chunk_size_fails() {
     let uri = server.url("/c.bin");
     let run = download(&server, &dir, SINGLE, &[&uri]);
     assert_failed_cleanly(&run, &dir, "c.bin", &uri, false);
+    // aria2c: "Bad chunk size: not hex string", errorCode=1 (ringdl said 22). An answer that is
+    // not HTTP, a Content-Length that is no count and a Location that is no URL end with 1 too.
+    assert_eq!(run.code(), 1, "{run}");
 }
 
 #[test]

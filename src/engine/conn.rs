@@ -1298,6 +1298,12 @@ impl PlainSink for BodySink<'_> {
 pub fn http_failure(e: HttpError) -> Failure {
     match e {
         HttpError::RangeMismatch { .. } => Failure::retry(ExitCode::CANNOT_RESUME, e.to_string()),
+        // An answer that is not HTTP, a broken chunk, a Content-Length that is no count, a
+        // Location that is no URL: aria2c ends these with its generic code, 1 (not 22).
+        HttpError::Malformed(_)
+        | HttpError::BadChunk(_)
+        | HttpError::BadContentLength(_)
+        | HttpError::BadLocation(_) => Failure::retry(ExitCode::UNKNOWN, e.to_string()),
         // Asking again brings the same coding: aria2c fails at once, with its generic code.
         HttpError::UnsupportedTransferCoding(_) => Failure::fatal(ExitCode::UNKNOWN, e.to_string()),
         other => Failure::retry(ExitCode::HTTP_PROTOCOL, other.to_string()),

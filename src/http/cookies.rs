@@ -87,10 +87,14 @@ impl Jar {
                 continue;
             }
             let host = domain.trim_start_matches('.').to_ascii_lowercase();
-            let subdomains = subdomains.eq_ignore_ascii_case("TRUE") || domain.starts_with('.');
+            // A domain cookie for a name that cannot have one (`localhost`, `fileserver`, an
+            // address) is still the user's cookie for that host: aria2c sends it there, so it is
+            // kept for the host itself rather than dropped.
+            let subdomains = (subdomains.eq_ignore_ascii_case("TRUE") || domain.starts_with('.'))
+                && is_registrable(&host);
             let secure = secure.eq_ignore_ascii_case("TRUE");
             let path = if path.starts_with('/') { path } else { "/" };
-            if host.is_empty() || name.is_empty() || (subdomains && !is_registrable(&host)) {
+            if host.is_empty() || name.is_empty() {
                 continue;
             }
             let scheme = if secure { "https" } else { "http" };
@@ -279,6 +283,30 @@ mod tests {
         let mut j = Jar::new();
         j.load_netscape(text);
         j
+    }
+
+    /// aria2c sends a cookie file's domain cookie for a name without a dot (`localhost`, a LAN
+    /// host) or an address to that host; ringdl dropped it, so a server that wants it answered
+    /// 403. Kept for the host itself; a Set-Cookie from a server still cannot scope one so.
+    #[test]
+    fn a_domain_cookie_for_a_single_label_host_goes_to_that_host() {
+        let far = "4102444800";
+        let j = jar(&format!(
+            "localhost\tTRUE\t/\tFALSE\t{far}\tsid\tabc\n.fileserver\tTRUE\t/\tFALSE\t{far}\tk\tv\n.127.0.0.1\tTRUE\t/\tFALSE\t{far}\tip\t1\n"
+        ));
+        assert_eq!(
+            j.header_for(&url("http://localhost:8080/f")).as_deref(),
+            Some("sid=abc")
+        );
+        assert_eq!(
+            j.header_for(&url("http://fileserver/f")).as_deref(),
+            Some("k=v")
+        );
+        assert_eq!(
+            j.header_for(&url("http://127.0.0.1:1/f")).as_deref(),
+            Some("ip=1")
+        );
+        assert_eq!(j.header_for(&url("http://other/f")), None);
     }
 
     #[test]

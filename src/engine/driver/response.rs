@@ -33,7 +33,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let next = match http::resolve_location(&ex.url, loc) {
                 Ok(u) => u,
                 Err(e) => {
-                    self.fail_conn(slot, Failure::fatal(ExitCode::HTTP_PROTOCOL, e.to_string()));
+                    // aria2c: its generic code, and the request is tried again.
+                    self.fail_conn(slot, Failure::retry(ExitCode::UNKNOWN, e.to_string()));
                     return;
                 }
             };
