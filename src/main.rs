@@ -420,12 +420,7 @@ fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, 
     let mut reader = rewound(&file, &name).map_err(|m| (m, 1))?;
     let mut count = 0;
     while let Some(entry) = reader.next_entry() {
-        for w in reader.warnings.drain(..) {
-            console.log(cli::LogLevel::Warn, &w);
-        }
-        for e in reader.errors.drain(..) {
-            console.log(cli::LogLevel::Error, &e);
-        }
+        say_notes(&mut reader, console);
         match entry {
             Ok(_) => count += 1,
             Err(e) => {
@@ -438,13 +433,19 @@ fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, 
             }
         }
     }
+    say_notes(&mut reader, console);
+    Ok(Some(InputList { name, file, count }))
+}
+
+/// Says what the list's reader found so far: unknown option lines (WARN), lines that are no URI
+/// (ERROR).
+fn say_notes<R: std::io::BufRead>(reader: &mut InputReader<R>, console: &mut Console) {
     for w in reader.warnings.drain(..) {
         console.log(cli::LogLevel::Warn, &w);
     }
     for e in reader.errors.drain(..) {
         console.log(cli::LogLevel::Error, &e);
     }
-    Ok(Some(InputList { name, file, count }))
 }
 
 impl InputList {
