@@ -2,10 +2,10 @@
 //! version allowed (`--min-tls-version`), and certificate failures named with their host and
 //! reason.
 
-use crate::support::server::{Route, TestServer, TlsVersions};
+use crate::support::server::{Fault, Route, TestServer, TlsVersions, When};
 use crate::support::{
     content, have_program, require_peer, ringdl, run_program, sha256_file, sha256_hex, Run,
-    TestDir, RUN_TIMEOUT,
+    SplitMix64, TestDir, RUN_TIMEOUT,
 };
 
 fn get(dir: &TestDir, server: &TestServer, opts: &[String], path: &str) -> Run {
@@ -218,4 +218,123 @@ fn a_servers_own_certificate_in_the_ca_file_is_trusted() {
     *args.last_mut().unwrap() = leaf.url("/f.bin");
     let run = ringdl(&dir, &args);
     assert_eq!(run.code(), 1, "{run}");
+}
+
+/// A body's TLS records are opened where they land in the write blocks. Records of one byte (far
+/// more headers and tags than data), of odd sizes, of exactly a record's maximum and beyond it,
+/// cut by the blocks' ends and by the ranges of a split download, over TLS 1.3 and 1.2: every file
+/// arrives byte-exact.
+#[test]
+fn records_of_every_size_are_opened_in_the_write_blocks() {
+    let cases: [(usize, usize); 6] = [
+        (1, 70_001),
+        (7, 300_001),
+        (1000, 1_000_003),
+        (16_383, 2_000_000),
+        (16_384, 3 << 20),
+        (40_000, (3 << 20) + 5),
+    ];
+    for versions in [TlsVersions::Both, TlsVersions::Tls12Only] {
+        let server = TestServer::builder().tls().tls_versions(versions).start();
+        for (i, (piece, size)) in cases.into_iter().enumerate() {
+            let data = content(700 + i as u64, size);
+            let path = format!("/r{i}.bin");
+            server.route(
+                &path,
+                Route::bytes(data.clone()).throttle(piece, std::time::Duration::ZERO),
+            );
+            for opts in [vec![], vec!["-x4".to_string(), "-k1M".to_string()]] {
+                let dir = TestDir::new();
+                let run = get(&dir, &server, &opts, &path);
+                assert_eq!(run.code(), 0, "{versions:?} {piece} {opts:?}: {run}");
+                assert_eq!(
+                    sha256_file(&dir.join(&path[1..])),
+                    sha256_hex(&data),
+                    "{versions:?}, records of {piece} bytes, {opts:?}"
+                );
+            }
+        }
+    }
+}
+
+/// A server that moves to new keys in the middle of bodies, and asks the client to do the same:
+/// the records after each key update are opened with the next keys, and the client's answer and
+/// its next request (a second file on the same connection) are under its own next keys.
+#[test]
+fn key_updates_in_the_middle_of_bodies_are_followed() {
+    let server = TestServer::builder().tls().start();
+    let first = content(801, 2_000_000);
+    let second = content(802, 700_001);
+    server.route(
+        "/k1.bin",
+        Route::bytes(first.clone())
+            .throttle(100_000, std::time::Duration::ZERO)
+            .key_updates(),
+    );
+    server.route(
+        "/k2.bin",
+        Route::bytes(second.clone())
+            .throttle(30_000, std::time::Duration::ZERO)
+            .key_updates(),
+    );
+    let dir = TestDir::new();
+    let mut args = args(
+        &dir,
+        &server,
+        &["-Z".to_string(), "-j1".to_string()],
+        "/k1.bin",
+    );
+    args.push(server.url("/k2.bin"));
+    let run = ringdl(&dir, &args);
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&dir.join("k1.bin")), sha256_hex(&first));
+    assert_eq!(sha256_file(&dir.join("k2.bin")), sha256_hex(&second));
+    assert_eq!(
+        server.stats().connections,
+        1,
+        "the second file came over the first one's connection, after its key updates"
+    );
+}
+
+/// Records of random sizes, bodies cut part-way (reset, truncated, closed without close_notify) in
+/// the first requests at random offsets, random splits, both TLS versions: each cut leaves a record
+/// half-received in a write block, and every download still ends byte-exact from its retries.
+#[test]
+fn random_records_and_cuts_over_tls_stay_exact() {
+    let mut rng = SplitMix64::new(0x7e5_7ec0);
+    for versions in [TlsVersions::Both, TlsVersions::Tls12Only] {
+        let server = TestServer::builder().tls().tls_versions(versions).start();
+        for i in 0..6 {
+            let size = 1 + (rng.next_u64() % 3_000_000) as usize;
+            let piece = 1 + (rng.next_u64() % 40_000) as usize;
+            let cut = rng.next_u64() % size as u64;
+            let fault = match rng.next_u64() % 3 {
+                0 => Fault::ResetAfter(cut),
+                1 => Fault::TruncateAfter(cut),
+                _ => Fault::TruncateWithoutCloseNotify(cut),
+            };
+            let conns = [1, 2, 4][(rng.next_u64() % 3) as usize];
+            let data = content(900 + i, size);
+            let path = format!("/x{i}.bin");
+            server.route(
+                &path,
+                Route::bytes(data.clone())
+                    .throttle(piece, std::time::Duration::ZERO)
+                    .fault(fault, When::FirstRequests(2)),
+            );
+            let dir = TestDir::new();
+            let mut a = args(&dir, &server, &[format!("-x{conns}"), "-k1M".into()], &path);
+            a.retain(|x| x != "--max-tries=1");
+            a.push("--max-tries=0".into());
+            a.push("--retry-wait=0".into());
+            let run = ringdl(&dir, &a);
+            let what = format!("{versions:?} size {size} records {piece} {fault:?} -x{conns}");
+            assert_eq!(run.code(), 0, "{what}: {run}");
+            assert_eq!(
+                sha256_file(&dir.join(&path[1..])),
+                sha256_hex(&data),
+                "{what}"
+            );
+        }
+    }
 }

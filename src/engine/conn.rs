@@ -468,6 +468,10 @@ pub struct Conn {
     pub want: Option<Want>,
     pub ex: Option<Exchange>,
     pub fill: Option<Fill>,
+    /// TLS records received straight into the fill's block: the ciphertext not yet opened lies at
+    /// this range of the block, after its plaintext (see `Driver::open_in_fill`). `None` while the
+    /// connection reads into its read block.
+    pub tls_cipher: Option<(usize, usize)>,
     /// This exchange reuses a kept-alive connection (a close before any byte is not an error).
     pub reused: bool,
     pub eof: bool,
@@ -521,6 +525,7 @@ impl Conn {
             want: None,
             ex: None,
             fill: None,
+            tls_cipher: None,
             reused: false,
             eof: false,
             tls_peer_closed: false,

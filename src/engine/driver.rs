@@ -14,7 +14,7 @@ use crate::cli::{EngineChoice, LogLevel, Settings};
 use crate::http::{self, Framing, RequestSpec};
 use crate::plan::{Owner, Plan};
 use crate::store::{self, WriteMode};
-use crate::tls::{PlainSink, TlsConfig, TlsSession, MIN_INCOMING};
+use crate::tls::{InPlace, PlainSink, TlsConfig, TlsSession, MIN_INCOMING};
 use crate::ui::exit::ExitCode;
 use crate::ui::{Console, Progress};
 use std::collections::{HashMap, VecDeque};

@@ -6,13 +6,14 @@ use rustls::client::UnbufferedClientConnection;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError};
+use rustls::unbuffered::{ConnectionState, EncodeError};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::fmt;
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+mod record;
 pub mod server;
 
 /// Smallest ciphertext buffer that always holds a whole record plus a coalesced handshake message.
@@ -153,6 +154,9 @@ impl TlsConfig {
             }
         };
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        // Once the handshake is done, records are opened in place by `record` with the keys
+        // rustls hands over.
+        config.enable_secret_extraction = true;
         Ok(TlsConfig {
             inner: Arc::new(config),
         })
@@ -409,11 +413,37 @@ pub struct Step {
     pub peer_closed: bool,
 }
 
-/// One client connection's TLS state.
+/// What [`TlsSession::open_in_place`] found in a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InPlace {
+    /// Application data: this many bytes, at the front of the region.
+    Data(usize),
+    /// Nothing for the caller (a session ticket, a key update).
+    Nothing,
+    /// close_notify: no more application data will come.
+    Closed,
+}
+
+/// One client connection's TLS state: rustls's handshake, then this crate's record layer.
 pub struct TlsSession {
-    conn: UnbufferedClientConnection,
+    state: State,
     handshake_done: bool,
     peer_closed: bool,
+}
+
+enum State {
+    Handshake(Box<UnbufferedClientConnection>),
+    Traffic(Box<record::Traffic>),
+    /// Between the two, only if the hand-over failed.
+    Failed,
+}
+
+/// How a call into the handshake ended.
+enum Handshaking {
+    /// It needs more bytes (or room, or the peer closed): the caller's turn.
+    Wait { sink_full: bool },
+    /// It is complete: the keys can be taken over.
+    Done,
 }
 
 /// The server name for SNI and verification. IP literals verify against IP SANs and send no SNI.
@@ -457,7 +487,7 @@ impl TlsSession {
         let conn = UnbufferedClientConnection::new(config.inner.clone(), server_name(host)?)
             .map_err(from_rustls)?;
         Ok(TlsSession {
-            conn,
+            state: State::Handshake(Box::new(conn)),
             handshake_done: false,
             peer_closed: false,
         })
@@ -471,6 +501,7 @@ impl TlsSession {
     /// Runs the state machine over the ciphertext in `incoming` until it needs more bytes from the
     /// peer or the sink is full. TLS records to transmit are appended to `outgoing`; once the
     /// handshake is done, a non-empty `request` is encrypted into `outgoing` and cleared.
+    /// Records are opened in place: `incoming` is overwritten up to what `Step::consumed` says.
     pub fn process(
         &mut self,
         incoming: &mut [u8],
@@ -479,85 +510,101 @@ impl TlsSession {
         sink: &mut dyn PlainSink,
     ) -> Result<Step, TlsError> {
         let mut off = 0;
-        loop {
-            let status = self.conn.process_tls_records(&mut incoming[off..]);
-            let discard = status.discard;
-            let state = match status.state {
-                Ok(s) => s,
-                Err(e) => return Err(from_rustls(e)),
-            };
-            match state {
-                ConnectionState::ReadTraffic(mut traffic) => {
-                    let mut full = false;
-                    loop {
-                        let need = traffic.peek_len().map_or(0, |n| n.get());
-                        if need > sink.room() {
-                            full = true;
-                            break;
-                        }
-                        match traffic.next_record() {
-                            None => break,
-                            Some(Err(e)) => return Err(from_rustls(e)),
-                            Some(Ok(record)) => {
-                                off += record.discard;
-                                sink.put(record.payload);
-                            }
-                        }
-                    }
-                    off += discard;
-                    if full {
-                        return Ok(self.step(off, true));
-                    }
-                }
-                ConnectionState::EncodeTlsData(mut enc) => {
-                    grow_and(
-                        outgoing,
-                        |buf| enc.encode(buf),
-                        |e| match e {
-                            EncodeError::InsufficientSize(s) => Some(s.required_size),
-                            _ => None,
-                        },
-                    )
-                    .map_err(|e| TlsError::Protocol(e.to_string()))?;
-                    off += discard;
-                }
-                ConnectionState::TransmitTlsData(tx) => {
-                    // The records are in `outgoing`, which the caller sends in order before anything
-                    // written later; rustls only needs to know they are handed over.
-                    tx.done();
-                    off += discard;
-                }
-                ConnectionState::BlockedHandshake => {
-                    off += discard;
-                    return Ok(self.step(off, false));
-                }
-                ConnectionState::WriteTraffic(mut w) => {
+        if let State::Handshake(conn) = &mut self.state {
+            match handshake(
+                conn,
+                incoming,
+                outgoing,
+                sink,
+                &mut off,
+                &mut self.peer_closed,
+            )? {
+                Handshaking::Wait { sink_full } => return Ok(self.step(off, sink_full)),
+                Handshaking::Done => {
+                    let State::Handshake(conn) = std::mem::replace(&mut self.state, State::Failed)
+                    else {
+                        return Err(TlsError::Protocol("unexpected TLS state".to_string()));
+                    };
+                    let (secrets, kernel) = conn
+                        .dangerous_into_kernel_connection()
+                        .map_err(from_rustls)?;
+                    self.state = State::Traffic(Box::new(record::Traffic::new(secrets, kernel)?));
                     self.handshake_done = true;
-                    if !request.is_empty() {
-                        grow_and(
-                            outgoing,
-                            |buf| w.encrypt(request, buf),
-                            |e| match e {
-                                EncryptError::InsufficientSize(s) => Some(s.required_size),
-                                _ => None,
-                            },
-                        )
-                        .map_err(|e| TlsError::Protocol(e.to_string()))?;
-                        request.clear();
-                    }
-                    off += discard;
-                    return Ok(self.step(off, false));
                 }
-                ConnectionState::PeerClosed => {
-                    self.peer_closed = true;
-                    off += discard;
-                }
-                ConnectionState::Closed => {
-                    self.peer_closed = true;
-                    off += discard;
-                    return Ok(self.step(off, false));
-                }
-                _ => return Err(TlsError::Protocol("unexpected TLS state".to_string())),
+            }
+        }
+        let State::Traffic(traffic) = &mut self.state else {
+            return Err(TlsError::Protocol("unexpected TLS state".to_string()));
+        };
+        if !request.is_empty() {
+            traffic.seal_data(request, outgoing)?;
+            request.clear();
+        }
+        let mut sink_full = false;
+        while !self.peer_closed {
+            let rest = &mut incoming[off..];
+            let Some(len) = traffic.record_len(rest)? else {
+                break;
+            };
+            if rest.len() < len {
+                break;
+            }
+            if traffic.plain_bound(len) > sink.room() {
+                sink_full = true;
+                break;
+            }
+            let record = &mut rest[..len];
+            match traffic.open_next(record, 0, outgoing)? {
+                record::Event::Data(plain) => sink.put(&record[plain]),
+                record::Event::Nothing => {}
+                record::Event::Closed => self.peer_closed = true,
+            }
+            off += len;
+        }
+        Ok(self.step(off, sink_full))
+    }
+
+    /// Whether records can be opened where they lie ([`TlsSession::open_in_place`]): the handshake
+    /// is over and the peer has not closed.
+    pub fn in_place_ready(&self) -> bool {
+        matches!(self.state, State::Traffic(_)) && !self.peer_closed
+    }
+
+    /// The whole length of the record at the front of `buf` (header included), once its header is
+    /// there; an error for a length no peer may send.
+    pub fn record_len(&self, buf: &[u8]) -> Result<Option<usize>, TlsError> {
+        match &self.state {
+            State::Traffic(t) => t.record_len(buf),
+            _ => Err(TlsError::Protocol("unexpected TLS state".to_string())),
+        }
+    }
+
+    /// The most plaintext a record of `len` bytes (header included) can carry.
+    pub fn plain_bound(&self, len: usize) -> usize {
+        match &self.state {
+            State::Traffic(t) => t.plain_bound(len),
+            _ => len,
+        }
+    }
+
+    /// Opens the one record that is `region[at..]` and leaves its plaintext at the front of
+    /// `region`, with no copy: the way a body's records are decrypted straight into its write
+    /// block. Records to send in answer (a key update) are appended to `outgoing`.
+    pub fn open_in_place(
+        &mut self,
+        region: &mut [u8],
+        at: usize,
+        outgoing: &mut Vec<u8>,
+    ) -> Result<InPlace, TlsError> {
+        let State::Traffic(traffic) = &mut self.state else {
+            return Err(TlsError::Protocol("unexpected TLS state".to_string()));
+        };
+        match traffic.open_next(region, at, outgoing)? {
+            record::Event::Data(plain) => Ok(InPlace::Data(plain.len())),
+            record::Event::Nothing => Ok(InPlace::Nothing),
+            record::Event::Closed => {
+                self.peer_closed = true;
+                Ok(InPlace::Closed)
             }
         }
     }
@@ -568,6 +615,86 @@ impl TlsSession {
             sink_full,
             handshake_done: self.handshake_done,
             peer_closed: self.peer_closed,
+        }
+    }
+}
+
+/// Drives rustls's handshake over `incoming[*off..]`, advancing `off` past what it used.
+fn handshake(
+    conn: &mut UnbufferedClientConnection,
+    incoming: &mut [u8],
+    outgoing: &mut Vec<u8>,
+    sink: &mut dyn PlainSink,
+    off: &mut usize,
+    peer_closed: &mut bool,
+) -> Result<Handshaking, TlsError> {
+    loop {
+        let status = conn.process_tls_records(&mut incoming[*off..]);
+        let discard = status.discard;
+        let state = match status.state {
+            Ok(s) => s,
+            Err(e) => return Err(from_rustls(e)),
+        };
+        match state {
+            ConnectionState::ReadTraffic(mut traffic) => {
+                // Application data before the handshake's end (a server's 0.5-RTT data).
+                let mut full = false;
+                loop {
+                    let need = traffic.peek_len().map_or(0, |n| n.get());
+                    if need > sink.room() {
+                        full = true;
+                        break;
+                    }
+                    match traffic.next_record() {
+                        None => break,
+                        Some(Err(e)) => return Err(from_rustls(e)),
+                        Some(Ok(record)) => {
+                            *off += record.discard;
+                            sink.put(record.payload);
+                        }
+                    }
+                }
+                *off += discard;
+                if full {
+                    return Ok(Handshaking::Wait { sink_full: true });
+                }
+            }
+            ConnectionState::EncodeTlsData(mut enc) => {
+                grow_and(
+                    outgoing,
+                    |buf| enc.encode(buf),
+                    |e| match e {
+                        EncodeError::InsufficientSize(s) => Some(s.required_size),
+                        _ => None,
+                    },
+                )
+                .map_err(|e| TlsError::Protocol(e.to_string()))?;
+                *off += discard;
+            }
+            ConnectionState::TransmitTlsData(tx) => {
+                // The records are in `outgoing`, which the caller sends in order before anything
+                // written later; rustls only needs to know they are handed over.
+                tx.done();
+                *off += discard;
+            }
+            ConnectionState::BlockedHandshake => {
+                *off += discard;
+                return Ok(Handshaking::Wait { sink_full: false });
+            }
+            ConnectionState::WriteTraffic(_) => {
+                *off += discard;
+                return Ok(Handshaking::Done);
+            }
+            ConnectionState::PeerClosed => {
+                *peer_closed = true;
+                *off += discard;
+            }
+            ConnectionState::Closed => {
+                *peer_closed = true;
+                *off += discard;
+                return Ok(Handshaking::Wait { sink_full: false });
+            }
+            _ => return Err(TlsError::Protocol("unexpected TLS state".to_string())),
         }
     }
 }
@@ -679,6 +806,229 @@ mod tests {
         let path = dir.path().join("ca.pem");
         std::fs::write(&path, pem).unwrap();
         TlsConfig::new(Some(&path), verify).unwrap()
+    }
+
+    /// A client session and a rustls server in memory, bytes moved between them by `run`.
+    struct Pair {
+        session: TlsSession,
+        srv: rustls::ServerConnection,
+        incoming: Vec<u8>,
+        used: usize,
+        out: Vec<u8>,
+        request: Vec<u8>,
+        sink: Collect,
+        server_got: Vec<u8>,
+        s2c: Vec<u8>,
+        closed: bool,
+    }
+
+    impl Pair {
+        fn new(client: &TlsConfig, server: Arc<rustls::ServerConfig>) -> Pair {
+            let mut srv = rustls::ServerConnection::new(server).unwrap();
+            srv.set_buffer_limit(None);
+            Pair {
+                session: TlsSession::new(client, &url::Host::Domain("localhost")).unwrap(),
+                srv,
+                incoming: vec![0u8; MIN_INCOMING],
+                used: 0,
+                out: Vec::new(),
+                request: Vec::new(),
+                sink: Collect {
+                    got: Vec::new(),
+                    room: usize::MAX,
+                },
+                server_got: Vec::new(),
+                s2c: Vec::new(),
+                closed: false,
+            }
+        }
+
+        /// Moves bytes both ways until nothing moves or the client fails.
+        fn run(&mut self) -> Result<(), TlsError> {
+            for _ in 0..10_000 {
+                let step = self.session.process(
+                    &mut self.incoming[..self.used],
+                    &mut self.out,
+                    &mut self.request,
+                    &mut self.sink,
+                )?;
+                self.closed |= step.peer_closed;
+                self.incoming.copy_within(step.consumed..self.used, 0);
+                self.used -= step.consumed;
+                let mut moved = step.consumed > 0;
+                if !self.out.is_empty() {
+                    // rustls reads a bounded amount at a time.
+                    let mut rd = &self.out[..];
+                    while !rd.is_empty() {
+                        self.srv.read_tls(&mut rd).unwrap();
+                        self.srv.process_new_packets().unwrap();
+                        self.srv.reader().read_to_end(&mut self.server_got).ok();
+                    }
+                    self.out.clear();
+                    moved = true;
+                }
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = self.srv.reader().read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    self.server_got.extend_from_slice(&buf[..n]);
+                    moved = true;
+                }
+                while self.srv.wants_write() {
+                    self.srv.write_tls(&mut self.s2c).unwrap();
+                    moved = true;
+                }
+                let n = self.s2c.len().min(self.incoming.len() - self.used);
+                self.incoming[self.used..self.used + n].copy_from_slice(&self.s2c[..n]);
+                self.used += n;
+                self.s2c.drain(..n);
+                if !moved && n == 0 {
+                    return Ok(());
+                }
+            }
+            panic!("the pair never settled");
+        }
+
+        /// Sends `request`, has the server answer `body`, and checks both ends got theirs.
+        fn exchange(&mut self, request: &[u8], body: &[u8]) {
+            let (asked, had) = (self.server_got.len(), self.sink.got.len());
+            self.request = request.to_vec();
+            self.run().unwrap();
+            assert!(
+                self.server_got[asked..] == *request,
+                "the server read {} bytes of a {}-byte request",
+                self.server_got.len() - asked,
+                request.len()
+            );
+            self.srv.writer().write_all(body).unwrap();
+            self.run().unwrap();
+            assert_eq!(self.sink.got.len() - had, body.len());
+            assert!(self.sink.got[had..] == *body, "the body arrived changed");
+        }
+    }
+
+    fn server_with_suite(
+        suite: rustls::SupportedCipherSuite,
+    ) -> (Arc<rustls::ServerConfig>, String) {
+        let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::try_from(ck.key_pair.serialize_der()).unwrap();
+        let provider = CryptoProvider {
+            cipher_suites: vec![suite],
+            ..rustls::crypto::ring::default_provider()
+        };
+        let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(provider))
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![ck.cert.der().clone()], key)
+            .unwrap();
+        (Arc::new(cfg), ck.cert.pem())
+    }
+
+    fn body_of(len: usize, seed: u32) -> Vec<u8> {
+        (0..len as u32)
+            .map(|i| (i.wrapping_mul(31).wrapping_add(seed) % 251) as u8)
+            .collect()
+    }
+
+    #[test]
+    fn every_suite_carries_requests_and_responses_on_one_connection() {
+        let suites = rustls::crypto::ring::default_provider().cipher_suites;
+        let mut versions = std::collections::BTreeSet::new();
+        for suite in suites {
+            // rcgen's key is ECDSA: the RSA suites of TLS 1.2 cannot be served with it.
+            if format!("{:?}", suite.suite()).contains("_RSA_") {
+                continue;
+            }
+            let (srv, pem) = server_with_suite(suite);
+            let mut pair = Pair::new(&client_trusting(&pem, true), srv);
+            // Bodies of several records, of one byte and of none; then a second request, sealed
+            // on the same connection.
+            pair.exchange(b"GET /1 HTTP/1.1\r\n\r\n", &body_of(100_003, 1));
+            pair.exchange(b"GET /2 HTTP/1.1\r\n\r\n", &body_of(1, 2));
+            pair.exchange(&body_of(40_000, 3), &body_of(16_384, 4));
+            assert_eq!(
+                pair.srv.negotiated_cipher_suite(),
+                Some(suite),
+                "{:?}",
+                suite.suite()
+            );
+            versions.insert(format!("{:?}", suite.version()));
+        }
+        assert_eq!(
+            versions.len(),
+            2,
+            "both TLS 1.2 and 1.3 were tried: {versions:?}"
+        );
+    }
+
+    #[test]
+    fn key_updates_from_the_server_are_followed_both_ways() {
+        let (srv, pem) = server_config(&["localhost"]);
+        let mut pair = Pair::new(&client_trusting(&pem, true), srv);
+        pair.exchange(b"GET /1 HTTP/1.1\r\n\r\n", &body_of(50_000, 1));
+        for round in 0..3 {
+            // The server moves to new keys and asks the client to do the same; its next records,
+            // and the client's next request, must be under the new keys.
+            pair.srv.refresh_traffic_keys().unwrap();
+            pair.exchange(
+                format!("GET /again{round} HTTP/1.1\r\n\r\n").as_bytes(),
+                &body_of(30_000, round + 2),
+            );
+        }
+    }
+
+    #[test]
+    fn close_notify_ends_the_stream_and_a_bare_close_does_not() {
+        let (srv, pem) = server_config(&["localhost"]);
+        let mut pair = Pair::new(&client_trusting(&pem, true), srv);
+        pair.exchange(b"GET / HTTP/1.1\r\n\r\n", b"body");
+        assert!(!pair.closed);
+        pair.srv.send_close_notify();
+        pair.run().unwrap();
+        assert!(pair.closed);
+    }
+
+    #[test]
+    fn a_changed_byte_fails_the_record() {
+        let (srv, pem) = server_config(&["localhost"]);
+        let mut pair = Pair::new(&client_trusting(&pem, true), srv);
+        pair.exchange(b"GET / HTTP/1.1\r\n\r\n", b"first");
+        pair.srv.writer().write_all(&body_of(5000, 9)).unwrap();
+        while pair.srv.wants_write() {
+            pair.srv.write_tls(&mut pair.s2c).unwrap();
+        }
+        let at = pair.s2c.len() / 2;
+        pair.s2c[at] ^= 1;
+        let err = pair.run().unwrap_err();
+        assert!(
+            err.to_string().contains("integrity"),
+            "a changed byte must be refused: {err}"
+        );
+        assert_eq!(
+            pair.sink.got, b"first",
+            "nothing of the changed record is delivered"
+        );
+    }
+
+    #[test]
+    fn a_second_connection_resumes_with_a_ticket_kept_after_the_handshake() {
+        let (srv, pem) = server_config(&["localhost"]);
+        let client = client_trusting(&pem, true);
+        let mut first = Pair::new(&client, srv.clone());
+        first.exchange(b"GET / HTTP/1.1\r\n\r\n", b"one");
+        assert_eq!(
+            first.srv.protocol_version(),
+            Some(rustls::ProtocolVersion::TLSv1_3)
+        );
+        let mut second = Pair::new(&client, srv);
+        second.exchange(b"GET / HTTP/1.1\r\n\r\n", b"two");
+        assert_eq!(
+            second.srv.handshake_kind(),
+            Some(rustls::HandshakeKind::Resumed),
+            "the TLS 1.3 ticket the first connection received after its handshake was kept"
+        );
     }
 
     #[test]

@@ -166,6 +166,8 @@ pub struct Route {
     then: Option<(usize, Box<Route>)>,
     /// Requests without this header holding this text are answered with this status instead.
     gate: Option<(String, String, u16)>,
+    /// TLS: a key update (asking the client for one too) between the body's pieces.
+    key_updates: bool,
 }
 
 impl Route {
@@ -198,6 +200,7 @@ impl Route {
             fault: None,
             then: None,
             gate: None,
+            key_updates: false,
         }
     }
 
@@ -240,6 +243,13 @@ impl Route {
     /// Wait this long after reading the request before sending the response head.
     pub fn delay_head(mut self, delay: Duration) -> Route {
         self.head_delay = delay;
+        self
+    }
+
+    /// Over TLS, move to new traffic keys between the body's pieces (see [`Route::throttle`]), and
+    /// ask the client to do the same.
+    pub fn key_updates(mut self) -> Route {
+        self.key_updates = true;
         self
     }
 
@@ -1328,7 +1338,13 @@ fn body_response(
         | Some(Fault::TruncateWithoutCloseNotify(n)) => n.min(wire.len() as u64),
         _ => wire.len() as u64,
     };
-    send_body(conn, &wire[..limit as usize], route.throttle, &shared.stop)?;
+    send_body(
+        conn,
+        &wire[..limit as usize],
+        route.throttle,
+        route.key_updates,
+        &shared.stop,
+    )?;
     if let Some(Fault::StallAfter(_)) = fault {
         sleep_unless_stopped(STALL_LIMIT, &shared.stop);
         return Ok(After::Close);
@@ -1385,6 +1401,7 @@ fn send_body(
     conn: &mut Conn,
     body: &[u8],
     throttle: Option<(usize, Duration)>,
+    key_updates: bool,
     stop: &AtomicBool,
 ) -> io::Result<()> {
     let (piece, pause) = throttle.unwrap_or((64 * 1024, Duration::ZERO));
@@ -1394,6 +1411,9 @@ fn send_body(
             return Err(io::Error::other("server stopping"));
         }
         conn.write_all(p)?;
+        if let (true, Conn::Tls(tls)) = (key_updates, &mut *conn) {
+            tls.conn.refresh_traffic_keys().map_err(io::Error::other)?;
+        }
         conn.flush()?;
         if !pause.is_zero() && pieces.peek().is_some() {
             sleep_unless_stopped(pause, stop);

@@ -43,6 +43,154 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
     }
 
+    /// Bytes arrived straight in the connection's write block: a plain body's, or TLS records.
+    pub(super) fn received_in_fill(&mut self, slot: usize, n: usize) {
+        let tls = match self.conns[slot].as_mut() {
+            Some(c) => match c.tls_cipher.as_mut() {
+                Some(cipher) => {
+                    cipher.1 += n;
+                    true
+                }
+                None => false,
+            },
+            None => return,
+        };
+        if tls {
+            self.open_in_fill(slot);
+        } else {
+            self.received_direct(slot, n);
+        }
+    }
+
+    /// Opens the whole TLS records received into the fill's block where they lie: each record's
+    /// plaintext is left right after the block's plaintext so far, with no copy. Anything this
+    /// cannot do in place (a record that does not fit the block's room or its range, the block's
+    /// or the body's end, close_notify) hands the rest of the ciphertext back to the read block and
+    /// the copying path (`pump`).
+    pub(super) fn open_in_fill(&mut self, slot: usize) {
+        let write_size = self.reactor.pool().size(Class::Write);
+        loop {
+            let Some(c) = self.conns[slot].as_mut() else {
+                return;
+            };
+            let (Some((cs, ce)), Some(tls), Some(ex)) =
+                (c.tls_cipher, c.tls.as_mut(), c.ex.as_ref())
+            else {
+                return;
+            };
+            let Some(fill) = c.fill.as_mut() else {
+                return self.leave_fill(slot);
+            };
+            let rest = &fill.block.as_mut_slice()[cs..ce];
+            let len = match tls.record_len(rest) {
+                Ok(Some(len)) => len,
+                Ok(None) if ce < write_size => return,
+                Ok(None) => return self.leave_fill(slot),
+                Err(e) => return self.fail_tls(slot, e),
+            };
+            if rest.len() < len {
+                if cs + len > write_size {
+                    return self.leave_fill(slot);
+                }
+                return;
+            }
+            // The plaintext this block and this body can still take.
+            let Some(plan) = self.dls[ex.dl].plan.as_ref() else {
+                return self.leave_fill(slot);
+            };
+            let seg = plan.segment(ex.seg);
+            let mut cap = store::room(fill.off, fill.filled, write_size, seg.end);
+            if let Framing::Length(_) = ex.framing {
+                cap = cap.min(usize::try_from(ex.remaining).unwrap_or(usize::MAX));
+            }
+            if seg.owner != Some(c.id) || ex.body_complete || tls.plain_bound(len) > cap {
+                return self.leave_fill(slot);
+            }
+            let filled = fill.filled;
+            let region = &mut fill.block.as_mut_slice()[filled..cs + len];
+            let opened = tls.open_in_place(region, cs - filled, &mut c.out);
+            let mut next = (cs + len, ce);
+            let placed = match opened {
+                Err(e) => return self.fail_tls(slot, e),
+                Ok(InPlace::Data(n)) => n,
+                Ok(InPlace::Nothing) => 0,
+                Ok(InPlace::Closed) => {
+                    c.tls_peer_closed = true;
+                    c.tls_cipher = Some(next);
+                    return self.leave_fill(slot);
+                }
+            };
+            if next.0 == next.1 {
+                // Nothing left over: the next records start right after the plaintext.
+                next = (filled + placed, filled + placed);
+            } else if next.0 - (filled + placed) > 4096 {
+                // Records' headers and tags leave a gap; a large one is closed up.
+                let to = filled + placed;
+                fill.block.as_mut_slice().copy_within(next.0..next.1, to);
+                next = (to, to + (next.1 - next.0));
+            }
+            c.tls_cipher = Some(next);
+            if placed == cap {
+                // The block, its range or the body is complete: what follows goes to the read
+                // block before the fill is handed over, and the copying path goes on from there.
+                if self.stash_cipher(slot) {
+                    self.received_direct(slot, placed);
+                    self.pump(slot);
+                }
+                return;
+            }
+            if placed > 0 {
+                self.received_direct(slot, placed);
+            }
+        }
+    }
+
+    /// Moves the ciphertext not yet opened from the fill's block to the (empty) read block, and
+    /// runs the copying path over it.
+    pub(super) fn leave_fill(&mut self, slot: usize) {
+        if self.stash_cipher(slot) {
+            self.pump(slot);
+        }
+    }
+
+    /// Moves the ciphertext not yet opened from the fill's block to the (empty) read block. False
+    /// when that failed the connection.
+    fn stash_cipher(&mut self, slot: usize) -> bool {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return false;
+        };
+        let Some((cs, ce)) = c.tls_cipher.take() else {
+            return true;
+        };
+        if cs < ce {
+            let (Some(fill), Some(rbuf)) = (c.fill.as_ref(), c.rbuf.as_mut()) else {
+                let f = Failure::retry(ExitCode::UNKNOWN, "TLS records were lost");
+                self.fail_conn(slot, f);
+                return false;
+            };
+            if c.rb_end != c.rb_start || ce - cs > rbuf.len() {
+                let f = Failure::retry(
+                    ExitCode::UNKNOWN,
+                    "a TLS record does not fit the receive buffer",
+                );
+                self.fail_conn(slot, f);
+                return false;
+            }
+            rbuf.as_mut_slice()[..ce - cs].copy_from_slice(&fill.block.as_slice()[cs..ce]);
+            c.rb_start = 0;
+            c.rb_end = ce - cs;
+        }
+        true
+    }
+
+    fn fail_tls(&mut self, slot: usize, e: crate::tls::TlsError) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let f = Failure::retry(ExitCode::UNKNOWN, e.with_host(&c.server.host));
+        self.fail_conn(slot, f);
+    }
+
     /// Runs the protocol layers over the unprocessed bytes of the connection's read block.
     pub(super) fn pump(&mut self, slot: usize) {
         for _ in 0..4 {

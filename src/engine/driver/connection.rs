@@ -300,7 +300,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// The connection has no work for download `dl` any more: keep it for reuse.
     pub(super) fn release_conn(&mut self, slot: usize, dl: usize) {
         let reusable = self.conns[slot].as_ref().is_some_and(|c| {
-            c.state == ConnState::Open && !c.eof && !c.tls_peer_closed && c.fd.is_some()
+            c.state == ConnState::Open
+                && !c.eof
+                && !c.tls_peer_closed
+                && c.tls_cipher.is_none()
+                && c.fd.is_some()
         });
         if reusable {
             if let Some(c) = self.conns[slot].as_mut() {
@@ -468,10 +472,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // The cancelled receive of a stopping download: what it brought counts, then the
             // connection closes, writing what its block holds (`return_range`).
             let dl = c.ex.as_ref().map(|e| e.dl);
+            let id = c.id;
             if res > 0 && direct {
-                self.received_direct(slot, res as usize);
+                self.received_in_fill(slot, res as usize);
             }
-            self.close_conn(slot);
+            // (Opening TLS records can fail the connection, and its slot be taken by another.)
+            if self.conns[slot].as_ref().is_some_and(|c| c.id == id) {
+                self.close_conn(slot);
+            }
             if let Some(dl) = dl {
                 self.maybe_finish(dl);
             }
@@ -518,7 +526,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.charge(dl, n as u64, now);
         }
         if direct {
-            self.received_direct(slot, n);
+            self.received_in_fill(slot, n);
         } else {
             if let Some(c) = self.conns[slot].as_mut() {
                 c.rb_end += n;
@@ -621,7 +629,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // plaintext).
         let sure = match ex.framing {
             Framing::Length(_) if ex.phase == Phase::Body && !ex.body_complete => {
-                let buffered = (c.rb_end - c.rb_start) as u64;
+                let in_fill = c.tls_cipher.map_or(0, |(cs, ce)| ce - cs);
+                let buffered = (c.rb_end - c.rb_start + in_fill) as u64;
                 usize::try_from(ex.remaining.saturating_sub(buffered)).unwrap_or(usize::MAX)
             }
             _ => 1,
@@ -630,6 +639,76 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if want != c.low_water.set {
             self.reactor.recv_low_water(&fd, want);
             c.low_water.set = want;
+        }
+        let tls_in_fill = c.tls.as_ref().is_some_and(|t| t.in_place_ready())
+            && c.tunnel.is_none()
+            && ex.direct_body()
+            && !ex.pending()
+            && (c.tls_cipher.is_some() || c.rb_start == c.rb_end);
+        if tls_in_fill {
+            // TLS records received straight into the write block, opened there (`open_in_fill`).
+            let d = &mut self.dls[ex.dl];
+            let Some(plan) = d.plan.as_mut() else { return };
+            let seg = plan.segment(ex.seg).clone();
+            if seg.pos >= seg.end || seg.owner != Some(c.id) {
+                if c.tls_cipher.is_some() {
+                    // The range was cut short under it: the copying path sorts out the rest.
+                    self.leave_fill(slot);
+                    self.arm_recv(slot);
+                }
+                return;
+            }
+            let fill = match c.fill.take() {
+                Some(f) => f,
+                None if c.tls_cipher.is_some() => {
+                    let f = Failure::retry(ExitCode::UNKNOWN, "TLS records were lost");
+                    return self.fail_conn(slot, f);
+                }
+                None => match self.reactor.pool().alloc(Class::Write) {
+                    Some(block) => Fill {
+                        block,
+                        off: seg.pos,
+                        filled: 0,
+                        attempt: ex.attempt,
+                    },
+                    None => {
+                        c.starved = true;
+                        return;
+                    }
+                },
+            };
+            let (cs, ce) = c.tls_cipher.unwrap_or((fill.filled, fill.filled));
+            // Ask for about the ciphertext of what the block, its range and the body can still
+            // take: a record's header and tag on top of every 16 KiB, and one record more.
+            let mut room = store::room(fill.off, fill.filled, write_size, seg.end);
+            if let Framing::Length(_) = ex.framing {
+                room = room.min(usize::try_from(ex.remaining).unwrap_or(usize::MAX));
+            }
+            let wanted = room + (room / 16384 + 1) * 64 + 17 * 1024;
+            let len = (write_size - ce).min(wanted.saturating_sub(ce - cs).max(1024));
+            if len == 0 {
+                c.fill = Some(fill);
+                return;
+            }
+            let Fill {
+                block,
+                off,
+                filled,
+                attempt,
+            } = fill;
+            let tag = Tag::Recv {
+                slot,
+                id,
+                direct: true,
+            };
+            let op = self.reactor.recv(tag, fd, block, ce, len);
+            c.tls_cipher = Some((cs, ce));
+            c.recv = Some(RecvInFlight {
+                fill: Some((off, filled, attempt)),
+                op,
+            });
+            c.inflight.push(op);
+            return;
         }
         if c.tls.is_none() && ex.direct_body() {
             let d = &mut self.dls[ex.dl];
@@ -706,7 +785,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             id,
             direct: false,
         };
-        let (at, len) = (c.rb_end, read_size - c.rb_end);
+        let (at, mut len) = (c.rb_end, read_size - c.rb_end);
+        if let (Some(tls), true) = (c.tls.as_ref(), ex.direct_body()) {
+            // A body's records go straight into write blocks once the read block holds none
+            // (`open_in_fill`): read to the end of the record begun here, not into the next.
+            if tls.in_place_ready() && c.rb_end > c.rb_start {
+                let have = c.rb_end - c.rb_start;
+                match tls.record_len(&rbuf.as_slice()[c.rb_start..c.rb_end]) {
+                    Ok(Some(whole)) if whole > have => len = len.min(whole - have),
+                    Ok(None) => len = len.min(5 - have),
+                    _ => {}
+                }
+            }
+        }
         let op = self.reactor.recv(tag, fd, rbuf, at, len);
         c.recv = Some(RecvInFlight { fill: None, op });
         c.inflight.push(op);

@@ -1,0 +1,408 @@
+//! The record layer of an established connection: rustls makes the handshake and keeps the key
+//! schedule (its `KernelConnection`, meant for kTLS); this module protects and unprotects the
+//! records, in place in the caller's buffer, with ring's AEADs.
+//!
+//! Why: rustls 0.23's unbuffered reader hands every record out of a fresh `Vec` (a copy, an
+//! allocation and a free per record); opening a record where it lies leaves its plaintext in the
+//! caller's buffer with no copy at all (bench/RESULTS.md has the measurement).
+//!
+//! What is handled: TLS 1.3 and TLS 1.2 with AES-128-GCM, AES-256-GCM and ChaCha20-Poly1305 (every
+//! suite ringdl offers); application data, alerts (close_notify ends the stream, any other fatal
+//! alert is an error), TLS 1.3 session tickets (kept by rustls for resumption) and key updates
+//! (both directions), TLS 1.2 hello requests (ignored: ringdl never renegotiates).
+use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey, NONCE_LEN};
+use rustls::client::ClientConnectionData;
+use rustls::kernel::KernelConnection;
+use rustls::{ConnectionTrafficSecrets, ExtractedSecrets, ProtocolVersion};
+
+use super::TlsError;
+
+const HEADER: usize = 5;
+const TAG: usize = 16;
+/// Largest plaintext of one record (RFC 8446 5.1, RFC 5246 6.2.1).
+const MAX_PLAIN: usize = 1 << 14;
+/// Most bytes TLS 1.2 GCM puts before the ciphertext of a record (its explicit nonce).
+const EXPLICIT_NONCE: usize = 8;
+
+const APPLICATION_DATA: u8 = 23;
+const HANDSHAKE: u8 = 22;
+const ALERT: u8 = 21;
+
+const HS_HELLO_REQUEST: u8 = 0;
+const HS_NEW_SESSION_TICKET: u8 = 4;
+const HS_KEY_UPDATE: u8 = 24;
+/// A post-handshake message longer than this is refused rather than buffered.
+const MAX_HANDSHAKE_MESSAGE: usize = 64 * 1024;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Version {
+    Tls12,
+    Tls13,
+}
+
+/// One direction's key, IV and sequence number.
+struct Keys {
+    key: LessSafeKey,
+    iv: [u8; NONCE_LEN],
+    seq: u64,
+    /// TLS 1.2 AES-GCM: the last 8 bytes of the nonce travel in the record.
+    explicit_nonce: bool,
+}
+
+impl Keys {
+    fn new(
+        version: Version,
+        (seq, secrets): (u64, ConnectionTrafficSecrets),
+    ) -> Result<Keys, TlsError> {
+        let (alg, key, iv, gcm) = match &secrets {
+            ConnectionTrafficSecrets::Aes128Gcm { key, iv } => (&aead::AES_128_GCM, key, iv, true),
+            ConnectionTrafficSecrets::Aes256Gcm { key, iv } => (&aead::AES_256_GCM, key, iv, true),
+            ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => {
+                (&aead::CHACHA20_POLY1305, key, iv, false)
+            }
+            _ => return Err(protocol("the negotiated cipher suite is not supported")),
+        };
+        let key = UnboundKey::new(alg, key.as_ref())
+            .map_err(|_| protocol("a traffic key has the wrong length"))?;
+        let iv: [u8; NONCE_LEN] = iv
+            .as_ref()
+            .try_into()
+            .map_err(|_| protocol("a traffic IV has the wrong length"))?;
+        Ok(Keys {
+            key: LessSafeKey::new(key),
+            iv,
+            seq,
+            explicit_nonce: gcm && version == Version::Tls12,
+        })
+    }
+
+    /// The IV with the sequence number folded into its last eight bytes (RFC 8446 5.3; also how
+    /// TLS 1.2 ChaCha20 forms its nonce, and how this side picks its TLS 1.2 GCM explicit nonces).
+    fn xored_nonce(&self) -> [u8; NONCE_LEN] {
+        let mut n = self.iv;
+        for (b, s) in n[4..].iter_mut().zip(self.seq.to_be_bytes()) {
+            *b ^= s;
+        }
+        n
+    }
+
+    fn next_seq(&mut self) -> Result<(), TlsError> {
+        self.seq = self
+            .seq
+            .checked_add(1)
+            .ok_or_else(|| protocol("the record sequence number ran out"))?;
+        Ok(())
+    }
+}
+
+fn protocol(why: &str) -> TlsError {
+    TlsError::Protocol(why.to_string())
+}
+
+/// A record opened in place: its content type and where its plaintext now lies.
+struct Opened {
+    kind: u8,
+    plain: std::ops::Range<usize>,
+}
+
+/// What one pass over received ciphertext produced.
+pub(super) enum Event {
+    /// Application data, at this range of the buffer given to [`Traffic::open_next`].
+    Data(std::ops::Range<usize>),
+    /// Nothing for the caller (a session ticket, a key update, an ignored message).
+    Nothing,
+    /// close_notify.
+    Closed,
+}
+
+/// An established connection's record protection in both directions.
+pub(super) struct Traffic {
+    version: Version,
+    rx: Keys,
+    tx: Keys,
+    kernel: KernelConnection<ClientConnectionData>,
+    /// Post-handshake handshake bytes of a message not yet whole (messages may span records).
+    handshake: Vec<u8>,
+}
+
+impl Traffic {
+    pub(super) fn new(
+        secrets: ExtractedSecrets,
+        kernel: KernelConnection<ClientConnectionData>,
+    ) -> Result<Traffic, TlsError> {
+        let version = match kernel.protocol_version() {
+            ProtocolVersion::TLSv1_3 => Version::Tls13,
+            ProtocolVersion::TLSv1_2 => Version::Tls12,
+            _ => return Err(protocol("the negotiated TLS version is not supported")),
+        };
+        Ok(Traffic {
+            version,
+            rx: Keys::new(version, secrets.rx)?,
+            tx: Keys::new(version, secrets.tx)?,
+            kernel,
+            handshake: Vec::new(),
+        })
+    }
+
+    /// The length of the whole record at the front of `buf` (header included), once its header is
+    /// there; an error for a length no peer may send.
+    pub(super) fn record_len(&self, buf: &[u8]) -> Result<Option<usize>, TlsError> {
+        if buf.len() < HEADER {
+            return Ok(None);
+        }
+        let len = u16::from_be_bytes([buf[3], buf[4]]) as usize;
+        let max = match self.version {
+            Version::Tls13 => MAX_PLAIN + 256,
+            Version::Tls12 => MAX_PLAIN + 2048,
+        };
+        if len > max {
+            return Err(protocol("the server sent a record longer than TLS allows"));
+        }
+        Ok(Some(HEADER + len))
+    }
+
+    /// The most plaintext a record of `record_len` bytes (header included) can hold: exactly its
+    /// plaintext, but for TLS 1.3's optional padding.
+    pub(super) fn plain_bound(&self, record_len: usize) -> usize {
+        let overhead = HEADER
+            + TAG
+            + match self.version {
+                Version::Tls13 => 1,
+                Version::Tls12 if self.rx.explicit_nonce => EXPLICIT_NONCE,
+                Version::Tls12 => 0,
+            };
+        record_len.saturating_sub(overhead)
+    }
+
+    /// Opens the record that is `buf[at..]` (the whole of it, to the end of `buf`) and acts on it.
+    /// The plaintext is left at the front of `buf`: application data at the range returned.
+    pub(super) fn open_next(
+        &mut self,
+        buf: &mut [u8],
+        at: usize,
+        outgoing: &mut Vec<u8>,
+    ) -> Result<Event, TlsError> {
+        let opened = self.open(buf, at)?;
+        match opened.kind {
+            APPLICATION_DATA => Ok(Event::Data(opened.plain)),
+            ALERT => {
+                let p = &buf[opened.plain];
+                match p {
+                    // close_notify
+                    [_, 0] => Ok(Event::Closed),
+                    // user_canceled, a warning that close_notify follows
+                    [1, 90] => Ok(Event::Nothing),
+                    // Said in the words the handshake's alerts get.
+                    [_, d] => Err(super::from_rustls(rustls::Error::AlertReceived(
+                        rustls::AlertDescription::from(*d),
+                    ))),
+                    _ => Err(protocol("the server sent a malformed TLS alert")),
+                }
+            }
+            HANDSHAKE => {
+                let plain = opened.plain;
+                if self.handshake.len() + plain.len() > MAX_HANDSHAKE_MESSAGE {
+                    return Err(protocol("the server sent an oversized handshake message"));
+                }
+                self.handshake.extend_from_slice(&buf[plain]);
+                self.handshake_messages(outgoing)?;
+                Ok(Event::Nothing)
+            }
+            _ => Err(protocol("the server sent an unexpected TLS record")),
+        }
+    }
+
+    fn open(&mut self, buf: &mut [u8], at: usize) -> Result<Opened, TlsError> {
+        let outer = buf[at];
+        let body_len = buf.len() - at - HEADER;
+        let opened = match self.version {
+            Version::Tls13 => {
+                if outer != APPLICATION_DATA {
+                    return Err(protocol("the server sent an unprotected TLS record"));
+                }
+                if body_len < TAG + 1 {
+                    return Err(protocol("the server sent a truncated TLS record"));
+                }
+                let mut header = [0u8; HEADER];
+                header.copy_from_slice(&buf[at..at + HEADER]);
+                let nonce = Nonce::assume_unique_for_key(self.rx.xored_nonce());
+                let plain = self
+                    .rx
+                    .key
+                    .open_within(nonce, Aad::from(header), buf, at + HEADER..)
+                    .map_err(|_| protocol("a TLS record failed its integrity check"))?
+                    .len();
+                // The inner plaintext: content, its real type, then zero padding.
+                let end = buf[..plain]
+                    .iter()
+                    .rposition(|&b| b != 0)
+                    .ok_or_else(|| protocol("the server sent a TLS record with no type"))?;
+                if end > MAX_PLAIN {
+                    return Err(protocol("the server sent a record longer than TLS allows"));
+                }
+                Opened {
+                    kind: buf[end],
+                    plain: 0..end,
+                }
+            }
+            Version::Tls12 => {
+                let skip = if self.rx.explicit_nonce {
+                    EXPLICIT_NONCE
+                } else {
+                    0
+                };
+                if body_len < skip + TAG {
+                    return Err(protocol("the server sent a truncated TLS record"));
+                }
+                let nonce = if self.rx.explicit_nonce {
+                    let mut n = self.rx.iv;
+                    n[4..].copy_from_slice(&buf[at + HEADER..at + HEADER + EXPLICIT_NONCE]);
+                    n
+                } else {
+                    self.rx.xored_nonce()
+                };
+                let plain_len = body_len - skip - TAG;
+                if plain_len > MAX_PLAIN {
+                    return Err(protocol("the server sent a record longer than TLS allows"));
+                }
+                let aad = tls12_aad(self.rx.seq, outer, plain_len);
+                let plain = self
+                    .rx
+                    .key
+                    .open_within(
+                        Nonce::assume_unique_for_key(nonce),
+                        Aad::from(aad),
+                        buf,
+                        at + HEADER + skip..,
+                    )
+                    .map_err(|_| protocol("a TLS record failed its integrity check"))?
+                    .len();
+                Opened {
+                    kind: outer,
+                    plain: 0..plain,
+                }
+            }
+        };
+        self.rx.next_seq()?;
+        Ok(opened)
+    }
+
+    /// Acts on every whole message in the post-handshake buffer.
+    fn handshake_messages(&mut self, outgoing: &mut Vec<u8>) -> Result<(), TlsError> {
+        loop {
+            let [kind, a, b, c, ..] = self.handshake[..] else {
+                return Ok(());
+            };
+            let len = u32::from_be_bytes([0, a, b, c]) as usize;
+            if len > MAX_HANDSHAKE_MESSAGE {
+                return Err(protocol("the server sent an oversized handshake message"));
+            }
+            if self.handshake.len() < 4 + len {
+                return Ok(());
+            }
+            let message: Vec<u8> = self.handshake.drain(..4 + len).skip(4).collect();
+            match (self.version, kind) {
+                (Version::Tls13, HS_NEW_SESSION_TICKET) => self
+                    .kernel
+                    .handle_new_session_ticket(&message)
+                    .map_err(|e| TlsError::Protocol(e.to_string()))?,
+                (Version::Tls13, HS_KEY_UPDATE) => {
+                    let requested = match message[..] {
+                        [0] => false,
+                        [1] => true,
+                        _ => return Err(protocol("the server sent a malformed key update")),
+                    };
+                    let next = self
+                        .kernel
+                        .update_rx_secret()
+                        .map_err(|e| TlsError::Protocol(e.to_string()))?;
+                    self.rx = Keys::new(self.version, next)?;
+                    if requested {
+                        // Answered under the old key, then this side moves to its next one.
+                        self.seal(HANDSHAKE, &[HS_KEY_UPDATE, 0, 0, 1, 0], outgoing)?;
+                        let next = self
+                            .kernel
+                            .update_tx_secret()
+                            .map_err(|e| TlsError::Protocol(e.to_string()))?;
+                        self.tx = Keys::new(self.version, next)?;
+                    }
+                }
+                (Version::Tls12, HS_HELLO_REQUEST) if message.is_empty() => {}
+                _ => return Err(protocol("the server sent an unexpected handshake message")),
+            }
+        }
+    }
+
+    /// Appends `data` to `outgoing` as application data records.
+    pub(super) fn seal_data(
+        &mut self,
+        data: &[u8],
+        outgoing: &mut Vec<u8>,
+    ) -> Result<(), TlsError> {
+        self.seal(APPLICATION_DATA, data, outgoing)
+    }
+
+    fn seal(&mut self, kind: u8, data: &[u8], outgoing: &mut Vec<u8>) -> Result<(), TlsError> {
+        for chunk in data.chunks(MAX_PLAIN) {
+            let start = outgoing.len();
+            let nonce = self.tx.xored_nonce();
+            match self.version {
+                Version::Tls13 => {
+                    let len = chunk.len() + 1 + TAG;
+                    let header = [APPLICATION_DATA, 3, 3, (len >> 8) as u8, len as u8];
+                    outgoing.extend_from_slice(&header);
+                    outgoing.extend_from_slice(chunk);
+                    outgoing.push(kind);
+                    let tag = self
+                        .tx
+                        .key
+                        .seal_in_place_separate_tag(
+                            Nonce::assume_unique_for_key(nonce),
+                            Aad::from(header),
+                            &mut outgoing[start + HEADER..],
+                        )
+                        .map_err(|_| protocol("a record could not be encrypted"))?;
+                    outgoing.extend_from_slice(tag.as_ref());
+                }
+                Version::Tls12 => {
+                    let skip = if self.tx.explicit_nonce {
+                        EXPLICIT_NONCE
+                    } else {
+                        0
+                    };
+                    let len = skip + chunk.len() + TAG;
+                    outgoing.extend_from_slice(&[kind, 3, 3, (len >> 8) as u8, len as u8]);
+                    if self.tx.explicit_nonce {
+                        outgoing.extend_from_slice(&nonce[4..]);
+                    }
+                    outgoing.extend_from_slice(chunk);
+                    let aad = tls12_aad(self.tx.seq, kind, chunk.len());
+                    let tag = self
+                        .tx
+                        .key
+                        .seal_in_place_separate_tag(
+                            Nonce::assume_unique_for_key(nonce),
+                            Aad::from(aad),
+                            &mut outgoing[start + HEADER + skip..],
+                        )
+                        .map_err(|_| protocol("a record could not be encrypted"))?;
+                    outgoing.extend_from_slice(tag.as_ref());
+                }
+            }
+            self.tx.next_seq()?;
+        }
+        Ok(())
+    }
+}
+
+/// TLS 1.2's additional data: sequence number, type, version, plaintext length (RFC 5246 6.2.3.3).
+fn tls12_aad(seq: u64, kind: u8, plain_len: usize) -> [u8; 13] {
+    let mut aad = [0u8; 13];
+    aad[..8].copy_from_slice(&seq.to_be_bytes());
+    aad[8] = kind;
+    aad[9] = 3;
+    aad[10] = 3;
+    aad[11] = (plain_len >> 8) as u8;
+    aad[12] = plain_len as u8;
+    aad
+}
