@@ -6,7 +6,7 @@ use rustls::client::UnbufferedClientConnection;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::unbuffered::{ConnectionState, EncodeError};
+use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::fmt;
 use std::net::IpAddr;
@@ -442,7 +442,10 @@ enum State {
 enum Handshaking {
     /// It needs more bytes (or room, or the peer closed): the caller's turn.
     Wait { sink_full: bool },
-    /// It is complete: the keys can be taken over.
+    /// It is complete, but rustls goes on with the records for now (no request sealed yet, or
+    /// it holds part of a message).
+    Ready,
+    /// It is complete and a request is sealed: the keys can be taken over.
     Done,
 }
 
@@ -515,11 +518,16 @@ impl TlsSession {
                 conn,
                 incoming,
                 outgoing,
+                request,
                 sink,
                 &mut off,
                 &mut self.peer_closed,
             )? {
                 Handshaking::Wait { sink_full } => return Ok(self.step(off, sink_full)),
+                Handshaking::Ready => {
+                    self.handshake_done = true;
+                    return Ok(self.step(off, false));
+                }
                 Handshaking::Done => {
                     let State::Handshake(conn) = std::mem::replace(&mut self.state, State::Failed)
                     else {
@@ -619,11 +627,13 @@ impl TlsSession {
     }
 }
 
-/// Drives rustls's handshake over `incoming[*off..]`, advancing `off` past what it used.
+/// Drives rustls's handshake over `incoming[*off..]`, advancing `off` past what it used; once it
+/// is complete, seals `request` (if any) with rustls before the keys are handed over.
 fn handshake(
     conn: &mut UnbufferedClientConnection,
     incoming: &mut [u8],
     outgoing: &mut Vec<u8>,
+    request: &mut Vec<u8>,
     sink: &mut dyn PlainSink,
     off: &mut usize,
     peer_closed: &mut bool,
@@ -681,9 +691,33 @@ fn handshake(
                 *off += discard;
                 return Ok(Handshaking::Wait { sink_full: false });
             }
-            ConnectionState::WriteTraffic(_) => {
+            ConnectionState::WriteTraffic(mut w) => {
                 *off += discard;
-                return Ok(Handshaking::Done);
+                if request.is_empty() {
+                    return Ok(Handshaking::Ready);
+                }
+                // rustls seals the first request itself: with it goes any answer to a key update
+                // it has queued (kept apart from what it reports as unsent).
+                grow_and(
+                    outgoing,
+                    |buf| w.encrypt(request, buf),
+                    |e| match e {
+                        EncryptError::InsufficientSize(s) => Some(s.required_size),
+                        _ => None,
+                    },
+                )
+                .map_err(|e| TlsError::Protocol(e.to_string()))?;
+                request.clear();
+                // A whole record still here is one rustls has opened and holds part of a
+                // handshake message from: the hand-over waits until it has the rest.
+                let rest = &incoming[*off..];
+                let held = rest.len() >= 5
+                    && rest.len() >= 5 + usize::from(u16::from_be_bytes([rest[3], rest[4]]));
+                return Ok(if held {
+                    Handshaking::Ready
+                } else {
+                    Handshaking::Done
+                });
             }
             ConnectionState::PeerClosed => {
                 *peer_closed = true;
@@ -820,6 +854,8 @@ mod tests {
         server_got: Vec<u8>,
         s2c: Vec<u8>,
         closed: bool,
+        /// The most bytes handed to the client at a time.
+        trickle: usize,
     }
 
     impl Pair {
@@ -840,12 +876,23 @@ mod tests {
                 server_got: Vec::new(),
                 s2c: Vec::new(),
                 closed: false,
+                trickle: usize::MAX,
             }
         }
 
         /// Moves bytes both ways until nothing moves or the client fails.
         fn run(&mut self) -> Result<(), TlsError> {
-            for _ in 0..10_000 {
+            for _ in 0..100_000 {
+                if !self.run_once()? {
+                    return Ok(());
+                }
+            }
+            panic!("the pair never settled");
+        }
+
+        /// One turn of each side; false when nothing moved.
+        fn run_once(&mut self) -> Result<bool, TlsError> {
+            {
                 let step = self.session.process(
                     &mut self.incoming[..self.used],
                     &mut self.out,
@@ -879,15 +926,16 @@ mod tests {
                     self.srv.write_tls(&mut self.s2c).unwrap();
                     moved = true;
                 }
-                let n = self.s2c.len().min(self.incoming.len() - self.used);
+                let n = self
+                    .s2c
+                    .len()
+                    .min(self.incoming.len() - self.used)
+                    .min(self.trickle);
                 self.incoming[self.used..self.used + n].copy_from_slice(&self.s2c[..n]);
                 self.used += n;
                 self.s2c.drain(..n);
-                if !moved && n == 0 {
-                    return Ok(());
-                }
+                Ok(moved || n > 0)
             }
-            panic!("the pair never settled");
         }
 
         /// Sends `request`, has the server answer `body`, and checks both ends got theirs.
@@ -977,6 +1025,90 @@ mod tests {
                 &body_of(30_000, round + 2),
             );
         }
+    }
+
+    #[test]
+    fn key_update_requests_are_answered_once_until_data_is_sent_and_not_without_end() {
+        let (srv, pem) = server_config(&["localhost"]);
+        let mut pair = Pair::new(&client_trusting(&pem, true), srv);
+        pair.exchange(b"GET / HTTP/1.1\r\n\r\n", b"first");
+        // Five requests for a key update and nothing else: one answer (one 27-byte record).
+        for _ in 0..5 {
+            pair.srv.refresh_traffic_keys().unwrap();
+        }
+        while pair.srv.wants_write() {
+            pair.srv.write_tls(&mut pair.s2c).unwrap();
+        }
+        let n = pair.s2c.len();
+        pair.incoming[..n].copy_from_slice(&pair.s2c);
+        pair.s2c.clear();
+        let step = pair
+            .session
+            .process(
+                &mut pair.incoming[..n],
+                &mut pair.out,
+                &mut pair.request,
+                &mut pair.sink,
+            )
+            .unwrap();
+        assert_eq!(step.consumed, n);
+        assert_eq!(pair.out.len(), 27, "one answer for five requests");
+        pair.used = 0;
+        // The keys still agree both ways.
+        pair.exchange(b"GET /2 HTTP/1.1\r\n\r\n", &body_of(20_000, 3));
+        // A server that sends nothing but key updates is refused.
+        for _ in 0..40 {
+            pair.srv.refresh_traffic_keys().unwrap();
+        }
+        let err = pair.run().unwrap_err();
+        assert!(err.to_string().contains("too many key updates"), "{err}");
+    }
+
+    #[test]
+    fn a_key_update_before_the_first_request_is_answered_before_it() {
+        let (srv, pem) = server_config(&["localhost"]);
+        let mut pair = Pair::new(&client_trusting(&pem, true), srv);
+        // The handshake with no request: rustls keeps the records, and answers the server's
+        // request for a key update; the answer must go out ahead of the first request.
+        pair.run().unwrap();
+        pair.srv.refresh_traffic_keys().unwrap();
+        pair.run().unwrap();
+        pair.exchange(b"GET / HTTP/1.1\r\n\r\n", &body_of(40_000, 1));
+        pair.exchange(b"GET /2 HTTP/1.1\r\n\r\n", &body_of(4_000, 2));
+    }
+
+    #[test]
+    fn tickets_split_over_records_are_whole_before_the_keys_are_handed_over() {
+        let (srv, pem) = server_config(&["localhost"]);
+        let mut cfg = (*srv).clone();
+        // Records of at most 64 bytes: every session ticket spans several.
+        cfg.max_fragment_size = Some(64);
+        cfg.send_tls13_tickets = 3;
+        let client = client_trusting(&pem, true);
+        let mut held_seen = 0;
+        for trickle in [7, 50, 64 + 22, 200, 333] {
+            let mut pair = Pair::new(&client, Arc::new(cfg.clone()));
+            // The handshake with no request yet; the tickets come in pieces of `trickle` bytes.
+            pair.trickle = trickle;
+            for _ in 0..2000 {
+                if !pair.run_once().unwrap() {
+                    break;
+                }
+                // A whole record left unconsumed after the handshake is one rustls holds part
+                // of a ticket from: the first request is given right then.
+                let b = &pair.incoming[..pair.used];
+                let whole =
+                    b.len() >= 5 && b.len() >= 5 + usize::from(u16::from_be_bytes([b[3], b[4]]));
+                if pair.session.handshake_done() && whole {
+                    held_seen += 1;
+                    break;
+                }
+            }
+            pair.trickle = usize::MAX;
+            pair.exchange(b"GET / HTTP/1.1\r\n\r\n", &body_of(30_000, 1));
+            pair.exchange(b"GET /2 HTTP/1.1\r\n\r\n", &body_of(3_000, 2));
+        }
+        assert!(held_seen > 0, "no run had rustls holding part of a ticket");
     }
 
     #[test]

@@ -33,6 +33,8 @@ const HS_NEW_SESSION_TICKET: u8 = 4;
 const HS_KEY_UPDATE: u8 = 24;
 /// A post-handshake message longer than this is refused rather than buffered.
 const MAX_HANDSHAKE_MESSAGE: usize = 64 * 1024;
+/// Key updates with no application data between them that are taken (as rustls and BoringSSL).
+const MAX_UPDATES_IN_A_ROW: u32 = 32;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Version {
@@ -123,6 +125,11 @@ pub(super) struct Traffic {
     kernel: KernelConnection<ClientConnectionData>,
     /// Post-handshake handshake bytes of a message not yet whole (messages may span records).
     handshake: Vec<u8>,
+    /// A key update the server asked for was answered, and nothing has been sent since: further
+    /// requests get no further answer (RFC 8446 4.6.3).
+    update_answered: bool,
+    /// Key updates since the last application data (a server sending nothing else is refused).
+    updates_in_a_row: u32,
 }
 
 impl Traffic {
@@ -141,6 +148,8 @@ impl Traffic {
             tx: Keys::new(version, secrets.tx)?,
             kernel,
             handshake: Vec::new(),
+            update_answered: false,
+            updates_in_a_row: 0,
         })
     }
 
@@ -183,8 +192,17 @@ impl Traffic {
         outgoing: &mut Vec<u8>,
     ) -> Result<Event, TlsError> {
         let opened = self.open(buf, at)?;
+        if opened.kind != HANDSHAKE && !self.handshake.is_empty() {
+            // A handshake message split over records may not have others between its pieces.
+            return Err(protocol(
+                "the server interleaved a handshake message with other records",
+            ));
+        }
         match opened.kind {
-            APPLICATION_DATA => Ok(Event::Data(opened.plain)),
+            APPLICATION_DATA => {
+                self.updates_in_a_row = 0;
+                Ok(Event::Data(opened.plain))
+            }
             ALERT => {
                 let p = &buf[opened.plain];
                 match p {
@@ -312,12 +330,21 @@ impl Traffic {
                         [1] => true,
                         _ => return Err(protocol("the server sent a malformed key update")),
                     };
+                    if !self.handshake.is_empty() {
+                        // The next key starts with the next record (RFC 8446 5.1).
+                        return Err(protocol("a key update did not end its record"));
+                    }
+                    self.updates_in_a_row += 1;
+                    if self.updates_in_a_row > MAX_UPDATES_IN_A_ROW {
+                        return Err(protocol("the server sent too many key updates"));
+                    }
                     let next = self
                         .kernel
                         .update_rx_secret()
                         .map_err(|e| TlsError::Protocol(e.to_string()))?;
                     self.rx = Keys::new(self.version, next)?;
-                    if requested {
+                    if requested && !self.update_answered {
+                        self.update_answered = true;
                         // Answered under the old key, then this side moves to its next one.
                         self.seal(HANDSHAKE, &[HS_KEY_UPDATE, 0, 0, 1, 0], outgoing)?;
                         let next = self
@@ -339,6 +366,7 @@ impl Traffic {
         data: &[u8],
         outgoing: &mut Vec<u8>,
     ) -> Result<(), TlsError> {
+        self.update_answered = false;
         self.seal(APPLICATION_DATA, data, outgoing)
     }
 

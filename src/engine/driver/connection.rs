@@ -654,7 +654,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 if c.tls_cipher.is_some() {
                     // The range was cut short under it: the copying path sorts out the rest.
                     self.leave_fill(slot);
-                    self.arm_recv(slot);
+                    self.after_io(slot);
                 }
                 return;
             }
