@@ -807,9 +807,10 @@ no system call per chunk of data.
 allocated at start and registered with the kernel, sized from the number of connections to fit \
 within `RLIMIT_MEMLOCK` (8 MiB on common distributions). ringdl needs no root and no raised limits, \
 and its memory does not grow with the size of a file or the length of a download list.
-* **TLS in the same buffers.** HTTPS records are read into those buffers and decrypted there by \
-rustls's unbuffered API; the plaintext is copied once into the aligned write blocks (rustls 0.23 \
-makes one internal copy of its own). Plain HTTP bodies are received straight into the write blocks.
+* **TLS in the same buffers.** rustls makes the handshake; then a body's records are received \
+straight into the aligned write blocks and decrypted where they lie, so the plaintext is not copied \
+(only a record that straddles a block's end goes through a copy). Plain HTTP bodies are received \
+straight into the write blocks too.
 * **O_DIRECT.** Files are written with `O_DIRECT` in 4 KiB-aligned blocks, so a download leaves the \
 page cache as it found it: a large file does not push other programs' data out of memory. Where a \
 filesystem refuses `O_DIRECT` (FUSE, some network filesystems), ringdl writes through the cache \
