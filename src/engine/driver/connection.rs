@@ -645,12 +645,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             && ex.direct_body()
             && !ex.pending()
             && (c.tls_cipher.is_some() || c.rb_start == c.rb_end);
-        if tls_in_fill {
-            // TLS records received straight into the write block, opened there (`open_in_fill`).
+        if tls_in_fill || (c.tls.is_none() && ex.direct_body()) {
+            // The body is received straight into its write block: plain, or TLS records that
+            // `open_in_fill` opens there.
             let d = &mut self.dls[ex.dl];
             let Some(plan) = d.plan.as_mut() else { return };
             let seg = plan.segment(ex.seg).clone();
-            if seg.pos >= seg.end || seg.owner != Some(c.id) {
+            if seg.pos >= seg.end || (tls_in_fill && seg.owner != Some(c.id)) {
                 if c.tls_cipher.is_some() {
                     // The range was cut short under it: the copying path sorts out the rest.
                     self.leave_fill(slot);
@@ -677,15 +678,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     }
                 },
             };
-            let (cs, ce) = c.tls_cipher.unwrap_or((fill.filled, fill.filled));
-            // Ask for about the ciphertext of what the block, its range and the body can still
-            // take: a record's header and tag on top of every 16 KiB, and one record more.
+            // What the block, its range and the body can still take.
             let mut room = store::room(fill.off, fill.filled, write_size, seg.end);
             if let Framing::Length(_) = ex.framing {
                 room = room.min(usize::try_from(ex.remaining).unwrap_or(usize::MAX));
             }
-            let wanted = room + (room / 16384 + 1) * 64 + 17 * 1024;
-            let len = (write_size - ce).min(wanted.saturating_sub(ce - cs).max(1024));
+            let (at, len, cipher) = if tls_in_fill {
+                // About the ciphertext of that room: a record's header and tag on top of every
+                // 16 KiB, and one record more; after the ciphertext not yet opened.
+                let (cs, ce) = c.tls_cipher.unwrap_or((fill.filled, fill.filled));
+                let wanted = room + (room / 16384 + 1) * 64 + 17 * 1024;
+                let len = (write_size - ce).min(wanted.saturating_sub(ce - cs).max(1024));
+                (ce, len, Some((cs, ce)))
+            } else {
+                (fill.filled, room, None)
+            };
             if len == 0 {
                 c.fill = Some(fill);
                 return;
@@ -701,57 +708,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 id,
                 direct: true,
             };
-            let op = self.reactor.recv(tag, fd, block, ce, len);
-            c.tls_cipher = Some((cs, ce));
-            c.recv = Some(RecvInFlight {
-                fill: Some((off, filled, attempt)),
-                op,
-            });
-            c.inflight.push(op);
-            return;
-        }
-        if c.tls.is_none() && ex.direct_body() {
-            let d = &mut self.dls[ex.dl];
-            let Some(plan) = d.plan.as_mut() else { return };
-            let seg = plan.segment(ex.seg).clone();
-            if seg.pos >= seg.end {
-                return;
-            }
-            let fill = match c.fill.take() {
-                Some(f) => f,
-                None => match self.reactor.pool().alloc(Class::Write) {
-                    Some(block) => Fill {
-                        block,
-                        off: seg.pos,
-                        filled: 0,
-                        attempt: ex.attempt,
-                    },
-                    None => {
-                        c.starved = true;
-                        return;
-                    }
-                },
-            };
-            let mut len = store::room(fill.off, fill.filled, write_size, seg.end);
-            if let Framing::Length(_) = ex.framing {
-                len = len.min(usize::try_from(ex.remaining).unwrap_or(usize::MAX));
-            }
-            if len == 0 {
-                c.fill = Some(fill);
-                return;
-            }
-            let Fill {
-                block,
-                off,
-                filled,
-                attempt,
-            } = fill;
-            let tag = Tag::Recv {
-                slot,
-                id,
-                direct: true,
-            };
-            let op = self.reactor.recv(tag, fd, block, filled, len);
+            let op = self.reactor.recv(tag, fd, block, at, len);
+            c.tls_cipher = cipher;
             c.recv = Some(RecvInFlight {
                 fill: Some((off, filled, attempt)),
                 op,
