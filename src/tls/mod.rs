@@ -563,9 +563,9 @@ impl TlsSession {
             }
             let record = &mut rest[..len];
             match traffic.open_next(record, 0, outgoing)? {
-                record::Event::Data(plain) => sink.put(&record[plain]),
-                record::Event::Nothing => {}
-                record::Event::Closed => self.peer_closed = true,
+                InPlace::Data(n) => sink.put(&record[..n]),
+                InPlace::Nothing => {}
+                InPlace::Closed => self.peer_closed = true,
             }
             off += len;
         }
@@ -607,14 +607,11 @@ impl TlsSession {
         let State::Traffic(traffic) = &mut self.state else {
             return Err(TlsError::Protocol("unexpected TLS state".to_string()));
         };
-        match traffic.open_next(region, at, outgoing)? {
-            record::Event::Data(plain) => Ok(InPlace::Data(plain.len())),
-            record::Event::Nothing => Ok(InPlace::Nothing),
-            record::Event::Closed => {
-                self.peer_closed = true;
-                Ok(InPlace::Closed)
-            }
+        let found = traffic.open_next(region, at, outgoing)?;
+        if found == InPlace::Closed {
+            self.peer_closed = true;
         }
+        Ok(found)
     }
 
     fn step(&self, consumed: usize, sink_full: bool) -> Step {
@@ -711,8 +708,7 @@ fn handshake(
                 // A whole record still here is one rustls has opened and holds part of a
                 // handshake message from: the hand-over waits until it has the rest.
                 let rest = &incoming[*off..];
-                let held = rest.len() >= 5
-                    && rest.len() >= 5 + usize::from(u16::from_be_bytes([rest[3], rest[4]]));
+                let held = record::header_len(rest).is_some_and(|whole| rest.len() >= whole);
                 return Ok(if held {
                     Handshaking::Ready
                 } else {
@@ -1097,8 +1093,7 @@ mod tests {
                 // A whole record left unconsumed after the handshake is one rustls holds part
                 // of a ticket from: the first request is given right then.
                 let b = &pair.incoming[..pair.used];
-                let whole =
-                    b.len() >= 5 && b.len() >= 5 + usize::from(u16::from_be_bytes([b[3], b[4]]));
+                let whole = record::header_len(b).is_some_and(|n| b.len() >= n);
                 if pair.session.handshake_done() && whole {
                     held_seen += 1;
                     break;

@@ -15,7 +15,7 @@ use rustls::client::ClientConnectionData;
 use rustls::kernel::KernelConnection;
 use rustls::{ConnectionTrafficSecrets, ExtractedSecrets, ProtocolVersion};
 
-use super::TlsError;
+use super::{InPlace, TlsError};
 
 const HEADER: usize = 5;
 const TAG: usize = 16;
@@ -101,20 +101,20 @@ fn protocol(why: &str) -> TlsError {
     TlsError::Protocol(why.to_string())
 }
 
-/// A record opened in place: its content type and where its plaintext now lies.
+/// A record opened in place: its content type and the length of its plaintext, which now lies
+/// at the front of the buffer.
 struct Opened {
     kind: u8,
-    plain: std::ops::Range<usize>,
+    plain: usize,
 }
 
-/// What one pass over received ciphertext produced.
-pub(super) enum Event {
-    /// Application data, at this range of the buffer given to [`Traffic::open_next`].
-    Data(std::ops::Range<usize>),
-    /// Nothing for the caller (a session ticket, a key update, an ignored message).
-    Nothing,
-    /// close_notify.
-    Closed,
+/// The whole length of the record whose header is at the front of `buf` (header included), once
+/// the header is there.
+pub(super) fn header_len(buf: &[u8]) -> Option<usize> {
+    match buf {
+        [_, _, _, a, b, ..] => Some(HEADER + usize::from(u16::from_be_bytes([*a, *b]))),
+        _ => None,
+    }
 }
 
 /// An established connection's record protection in both directions.
@@ -156,18 +156,17 @@ impl Traffic {
     /// The length of the whole record at the front of `buf` (header included), once its header is
     /// there; an error for a length no peer may send.
     pub(super) fn record_len(&self, buf: &[u8]) -> Result<Option<usize>, TlsError> {
-        if buf.len() < HEADER {
+        let Some(len) = header_len(buf) else {
             return Ok(None);
-        }
-        let len = u16::from_be_bytes([buf[3], buf[4]]) as usize;
+        };
         let max = match self.version {
             Version::Tls13 => MAX_PLAIN + 256,
             Version::Tls12 => MAX_PLAIN + 2048,
         };
-        if len > max {
+        if len > HEADER + max {
             return Err(protocol("the server sent a record longer than TLS allows"));
         }
-        Ok(Some(HEADER + len))
+        Ok(Some(len))
     }
 
     /// The most plaintext a record of `record_len` bytes (header included) can hold: exactly its
@@ -184,13 +183,13 @@ impl Traffic {
     }
 
     /// Opens the record that is `buf[at..]` (the whole of it, to the end of `buf`) and acts on it.
-    /// The plaintext is left at the front of `buf`: application data at the range returned.
+    /// The plaintext is left at the front of `buf`.
     pub(super) fn open_next(
         &mut self,
         buf: &mut [u8],
         at: usize,
         outgoing: &mut Vec<u8>,
-    ) -> Result<Event, TlsError> {
+    ) -> Result<InPlace, TlsError> {
         let opened = self.open(buf, at)?;
         if opened.kind != HANDSHAKE && !self.handshake.is_empty() {
             // A handshake message split over records may not have others between its pieces.
@@ -201,15 +200,14 @@ impl Traffic {
         match opened.kind {
             APPLICATION_DATA => {
                 self.updates_in_a_row = 0;
-                Ok(Event::Data(opened.plain))
+                Ok(InPlace::Data(opened.plain))
             }
             ALERT => {
-                let p = &buf[opened.plain];
-                match p {
+                match &buf[..opened.plain] {
                     // close_notify
-                    [_, 0] => Ok(Event::Closed),
+                    [_, 0] => Ok(InPlace::Closed),
                     // user_canceled, a warning that close_notify follows
-                    [1, 90] => Ok(Event::Nothing),
+                    [1, 90] => Ok(InPlace::Nothing),
                     // Said in the words the handshake's alerts get.
                     [_, d] => Err(super::from_rustls(rustls::Error::AlertReceived(
                         rustls::AlertDescription::from(*d),
@@ -218,13 +216,12 @@ impl Traffic {
                 }
             }
             HANDSHAKE => {
-                let plain = opened.plain;
-                if self.handshake.len() + plain.len() > MAX_HANDSHAKE_MESSAGE {
+                if self.handshake.len() + opened.plain > MAX_HANDSHAKE_MESSAGE {
                     return Err(protocol("the server sent an oversized handshake message"));
                 }
-                self.handshake.extend_from_slice(&buf[plain]);
+                self.handshake.extend_from_slice(&buf[..opened.plain]);
                 self.handshake_messages(outgoing)?;
-                Ok(Event::Nothing)
+                Ok(InPlace::Nothing)
             }
             _ => Err(protocol("the server sent an unexpected TLS record")),
         }
@@ -260,7 +257,7 @@ impl Traffic {
                 }
                 Opened {
                     kind: buf[end],
-                    plain: 0..end,
+                    plain: end,
                 }
             }
             Version::Tls12 => {
@@ -295,10 +292,7 @@ impl Traffic {
                     )
                     .map_err(|_| protocol("a TLS record failed its integrity check"))?
                     .len();
-                Opened {
-                    kind: outer,
-                    plain: 0..plain,
-                }
+                Opened { kind: outer, plain }
             }
         };
         self.rx.next_seq()?;
