@@ -15,7 +15,6 @@
 //!   checks that the normalisation hides everything that varies from run to run.
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -483,8 +482,7 @@ fn modified(mut route: Route, mods: &[M]) -> Route {
 
 /// A port on 127.0.0.1 where nothing listens (bound, then released).
 fn refused_port() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind for a free port");
-    l.local_addr().expect("local_addr").port()
+    support::ports::port_for_child()
 }
 
 fn run_side(

@@ -464,10 +464,7 @@ fn other_2xx_answers_are_not_a_file() {
 
 #[test]
 fn connection_refused_exits_1() {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let port = crate::support::ports::port_for_child();
     let dir = TestDir::new();
     let uri = format!("http://127.0.0.1:{port}/nobody.bin");
     let run = ringdl(&dir, &["-d".to_string(), dir.arg(), uri.clone()]);

@@ -4,10 +4,10 @@
 //! `RINGDL_REQUIRE_PEERS=1` a missing tinyproxy or microsocks fails the test.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::server::{Route, TestServer};
 use crate::support::{
@@ -29,18 +29,14 @@ impl Drop for Daemon {
 }
 
 fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
+    crate::support::ports::port_for_child()
 }
 
-fn wait_listening(port: u16) {
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "proxy never listened on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+fn wait_listening(child: &mut std::process::Child, port: u16) {
+    if let Err(e) =
+        crate::support::ports::wait_until_child_listens(child, &[port], Duration::from_secs(10))
+    {
+        panic!("proxy on {port}: {e}");
     }
 }
 
@@ -55,14 +51,14 @@ fn tinyproxy(dir: &TestDir, auth: Option<(&str, &str)>) -> Daemon {
         text.push_str(&format!("BasicAuth {u} {p}\n"));
     }
     std::fs::write(&conf, text).unwrap();
-    let child = Command::new("tinyproxy")
+    let mut child = Command::new("tinyproxy")
         .args(["-d", "-c"])
         .arg(&conf)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start tinyproxy");
-    wait_listening(port);
+    wait_listening(&mut child, port);
     Daemon { child, port }
 }
 
@@ -74,12 +70,12 @@ fn microsocks(auth: Option<(&str, &str)>) -> Daemon {
     if let Some((u, p)) = auth {
         cmd.args(["-u", u, "-P", p]);
     }
-    let child = cmd
+    let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start microsocks");
-    wait_listening(port);
+    wait_listening(&mut child, port);
     Daemon { child, port }
 }
 

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod nginx;
+pub mod ports;
 pub mod proxy;
 pub mod rpc;
 pub mod seccomp;

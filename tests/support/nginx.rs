@@ -18,11 +18,11 @@
 
 use std::fs;
 use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+
+use super::ports;
+use std::time::Duration;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
@@ -103,7 +103,7 @@ impl Nginx {
 
         let mut last_error = String::new();
         for _ in 0..START_ATTEMPTS {
-            let (http_port, https_port) = two_free_ports();
+            let (http_port, https_port) = (ports::port_for_child(), ports::port_for_child());
             let conf = config(dir.path(), &root, http_port, https_port, extra, &without);
             let conf_path = dir.path().join("nginx.conf");
             fs::write(&conf_path, conf).expect("write nginx.conf");
@@ -123,7 +123,11 @@ impl Nginx {
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
 
-            match wait_until_listening(&mut child, &[http_port, https_port]) {
+            match ports::wait_until_child_listens(
+                &mut child,
+                &[http_port, https_port],
+                STARTUP_LIMIT,
+            ) {
                 Ok(()) => {
                     return Some(Nginx {
                         child,
@@ -251,41 +255,6 @@ fn modules_left_out(bin: &Path) -> String {
             s
         })
         .unwrap_or_default()
-}
-
-/// Two distinct ports that were free a moment ago (nginx gets them next; a lost race is retried).
-fn two_free_ports() -> (u16, u16) {
-    let a = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    let b = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    let ports = (
-        a.local_addr().expect("port").port(),
-        b.local_addr().expect("port").port(),
-    );
-    drop((a, b));
-    ports
-}
-
-fn wait_until_listening(child: &mut Child, ports: &[u16]) -> Result<(), String> {
-    let deadline = Instant::now() + STARTUP_LIMIT;
-    let mut pending: Vec<u16> = ports.to_vec();
-    loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            return Err(format!("nginx exited at start with {status}"));
-        }
-        pending.retain(|&port| {
-            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-            TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err()
-        });
-        if pending.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "nginx was not accepting on port(s) {pending:?} after {STARTUP_LIMIT:?}"
-            ));
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A CA and a leaf for 127.0.0.1/localhost signed by it: ca.pem, server.pem, server.key.

@@ -55,10 +55,9 @@ impl Transport {
     }
 }
 
-/// A free TCP port on loopback (bound and released; good enough for tests).
+/// A free loopback port for a daemon to listen on (see `support::ports`).
 pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
+    super::ports::port_for_child()
 }
 
 /// A daemon process; killed (with everything it started) when dropped.
@@ -117,9 +116,17 @@ impl Daemon {
         };
         let start = Instant::now();
         loop {
-            if let Ok(v) = d.try_call("system.listMethods", json!([])) {
-                if v.get("result").is_some() {
-                    return d;
+            // The answer must come from this daemon: a port of another test's daemon would answer
+            // as well.
+            let ours = d
+                .child
+                .as_ref()
+                .is_some_and(|c| super::ports::listens(c.id(), port));
+            if ours {
+                if let Ok(v) = d.try_call("system.listMethods", json!([])) {
+                    if v.get("result").is_some() {
+                        return d;
+                    }
                 }
             }
             if let Some(c) = d.child.as_mut() {
