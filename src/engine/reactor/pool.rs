@@ -23,19 +23,31 @@ impl Layout {
         self.read_size * self.reads + self.write_size * self.writes
     }
 
-    /// The layout for `slots` connections that fits in `budget` bytes: write blocks of 128 KiB (64
-    /// if those do not fit), two per connection and at least eight — one filling while the one
-    /// before is on its way to the disk; fewer connections if even that does not fit.
+    /// The layout for `slots` connections that fits in `budget` bytes: write blocks of 256 KiB,
+    /// three for every two connections and at least eight, while those come to at most
+    /// [`LARGE_WRITES_CAP`]; otherwise blocks of 128 KiB (64 if those do not fit), two per
+    /// connection and at least eight; fewer connections if even that does not fit.
     ///
-    /// Registered memory is resident memory, so this is most of ringdl's RSS. Measured on
-    /// loopback HTTPS at -x8 (bench/RESULTS.md): sixteen 128 KiB blocks keep the throughput of
-    /// twenty-four 256 KiB ones for 4 MiB less RSS and about 5 % more CPU (twice the writes);
-    /// ten 256 KiB blocks were too few writes in flight (wall 1.4x).
+    /// Registered memory is resident memory, so this is most of ringdl's RSS. Every write is a
+    /// request to the disk, and on the virtual machines measured (bench/RESULTS.md) each request
+    /// costs the writer far more than its bytes do: at -x8, twelve 256 KiB blocks took about 10 %
+    /// less CPU than sixteen 128 KiB ones, on loopback and over a 20 ms link, for 1 MiB more.
+    /// Ten 256 KiB blocks were too few writes in flight on loopback in an earlier engine (wall
+    /// 1.4x); twelve keep up. Past ten connections the larger blocks would cost more memory than
+    /// they save CPU, and each connection needs a block to receive into.
     pub fn fit(slots: usize, read_size: usize, budget: usize) -> Option<Layout> {
         let mut slots = slots.max(1);
         loop {
-            for write_size in [128 * 1024, 64 * 1024] {
-                let writes = (slots * 2).max(8);
+            let large = (256 * 1024, (slots * 3).div_ceil(2).max(8));
+            let choices = [
+                large,
+                (128 * 1024, (slots * 2).max(8)),
+                (64 * 1024, (slots * 2).max(8)),
+            ];
+            for (write_size, writes) in choices {
+                if write_size == large.0 && write_size * writes > LARGE_WRITES_CAP {
+                    continue;
+                }
                 let l = Layout {
                     read_size,
                     reads: slots,
@@ -53,6 +65,10 @@ impl Layout {
         }
     }
 }
+
+/// The most memory the 256 KiB write blocks may take (at ten connections); more connections get
+/// 128 KiB blocks.
+pub const LARGE_WRITES_CAP: usize = 4 << 20;
 
 /// The two kinds of block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -314,13 +330,22 @@ mod tests {
 
     #[test]
     fn layout_fits_budget() {
-        // -x8 over HTTPS: 8 read blocks and 16 write blocks of 128 KiB, 2.6 MiB in all.
+        // -x8 over HTTPS: 8 read blocks and 12 write blocks of 256 KiB, 3.6 MiB in all.
         let l = Layout::fit(8, 72 * 1024, 8 << 20).unwrap();
-        assert_eq!((l.reads, l.write_size, l.writes), (8, 128 * 1024, 16));
-        assert!(l.bytes() <= 3 << 20);
+        assert_eq!((l.reads, l.write_size, l.writes), (8, 256 * 1024, 12));
+        assert!(l.bytes() <= 4 << 20);
+        // One connection still has eight blocks; ten are the most with 256 KiB blocks.
+        let l = Layout::fit(1, 72 * 1024, 8 << 20).unwrap();
+        assert_eq!((l.reads, l.write_size, l.writes), (1, 256 * 1024, 8));
+        let l = Layout::fit(10, 72 * 1024, 8 << 20).unwrap();
+        assert_eq!((l.reads, l.write_size, l.writes), (10, 256 * 1024, 15));
+        let l = Layout::fit(11, 72 * 1024, 8 << 20).unwrap();
+        assert_eq!((l.reads, l.write_size, l.writes), (11, 128 * 1024, 22));
         let l = Layout::fit(16, 72 * 1024, 8 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (16, 128 * 1024, 32));
         // A tight budget takes smaller blocks before fewer connections.
+        let l = Layout::fit(8, 72 * 1024, 3 << 20).unwrap();
+        assert_eq!((l.reads, l.write_size, l.writes), (8, 128 * 1024, 16));
         let l = Layout::fit(16, 72 * 1024, 4 << 20).unwrap();
         assert_eq!((l.reads, l.write_size), (16, 64 * 1024));
         let l = Layout::fit(200, 72 * 1024, 8 << 20).unwrap();
