@@ -480,11 +480,6 @@ fn modified(mut route: Route, mods: &[M]) -> Route {
     route
 }
 
-/// A port on 127.0.0.1 where nothing listens (bound, then released).
-fn refused_port() -> u16 {
-    support::ports::port_for_child()
-}
-
 fn run_side(
     label: &'static str,
     program: &Path,
@@ -497,7 +492,7 @@ fn run_side(
     let home = dir.join(".home");
     std::fs::create_dir_all(&home).expect("HOME");
     let (server, mut pairs, mut ports) = start_server(case);
-    let refused = refused_port();
+    let refused = support::ports::port_for_child();
     ports.push(refused);
     pairs.push(("{refused}", format!("http://127.0.0.1:{refused}")));
     pairs.push(("{rftp}", format!("ftp://127.0.0.1:{refused}")));

@@ -448,7 +448,10 @@ fn rpc_secure_serves_and_refuses_as_aria2c() {
         answers.push(json!({"stat": stat, "wrong": wrong, "ws": over_ws, "clear": clear}));
         d.call("aria2.shutdown", json!([]));
         let _ = d.wait_exit(Duration::from_secs(10));
-        let port = format!("--rpc-listen-port={}", crate::support::rpc::free_port());
+        let port = format!(
+            "--rpc-listen-port={}",
+            crate::support::ports::port_for_child()
+        );
         let cases: [Vec<String>; 4] = [
             vec![],
             vec![format!("--rpc-certificate={cert}")],

@@ -28,10 +28,6 @@ impl Drop for Daemon {
     }
 }
 
-fn free_port() -> u16 {
-    crate::support::ports::port_for_child()
-}
-
 fn wait_listening(child: &mut std::process::Child, port: u16) {
     if let Err(e) =
         crate::support::ports::wait_until_child_listens(child, &[port], Duration::from_secs(10))
@@ -42,7 +38,7 @@ fn wait_listening(child: &mut std::process::Child, port: u16) {
 
 /// tinyproxy on a free port, allowing CONNECT to any port; `auth` adds `BasicAuth`.
 fn tinyproxy(dir: &TestDir, auth: Option<(&str, &str)>) -> Daemon {
-    let port = free_port();
+    let port = crate::support::ports::port_for_child();
     let conf = dir.join(&format!("tinyproxy-{port}.conf"));
     let mut text = format!(
         "Port {port}\nListen 127.0.0.1\nTimeout 60\nAllow 127.0.0.1\nLogLevel Info\nMaxClients 64\n"
@@ -64,7 +60,7 @@ fn tinyproxy(dir: &TestDir, auth: Option<(&str, &str)>) -> Daemon {
 
 /// microsocks on a free port, with a user and password if given.
 fn microsocks(auth: Option<(&str, &str)>) -> Daemon {
-    let port = free_port();
+    let port = crate::support::ports::port_for_child();
     let mut cmd = Command::new("microsocks");
     cmd.args(["-i", "127.0.0.1", "-p", &port.to_string()]);
     if let Some((u, p)) = auth {

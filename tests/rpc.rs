@@ -1257,7 +1257,7 @@ fn dash_d_detaches_and_keeps_serving_with_a_relative_dir() {
     server.route("/dd.bin", Route::bytes(data.clone()));
     let dir = TestDir::new();
     std::fs::create_dir(dir.join("rel")).unwrap();
-    let port = crate::support::rpc::free_port();
+    let port = crate::support::ports::port_for_child();
     let port_arg = format!("--rpc-listen-port={port}");
     // The parent returns at once; the daemon, detached, now runs in / and still writes into the
     // directory that was relative to where it started.
@@ -1399,7 +1399,10 @@ fn rpc_secure_without_a_usable_certificate_stops_with_aria2s_error() {
     let (cert, key, _) = rpc_pki(&dir);
     std::fs::write(dir.join("junk.pem"), "not a certificate\n").unwrap();
     let junk = dir.join("junk.pem").display().to_string();
-    let port = format!("--rpc-listen-port={}", crate::support::rpc::free_port());
+    let port = format!(
+        "--rpc-listen-port={}",
+        crate::support::ports::port_for_child()
+    );
     // Neither file given: exit 1, as aria2c.
     let r = crate::support::ringdl(&dir, &["--enable-rpc", &port, "--rpc-secure"]);
     assert_eq!(r.status, Some(1), "{r}");
@@ -1789,7 +1792,7 @@ fn get_servers_names_the_mirror_given_and_where_it_led() {
 #[test]
 fn memory_stays_flat_with_a_long_queue_and_many_results() {
     let dir = TestDir::new();
-    let dead = crate::support::rpc::free_port();
+    let dead = crate::support::ports::port_for_child();
     let d = Daemon::start(
         &dir,
         &[

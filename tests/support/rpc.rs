@@ -55,11 +55,6 @@ impl Transport {
     }
 }
 
-/// A free loopback port for a daemon to listen on (see `support::ports`).
-pub fn free_port() -> u16 {
-    super::ports::port_for_child()
-}
-
 /// A daemon process; killed (with everything it started) when dropped.
 pub struct Daemon {
     pub port: u16,
@@ -92,7 +87,7 @@ impl Daemon {
         args: &[&str],
         transport: Transport,
     ) -> Daemon {
-        let port = free_port();
+        let port = super::ports::port_for_child();
         let home = dir.join(".home");
         std::fs::create_dir_all(&home).expect("create HOME");
         let mut cmd = isolated_command(program, dir.path(), &home);

@@ -40,14 +40,11 @@ impl Layout {
         loop {
             let large = (256 * 1024, (slots * 3).div_ceil(2).max(8));
             let choices = [
-                large,
-                (128 * 1024, (slots * 2).max(8)),
-                (64 * 1024, (slots * 2).max(8)),
+                (large.0 * large.1 <= LARGE_WRITES_CAP).then_some(large),
+                Some((128 * 1024, (slots * 2).max(8))),
+                Some((64 * 1024, (slots * 2).max(8))),
             ];
-            for (write_size, writes) in choices {
-                if write_size == large.0 && write_size * writes > LARGE_WRITES_CAP {
-                    continue;
-                }
+            for (write_size, writes) in choices.into_iter().flatten() {
                 let l = Layout {
                     read_size,
                     reads: slots,
