@@ -23,23 +23,33 @@ impl Layout {
         self.read_size * self.reads + self.write_size * self.writes
     }
 
-    /// The layout for `slots` connections that fits in `budget` bytes: write blocks of 256 KiB,
-    /// three for every two connections and at least eight, while those come to at most
-    /// [`LARGE_WRITES_CAP`]; otherwise blocks of 128 KiB (64 if those do not fit), two per
-    /// connection and at least eight; fewer connections if even that does not fit.
+    /// The layout for `slots` connections that fits in `budget` bytes. The write blocks are the
+    /// largest of these that fit:
+    /// - one connection: three blocks of 1 MiB;
+    /// - up to four: 512 KiB blocks, two more than the connections and at least four, while
+    ///   they come to at most [`MID_WRITES_CAP`];
+    /// - up to ten: 256 KiB blocks, three for every two connections and at least eight, while
+    ///   they come to at most [`LARGE_WRITES_CAP`];
+    /// - beyond: 128 KiB blocks (64 if those do not fit), two per connection and at least
+    ///   eight; fewer connections if even that does not fit.
     ///
     /// Registered memory is resident memory, so this is most of ringdl's RSS. Every write is a
     /// request to the disk, and on the virtual machines measured (bench/RESULTS.md) each request
-    /// costs the writer far more than its bytes do: at -x8, twelve 256 KiB blocks took about 10 %
-    /// less CPU than sixteen 128 KiB ones, on loopback and over a 20 ms link, for 1 MiB more.
-    /// Ten 256 KiB blocks were too few writes in flight on loopback in an earlier engine (wall
-    /// 1.4x); twelve keep up. Past ten connections the larger blocks would cost more memory than
-    /// they save CPU, and each connection needs a block to receive into.
+    /// costs the writer far more than its bytes do, and so does the end of each block (a TLS
+    /// record that straddles it is opened through the read block): at -x8, twelve 256 KiB blocks
+    /// took about 10 % less CPU than sixteen 128 KiB ones, for 1 MiB more; at -x1 over a 20 ms
+    /// link, three 1 MiB blocks about 20 % less than eight of 256 KiB, and at -x4 six of 512 KiB
+    /// about 14 % less. Ten 256 KiB blocks were too few writes in flight on loopback in an earlier
+    /// engine (wall 1.4x); twelve keep up. The more connections, the more blocks are being
+    /// filled at once, so the blocks get smaller to keep RSS within about 10 MiB at -x8.
     pub fn fit(slots: usize, read_size: usize, budget: usize) -> Option<Layout> {
         let mut slots = slots.max(1);
         loop {
+            let mid = (512 * 1024, (slots + 2).max(4));
             let large = (256 * 1024, (slots * 3).div_ceil(2).max(8));
             let choices = [
+                (slots == 1).then_some((1 << 20, 3)),
+                (mid.0 * mid.1 <= MID_WRITES_CAP).then_some(mid),
                 (large.0 * large.1 <= LARGE_WRITES_CAP).then_some(large),
                 Some((128 * 1024, (slots * 2).max(8))),
                 Some((64 * 1024, (slots * 2).max(8))),
@@ -62,6 +72,10 @@ impl Layout {
         }
     }
 }
+
+/// The most memory the 512 KiB write blocks may take (at four connections); more connections get
+/// 256 KiB blocks.
+pub const MID_WRITES_CAP: usize = 3 << 20;
 
 /// The most memory the 256 KiB write blocks may take (at ten connections); more connections get
 /// 128 KiB blocks.
@@ -331,9 +345,19 @@ mod tests {
         let l = Layout::fit(8, 72 * 1024, 8 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (8, 256 * 1024, 12));
         assert!(l.bytes() <= 4 << 20);
-        // One connection still has eight blocks; ten are the most with 256 KiB blocks.
+        // One connection has three 1 MiB blocks; two to four have 512 KiB blocks, two more than
+        // the connections and at least four; ten are the most with 256 KiB blocks.
         let l = Layout::fit(1, 72 * 1024, 8 << 20).unwrap();
-        assert_eq!((l.reads, l.write_size, l.writes), (1, 256 * 1024, 8));
+        assert_eq!((l.reads, l.write_size, l.writes), (1, 1 << 20, 3));
+        let l = Layout::fit(2, 72 * 1024, 8 << 20).unwrap();
+        assert_eq!((l.reads, l.write_size, l.writes), (2, 512 * 1024, 4));
+        let l = Layout::fit(4, 72 * 1024, 8 << 20).unwrap();
+        assert_eq!((l.reads, l.write_size, l.writes), (4, 512 * 1024, 6));
+        let l = Layout::fit(5, 72 * 1024, 8 << 20).unwrap();
+        assert_eq!((l.reads, l.write_size, l.writes), (5, 256 * 1024, 8));
+        // Under a tight budget one connection takes smaller blocks, not none.
+        let l = Layout::fit(1, 72 * 1024, 2 << 20).unwrap();
+        assert_eq!((l.reads, l.write_size, l.writes), (1, 128 * 1024, 8));
         let l = Layout::fit(10, 72 * 1024, 8 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (10, 256 * 1024, 15));
         let l = Layout::fit(11, 72 * 1024, 8 << 20).unwrap();
