@@ -63,10 +63,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 
     /// Opens the whole TLS records received into the fill's block where they lie: each record's
-    /// plaintext is left right after the block's plaintext so far, with no copy. Anything this
-    /// cannot do in place (a record that does not fit the block's room or its range, the block's
-    /// or the body's end, close_notify) hands the rest of the ciphertext back to the read block and
-    /// the copying path (`pump`).
+    /// plaintext is left right after the block's plaintext so far, with no copy. The record that
+    /// straddles the block's end is received into the block's spare bytes and opened there too;
+    /// its plaintext past the end, and the ciphertext after it, are copied to the start of the
+    /// next block, which becomes the fill. Anything this cannot do in place (a record that does
+    /// not fit the block with its spare bytes, or its range; the range's or the body's end; no
+    /// free block for what runs past the end; close_notify) hands the rest of the ciphertext back
+    /// to the read block and the copying path (`pump`).
     pub(super) fn open_in_fill(&mut self, slot: usize) {
         let write_size = self.reactor.pool().size(Class::Write);
         loop {
@@ -81,33 +84,46 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let Some(fill) = c.fill.as_mut() else {
                 return self.leave_fill(slot);
             };
-            let rest = &fill.block.as_mut_slice()[cs..ce];
+            let room = fill.block.room();
+            let rest = &fill.block.with_spare_mut()[cs..ce];
             let len = match tls.record_len(rest) {
                 Ok(Some(len)) => len,
-                Ok(None) if ce < write_size => return,
+                Ok(None) if ce < room => return,
                 Ok(None) => return self.leave_fill(slot),
                 Err(e) => return self.fail_tls(slot, e),
             };
             if rest.len() < len {
-                if cs + len > write_size {
+                if cs + len > room {
                     return self.leave_fill(slot);
                 }
                 return;
             }
-            // The plaintext this block and this body can still take.
+            // The plaintext this range and this body can still take, and this block.
             let Some(plan) = self.dls[ex.dl].plan.as_ref() else {
                 return self.leave_fill(slot);
             };
             let seg = plan.segment(ex.seg);
-            let mut cap = store::room(fill.off, fill.filled, write_size, seg.end);
+            let mut left = store::room(fill.off, fill.filled, usize::MAX, seg.end);
             if let Framing::Length(_) = ex.framing {
-                cap = cap.min(usize::try_from(ex.remaining).unwrap_or(usize::MAX));
+                left = left.min(usize::try_from(ex.remaining).unwrap_or(usize::MAX));
             }
-            if seg.owner != Some(c.id) || ex.body_complete || tls.plain_bound(len) > cap {
+            let cap = left.min(write_size - fill.filled);
+            let bound = tls.plain_bound(len);
+            if seg.owner != Some(c.id) || ex.body_complete || bound > left {
                 return self.leave_fill(slot);
             }
+            // A record that may run past the block's end needs the next block first: its
+            // plaintext cannot be put back once opened.
+            let spill = if bound > cap {
+                match self.reactor.pool().alloc(Class::Write) {
+                    Some(b) => Some(b),
+                    None => return self.leave_fill(slot),
+                }
+            } else {
+                None
+            };
             let filled = fill.filled;
-            let region = &mut fill.block.as_mut_slice()[filled..cs + len];
+            let region = &mut fill.block.with_spare_mut()[filled..cs + len];
             let opened = tls.open_in_place(region, cs - filled, &mut c.out);
             let mut next = (cs + len, ce);
             let placed = match opened {
@@ -120,13 +136,42 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     return self.leave_fill(slot);
                 }
             };
+            if let Some(mut block) = spill.filter(|_| filled + placed > write_size) {
+                // The plaintext past the block's end, then the ciphertext after the record, go to
+                // the start of the next block; the full block goes to disk.
+                let over = filled + placed - write_size;
+                let tail = next.1 - next.0;
+                let from = fill.block.with_spare_mut();
+                block.put(0, &from[write_size..write_size + over]);
+                block.with_spare_mut()[over..over + tail].copy_from_slice(&from[next.0..next.1]);
+                let (off, attempt) = (fill.off + write_size as u64, fill.attempt);
+                self.received_direct(slot, placed - over);
+                let Some(c) = self.conns[slot].as_mut() else {
+                    return;
+                };
+                if c.fill.is_some() || c.ex.as_ref().is_none_or(|e| e.overruled) {
+                    // The full block was not handed over, or the range was taken over: neither
+                    // can happen after the checks above, and the stream would be out of step.
+                    let f = Failure::retry(ExitCode::UNKNOWN, "TLS records were lost");
+                    return self.fail_conn(slot, f);
+                }
+                c.fill = Some(Fill {
+                    block,
+                    off,
+                    filled: 0,
+                    attempt,
+                });
+                c.tls_cipher = Some((over, over + tail));
+                self.received_direct(slot, over);
+                continue;
+            }
             if next.0 == next.1 {
                 // Nothing left over: the next records start right after the plaintext.
                 next = (filled + placed, filled + placed);
             } else if next.0 - (filled + placed) > 4096 {
                 // Records' headers and tags leave a gap; a large one is closed up.
                 let to = filled + placed;
-                fill.block.as_mut_slice().copy_within(next.0..next.1, to);
+                fill.block.with_spare_mut().copy_within(next.0..next.1, to);
                 next = (to, to + (next.1 - next.0));
             }
             c.tls_cipher = Some(next);
@@ -163,7 +208,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return true;
         };
         if cs < ce {
-            let (Some(fill), Some(rbuf)) = (c.fill.as_ref(), c.rbuf.as_mut()) else {
+            let (Some(fill), Some(rbuf)) = (c.fill.as_mut(), c.rbuf.as_mut()) else {
                 let f = Failure::retry(ExitCode::UNKNOWN, "TLS records were lost");
                 self.fail_conn(slot, f);
                 return false;
@@ -176,7 +221,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.fail_conn(slot, f);
                 return false;
             }
-            rbuf.as_mut_slice()[..ce - cs].copy_from_slice(&fill.block.as_slice()[cs..ce]);
+            rbuf.as_mut_slice()[..ce - cs].copy_from_slice(&fill.block.with_spare_mut()[cs..ce]);
             c.rb_start = 0;
             c.rb_end = ce - cs;
         }

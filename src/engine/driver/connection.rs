@@ -688,7 +688,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 // 16 KiB, and one record more; after the ciphertext not yet opened.
                 let (cs, ce) = c.tls_cipher.unwrap_or((fill.filled, fill.filled));
                 let wanted = room + (room / 16384 + 1) * 64 + 17 * 1024;
-                let len = (write_size - ce).min(wanted.saturating_sub(ce - cs).max(1024));
+                let len = (fill.block.room() - ce).min(wanted.saturating_sub(ce - cs).max(1024));
                 (ce, len, Some((cs, ce)))
             } else {
                 (fill.filled, room, None)

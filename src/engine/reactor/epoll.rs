@@ -595,8 +595,8 @@ impl<T> Reactor<T> for Epoll<T> {
     }
 
     fn recv(&mut self, tag: T, sock: Fd, block: Block, at: usize, len: usize) -> OpId {
-        let at = at.min(block.len());
-        let len = len.min(block.len() - at);
+        let at = at.min(block.room());
+        let len = len.min(block.room() - at);
         let ud = self.insert(tag, Owned::Block(sock.clone(), block), Op::Recv { at, len });
         self.set_deadline(ud, self.io_timeout, -libc::ECANCELED);
         self.submit_on(&sock, ud);

@@ -129,7 +129,8 @@ pub trait Reactor<T> {
     fn accept(&mut self, tag: T, listener: Fd) -> OpId;
     /// Connects `sock` to `addr`, failing with ECANCELED after the connect timeout.
     fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId;
-    /// Receives into `block[at..at + len]`, failing with ECANCELED after the I/O timeout.
+    /// Receives into `block[at..at + len]` (the block's spare bytes included, see
+    /// [`pool::WRITE_SPARE`]), failing with ECANCELED after the I/O timeout.
     fn recv(&mut self, tag: T, sock: Fd, block: Block, at: usize, len: usize) -> OpId;
     /// Asks that a receive on `sock` complete only once `bytes` are waiting (or the peer closed).
     /// The caller must know that many bytes are coming.

@@ -20,7 +20,7 @@ pub struct Layout {
 impl Layout {
     /// Total bytes.
     pub fn bytes(&self) -> usize {
-        self.read_size * self.reads + self.write_size * self.writes
+        self.read_size * self.reads + (self.write_size + WRITE_SPARE) * self.writes
     }
 
     /// The layout for `slots` connections that fits in `budget` bytes. The write blocks are the
@@ -35,8 +35,8 @@ impl Layout {
     ///
     /// Registered memory is resident memory, so this is most of ringdl's RSS. Every write is a
     /// request to the disk, and on the virtual machines measured (bench/RESULTS.md) each request
-    /// costs the writer far more than its bytes do, and so does the end of each block (a TLS
-    /// record that straddles it is opened through the read block): at -x8, twelve 256 KiB blocks
+    /// costs the writer far more than its bytes do, and each block's end costs a few operations
+    /// more (a TLS record straddles it, see [`WRITE_SPARE`]): at -x8, twelve 256 KiB blocks
     /// took about 10 % less CPU than sixteen 128 KiB ones, for 1 MiB more; at -x1 over a 20 ms
     /// link, three 1 MiB blocks about 20 % less than eight of 256 KiB, and at -x4 six of 512 KiB
     /// about 14 % less. Ten 256 KiB blocks were too few writes in flight on loopback in an earlier
@@ -73,6 +73,13 @@ impl Layout {
     }
 }
 
+/// Bytes after each write block that a receive may fill but a write never takes: room for the one
+/// TLS record that straddles the block's end (at most 16 KiB of plaintext, 256 bytes of expansion
+/// and a 5-byte header in TLS 1.3), so that it is opened in place like the others and only its
+/// plaintext past the end is copied to the next block. A multiple of the page size, so every
+/// block stays 4 KiB-aligned.
+pub const WRITE_SPARE: usize = 20 * 1024;
+
 /// The most memory the 512 KiB write blocks may take (at four connections); more connections get
 /// 256 KiB blocks.
 pub const MID_WRITES_CAP: usize = 3 << 20;
@@ -99,11 +106,13 @@ struct Shared {
 }
 
 impl Shared {
-    fn geometry(&self, class: Class) -> (usize, usize, usize) {
+    /// Where the class's blocks start, their size, how many there are, and the spare bytes after
+    /// each.
+    fn geometry(&self, class: Class) -> (usize, usize, usize, usize) {
         let l = &self.layout;
         match class {
-            Class::Read => (0, l.read_size, l.reads),
-            Class::Write => (l.read_size * l.reads, l.write_size, l.writes),
+            Class::Read => (0, l.read_size, l.reads, 0),
+            Class::Write => (l.read_size * l.reads, l.write_size, l.writes, WRITE_SPARE),
         }
     }
 }
@@ -124,6 +133,8 @@ impl Drop for Shared {
 pub struct Block {
     ptr: NonNull<u8>,
     len: usize,
+    /// Bytes after `len` that belong to this block too (see [`WRITE_SPARE`]).
+    spare: usize,
     index: u32,
     class: Class,
     shared: Rc<Shared>,
@@ -133,6 +144,18 @@ impl Block {
     /// Size in bytes.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// The bytes a receive may fill: the block and its spare bytes.
+    pub fn room(&self) -> usize {
+        self.len + self.spare
+    }
+
+    /// The block with its spare bytes after it (see [`WRITE_SPARE`]).
+    pub fn with_spare_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`; the spare bytes lie between this block and the next one (the
+        // pool's stride is the block and its spare), so they are this block's alone.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len + self.spare) }
     }
 
     pub fn as_slice(&self) -> &[u8] {
@@ -262,13 +285,19 @@ impl Pool {
     /// Takes a free block of `class`.
     pub fn alloc(&self, class: Class) -> Option<Block> {
         let index = self.shared.free[class as usize].borrow_mut().pop()?;
-        let (start, size, _) = self.shared.geometry(class);
-        // SAFETY: `index` < the class's count (free lists hold only such indices), so the block lies
-        // inside the mapping.
-        let ptr = unsafe { self.shared.base.as_ptr().add(start + index as usize * size) };
+        let (start, size, _, spare) = self.shared.geometry(class);
+        // SAFETY: `index` < the class's count (free lists hold only such indices), so the block and
+        // its spare bytes lie inside the mapping.
+        let ptr = unsafe {
+            self.shared
+                .base
+                .as_ptr()
+                .add(start + index as usize * (size + spare))
+        };
         Some(Block {
             ptr: NonNull::new(ptr)?,
             len: size,
+            spare,
             index,
             class,
             shared: Rc::clone(&self.shared),
@@ -341,7 +370,8 @@ mod tests {
 
     #[test]
     fn layout_fits_budget() {
-        // -x8 over HTTPS: 8 read blocks and 12 write blocks of 256 KiB, 3.6 MiB in all.
+        // -x8 over HTTPS: 8 read blocks and 12 write blocks of 256 KiB, 3.8 MiB in all with the
+        // write blocks' spare bytes.
         let l = Layout::fit(8, 72 * 1024, 8 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (8, 256 * 1024, 12));
         assert!(l.bytes() <= 4 << 20);
@@ -383,11 +413,16 @@ mod tests {
         let mut r = p.alloc(Class::Read).unwrap();
         assert_eq!(a.addr() as usize % 4096, 0);
         assert_eq!(r.addr() as usize % 4096, 0);
-        a.as_mut_slice().fill(1);
-        b.as_mut_slice().fill(2);
+        assert_eq!(b.addr() as usize % 4096, 0);
+        // Each write block has its spare bytes after it, its own: filling both blocks with their
+        // spare bytes and the read block leaves each as it was filled.
+        assert_eq!((r.room(), a.room()), (r.len(), a.len() + WRITE_SPARE));
+        a.with_spare_mut().fill(1);
+        b.with_spare_mut().fill(2);
         r.as_mut_slice().fill(3);
-        assert!(a.as_slice().iter().all(|&x| x == 1));
-        assert!(b.as_slice().iter().all(|&x| x == 2));
+        assert!(a.with_spare_mut().iter().all(|&x| x == 1));
+        assert!(b.with_spare_mut().iter().all(|&x| x == 2));
+        assert!(r.as_slice().iter().all(|&x| x == 3));
         assert_eq!(p.free_count(Class::Write), writes - 2);
         assert_eq!(p.outstanding(), (1, 2));
         drop(a);

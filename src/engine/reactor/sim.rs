@@ -909,8 +909,8 @@ impl<T> Reactor<T> for Sim<T> {
     }
 
     fn recv(&mut self, tag: T, sock: Fd, block: Block, at: usize, len: usize) -> OpId {
-        let at = at.min(block.len());
-        let len = len.min(block.len() - at);
+        let at = at.min(block.room());
+        let len = len.min(block.room() - at);
         self.insert(tag, Owned::Block(sock, block), Kind::Recv { at, len })
     }
 

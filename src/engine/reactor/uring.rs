@@ -359,8 +359,8 @@ impl<T> Reactor<T> for Uring<T> {
     /// timeout.
     fn recv(&mut self, tag: T, sock: Fd, mut block: Block, at: usize, len: usize) -> OpId {
         let fd = sock.as_raw_fd();
-        let at = at.min(block.len());
-        let len = len.min(block.len() - at);
+        let at = at.min(block.room());
+        let len = len.min(block.room() - at);
         let ptr = block.addr().wrapping_add(at);
         let ud = self.insert_io(tag, Owned::Block(sock, block));
         let r = opcode::ReadFixed::new(types::Fd(fd), ptr, len as u32, 0)
