@@ -257,6 +257,52 @@ fn records_of_every_size_are_opened_in_the_write_blocks() {
     }
 }
 
+/// The record that straddles a write block's end is opened in the block's spare bytes, and its
+/// plaintext past the end goes to the next block. When that record also ends the body and the
+/// server's close_notify follows it (`Connection: close`), the close_notify lands after it in the
+/// next block, and must still reach the TLS layer rather than be taken for lost records. The last
+/// record here straddles the first or second block's end, with 1 MiB blocks (`-s1`), 512 KiB (a
+/// default command line) and 256 KiB (eight slots; the file is too small to split), over TLS 1.3
+/// and 1.2: every download ends byte-exact on its one try.
+#[test]
+fn a_last_record_straddling_a_block_end_before_close_notify_ends_the_download() {
+    const PIECE: usize = 10_000;
+    for versions in [TlsVersions::Both, TlsVersions::Tls12Only] {
+        let server = TestServer::builder().tls().tls_versions(versions).start();
+        let layouts: [(&[&str], usize); 3] = [
+            (&["-s1"], 1 << 20),
+            (&[], 512 << 10),
+            (&["-x8", "-s8"], 256 << 10),
+        ];
+        for (i, (opts, block)) in layouts.into_iter().enumerate() {
+            for k in 1..=2 {
+                // Records of PIECE bytes from the body's start; the last one starts before the
+                // k-th block's end and ends after it.
+                let end = k * block;
+                let size = end - end % PIECE + PIECE - 1;
+                assert!(size - (size - 1) % PIECE - 1 < end && size > end);
+                let data = content(1100 + 10 * i as u64 + k as u64, size);
+                let path = format!("/s{i}-{k}.bin");
+                server.route(
+                    &path,
+                    Route::bytes(data.clone()).throttle(PIECE, std::time::Duration::ZERO),
+                );
+                let mut opts: Vec<String> = opts.iter().map(|o| o.to_string()).collect();
+                opts.push("--enable-http-keep-alive=false".into());
+                let dir = TestDir::new();
+                let run = get(&dir, &server, &opts, &path);
+                let what = format!("{versions:?} {opts:?} size {size}");
+                assert_eq!(run.code(), 0, "{what}: {run}");
+                assert_eq!(
+                    sha256_file(&dir.join(&path[1..])),
+                    sha256_hex(&data),
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
 /// A server that moves to new keys in the middle of bodies, and asks the client to do the same:
 /// the records after each key update are opened with the next keys, and the client's answer and
 /// its next request (a second file on the same connection) are under its own next keys.

@@ -162,6 +162,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     attempt,
                 });
                 c.tls_cipher = Some((over, over + tail));
+                if placed == left {
+                    // The record ended the range or the body, so the next block is handed over
+                    // at once: what came after the record (a close_notify, the next response)
+                    // goes to the read block first, as at the end of any fill.
+                    if self.stash_cipher(slot) {
+                        self.received_direct(slot, over);
+                        self.pump(slot);
+                    }
+                    return;
+                }
                 self.received_direct(slot, over);
                 continue;
             }

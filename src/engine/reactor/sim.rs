@@ -618,7 +618,7 @@ impl<T> Sim<T> {
                 let Owned::Block(_, block) = &mut op.owned else {
                     return -libc::EINVAL;
                 };
-                block.as_mut_slice()[at..at + n]
+                block.with_spare_mut()[at..at + n]
                     .copy_from_slice(&wire.outbound[wire.taken..wire.taken + n]);
                 wire.taken += n;
                 if wire.taken == wire.outbound.len() {
