@@ -83,12 +83,12 @@ fn pool_too_big_for_memlock_says_which_limit_to_raise() {
     let data = content(1, 1000);
     server.route("/f", Route::bytes(data.clone()));
     let dir = TestDir::new();
-    let under_limit = |engine: &str| {
+    let under = |limit: u64, engine: &str| {
         run_program(
             Path::new("/usr/bin/prlimit"),
             &dir,
             &[
-                "--memlock=65536:65536",
+                &format!("--memlock={limit}:{limit}"),
                 &bin(),
                 engine,
                 "--allow-overwrite=true",
@@ -99,6 +99,7 @@ fn pool_too_big_for_memlock_says_which_limit_to_raise() {
             RUN_TIMEOUT,
         )
     };
+    let under_limit = |engine: &str| under(65536, engine);
     let run = under_limit("--engine=uring");
     assert_eq!(run.code(), 1, "{run}");
     let out = run.output();
@@ -112,6 +113,16 @@ fn pool_too_big_for_memlock_says_which_limit_to_raise() {
         "{run}"
     );
     assert_eq!(server.stats().requests, 0);
+    // The limit it names is enough.
+    let kib: u64 = out
+        .split("ulimit -l ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number after 'ulimit -l': {run}"));
+    let raised = under(kib * 1024, "--engine=uring");
+    assert_eq!(raised.code(), 0, "under 'ulimit -l {kib}': {raised}");
+    assert_eq!(sha256_file(&dir.join("f")), sha256_hex(&data));
 
     let run = under_limit("--engine=auto");
     assert_eq!(run.code(), 0, "{run}");

@@ -809,7 +809,7 @@ within `RLIMIT_MEMLOCK` (8 MiB on common distributions). ringdl needs no root an
 and its memory does not grow with the size of a file or the length of a download list.
 * **TLS in the same buffers.** rustls makes the handshake; then a body's records are received \
 straight into the aligned write blocks and decrypted where they lie, so the plaintext is not copied \
-(only a record that straddles a block's end goes through a copy). Plain HTTP bodies are received \
+(only the part of a record that runs past a block's end is copied, to the next block). Plain HTTP bodies are received \
 straight into the write blocks too.
 * **O_DIRECT.** Files are written with `O_DIRECT` in 4 KiB-aligned blocks, so a download leaves the \
 page cache as it found it: a large file does not push other programs' data out of memory. Where a \

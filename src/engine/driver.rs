@@ -445,7 +445,7 @@ fn uring_reactor(
         (l as usize).saturating_sub(64 * 1024).min(POOL_CAP)
     });
     let layout = Layout::fit(slots, read_size, budget).ok_or(StartError::Memlock {
-        needed: read_size + 4 * 64 * 1024,
+        needed: Layout::least(read_size).bytes(),
         limit,
     })?;
     let pool =

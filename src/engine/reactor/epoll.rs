@@ -269,7 +269,7 @@ impl<T> Epoll<T> {
             (Op::Recv { at, len }, Owned::Block(fd, block)) => {
                 let ptr = block.addr().wrapping_add(at);
                 // SAFETY: `ptr..ptr + len` lies in the block this operation owns (`recv` cut it to
-                // the block); the descriptor is open.
+                // the block and its spare bytes); the descriptor is open.
                 let rc = unsafe { libc::read(fd.as_raw_fd(), ptr.cast(), len) };
                 Self::unless_again(rc)
             }

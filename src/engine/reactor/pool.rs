@@ -15,12 +15,35 @@ pub struct Layout {
     pub reads: usize,
     pub write_size: usize,
     pub writes: usize,
+    /// Spare bytes after each write block ([`WRITE_SPARE`], or none for the smallest blocks).
+    pub write_spare: usize,
 }
 
 impl Layout {
     /// Total bytes.
     pub fn bytes(&self) -> usize {
-        self.read_size * self.reads + (self.write_size + WRITE_SPARE) * self.writes
+        self.read_size * self.reads + (self.write_size + self.write_spare) * self.writes
+    }
+
+    /// The smallest layout [`Layout::fit`] gives: one connection and eight 64 KiB write blocks.
+    pub fn least(read_size: usize) -> Layout {
+        Layout::new(read_size, 1, 64 * 1024, 8)
+    }
+
+    fn new(read_size: usize, reads: usize, write_size: usize, writes: usize) -> Layout {
+        Layout {
+            read_size,
+            reads,
+            write_size,
+            writes,
+            // The smallest blocks come with many connections or a tight budget, where a fifth
+            // more memory per block would cost connections.
+            write_spare: if write_size >= 128 * 1024 {
+                WRITE_SPARE
+            } else {
+                0
+            },
+        }
     }
 
     /// The layout for `slots` connections that fits in `budget` bytes. The write blocks are the
@@ -55,12 +78,7 @@ impl Layout {
                 Some((64 * 1024, (slots * 2).max(8))),
             ];
             for (write_size, writes) in choices.into_iter().flatten() {
-                let l = Layout {
-                    read_size,
-                    reads: slots,
-                    write_size,
-                    writes,
-                };
+                let l = Layout::new(read_size, slots, write_size, writes);
                 if l.bytes() <= budget {
                     return Some(l);
                 }
@@ -76,15 +94,16 @@ impl Layout {
 /// Bytes after each write block that a receive may fill but a write never takes: room for the one
 /// TLS record that straddles the block's end (at most 16 KiB of plaintext, 256 bytes of expansion
 /// and a 5-byte header in TLS 1.3), so that it is opened in place like the others and only its
-/// plaintext past the end is copied to the next block. A multiple of the page size, so every
-/// block stays 4 KiB-aligned.
+/// plaintext past the end is copied to the next block. (Ciphertext may start up to 4 KiB after
+/// the plaintext, where `open_in_fill` leaves a gap, so now and then such a record still does not
+/// fit and takes the copying path.) A multiple of the page size, so every block stays 4 KiB-aligned.
 pub const WRITE_SPARE: usize = 20 * 1024;
 
-/// The most memory the 512 KiB write blocks may take (at four connections); more connections get
-/// 256 KiB blocks.
+/// The most memory the 512 KiB write blocks may take, their spare bytes aside (at four
+/// connections); more connections get 256 KiB blocks.
 pub const MID_WRITES_CAP: usize = 3 << 20;
 
-/// The most memory the 256 KiB write blocks may take (at ten connections); more connections get
+/// The most memory the 256 KiB write blocks may take, their spare bytes aside (at ten connections); more connections get
 /// 128 KiB blocks.
 pub const LARGE_WRITES_CAP: usize = 4 << 20;
 
@@ -112,7 +131,7 @@ impl Shared {
         let l = &self.layout;
         match class {
             Class::Read => (0, l.read_size, l.reads, 0),
-            Class::Write => (l.read_size * l.reads, l.write_size, l.writes, WRITE_SPARE),
+            Class::Write => (l.read_size * l.reads, l.write_size, l.writes, l.write_spare),
         }
     }
 }
@@ -402,6 +421,16 @@ mod tests {
         let l = Layout::fit(200, 72 * 1024, 8 << 20).unwrap();
         assert!(l.reads < 200 && l.bytes() <= 8 << 20);
         assert!(Layout::fit(1, 72 * 1024, 100 * 1024).is_none());
+        // The smallest layout is what the tightest budget gets, and has no spare bytes; blocks of
+        // 128 KiB and more have theirs.
+        let least = Layout::least(72 * 1024);
+        assert_eq!(Layout::fit(1, 72 * 1024, least.bytes()), Some(least));
+        assert_eq!(Layout::fit(4, 72 * 1024, least.bytes() - 1), None);
+        assert_eq!(least.write_spare, 0);
+        assert_eq!(
+            Layout::fit(16, 72 * 1024, 8 << 20).unwrap().write_spare,
+            WRITE_SPARE
+        );
     }
 
     #[test]

@@ -355,8 +355,8 @@ impl<T> Reactor<T> for Uring<T> {
         self.stage(ud, &[c, t])
     }
 
-    /// Receives into `block[at..at + len]` (cut to the block), failing with ECANCELED after the I/O
-    /// timeout.
+    /// Receives into `block[at..at + len]` (cut to the block and its spare bytes), failing with
+    /// ECANCELED after the I/O timeout.
     fn recv(&mut self, tag: T, sock: Fd, mut block: Block, at: usize, len: usize) -> OpId {
         let fd = sock.as_raw_fd();
         let at = at.min(block.room());
