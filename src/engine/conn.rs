@@ -1285,8 +1285,16 @@ impl BodySink<'_> {
             };
         }
         let w = self.blocks.size(Class::Write);
-        let in_fill = self.fill.as_ref().map_or(0, |f| w - f.filled);
-        in_fill + self.blocks.free_count(Class::Write) * w
+        let free = self.blocks.free_count(Class::Write) * w;
+        match self.fill.as_ref() {
+            // A part-filled block takes the next record whatever its size: what runs past the
+            // block and the free ones waits in the spill (one record at most: nothing more is
+            // taken while the spill holds bytes). A connection that kept such a block while it
+            // waited for a free one would deadlock with the others once every block was kept so.
+            Some(f) if f.filled > 0 => w - f.filled + free + crate::tls::PLAIN_BOUND_MAX,
+            Some(f) => w - f.filled + free,
+            None => free,
+        }
     }
 }
 

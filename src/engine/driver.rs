@@ -568,7 +568,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.submit_flushes();
             if cfg!(debug_assertions) {
                 self.check_owners();
+                self.check_waits();
             }
+        }
+    }
+
+    /// No connection waits for a write block while it keeps a part-filled one: with every block
+    /// kept so, none would ever come back (a deadlock). Checked after every step of every debug
+    /// run.
+    fn check_waits(&self) {
+        for c in self.conns.iter().flatten() {
+            assert!(
+                !(c.starved && c.fill.as_ref().is_some_and(|f| f.filled > 0)),
+                "connection {:?} waits for a write block and keeps a part-filled one",
+                c.id
+            );
         }
     }
 

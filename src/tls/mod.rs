@@ -19,6 +19,9 @@ pub mod server;
 /// Smallest ciphertext buffer that always holds a whole record plus a coalesced handshake message.
 pub const MIN_INCOMING: usize = 72 * 1024;
 
+/// The most [`TlsSession::plain_bound`] gives for any record the session accepts.
+pub const PLAIN_BOUND_MAX: usize = record::LONGEST_BODY;
+
 /// Where the default trust store comes from on Debian-like systems, first found wins.
 const SYSTEM_BUNDLES: &[&str] = &[
     "/etc/ssl/certs/ca-certificates.crt",

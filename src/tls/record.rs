@@ -21,6 +21,9 @@ const HEADER: usize = 5;
 const TAG: usize = 16;
 /// Largest plaintext of one record (RFC 8446 5.1, RFC 5246 6.2.1).
 const MAX_PLAIN: usize = 1 << 14;
+/// The longest record body (after the header) accepted, TLS 1.2's limit: so no record's
+/// [`Traffic::plain_bound`] exceeds it.
+pub(super) const LONGEST_BODY: usize = MAX_PLAIN + 2048;
 /// Most bytes TLS 1.2 GCM puts before the ciphertext of a record (its explicit nonce).
 const EXPLICIT_NONCE: usize = 8;
 
@@ -161,7 +164,7 @@ impl Traffic {
         };
         let max = match self.version {
             Version::Tls13 => MAX_PLAIN + 256,
-            Version::Tls12 => MAX_PLAIN + 2048,
+            Version::Tls12 => LONGEST_BODY,
         };
         if len > HEADER + max {
             return Err(protocol("the server sent a record longer than TLS allows"));
