@@ -262,7 +262,7 @@ fn records_of_every_size_are_opened_in_the_write_blocks() {
 /// server's close_notify follows it (`Connection: close`), the close_notify lands after it in the
 /// next block, and must still reach the TLS layer rather than be taken for lost records. The last
 /// record here straddles the first or second block's end, with 1 MiB blocks (`-s1`), 512 KiB (a
-/// default command line) and 256 KiB (eight slots; the file is too small to split), over TLS 1.3
+/// default command line) and 384 KiB (eight slots; the file is too small to split), over TLS 1.3
 /// and 1.2: every download ends byte-exact on its one try.
 #[test]
 fn a_last_record_straddling_a_block_end_before_close_notify_ends_the_download() {
@@ -272,7 +272,7 @@ fn a_last_record_straddling_a_block_end_before_close_notify_ends_the_download() 
         let layouts: [(&[&str], usize); 3] = [
             (&["-s1"], 1 << 20),
             (&[], 512 << 10),
-            (&["-x8", "-s8"], 256 << 10),
+            (&["-x8", "-s8"], 384 << 10),
         ];
         for (i, (opts, block)) in layouts.into_iter().enumerate() {
             for k in 1..=2 {
