@@ -85,7 +85,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 return self.leave_fill(slot);
             };
             let room = fill.block.room();
-            let rest = &fill.block.with_spare_mut()[cs..ce];
+            let rest = &fill.block.with_spare()[cs..ce];
             let len = match tls.record_len(rest) {
                 Ok(Some(len)) => len,
                 Ok(None) if ce < room => return,
@@ -164,13 +164,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 c.tls_cipher = Some((over, over + tail));
                 if placed == left {
                     // The record ended the range or the body, so the next block is handed over
-                    // at once: what came after the record (a close_notify, the next response)
-                    // goes to the read block first, as at the end of any fill.
-                    if self.stash_cipher(slot) {
-                        self.received_direct(slot, over);
-                        self.pump(slot);
-                    }
-                    return;
+                    // at once, as at the end of any fill.
+                    return self.end_fill(slot, over);
                 }
                 self.received_direct(slot, over);
                 continue;
@@ -186,17 +181,22 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             c.tls_cipher = Some(next);
             if placed == cap {
-                // The block, its range or the body is complete: what follows goes to the read
-                // block before the fill is handed over, and the copying path goes on from there.
-                if self.stash_cipher(slot) {
-                    self.received_direct(slot, placed);
-                    self.pump(slot);
-                }
-                return;
+                // The block, its range or the body is complete.
+                return self.end_fill(slot, placed);
             }
             if placed > 0 {
                 self.received_direct(slot, placed);
             }
+        }
+    }
+
+    /// The fill ends with the `placed` bytes just opened in it (the block, its range or the body
+    /// is complete): the ciphertext after them (a close_notify, the next response) goes to the
+    /// read block before the fill is handed over, and the copying path goes on from there.
+    fn end_fill(&mut self, slot: usize, placed: usize) {
+        if self.stash_cipher(slot) {
+            self.received_direct(slot, placed);
+            self.pump(slot);
         }
     }
 
@@ -218,7 +218,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return true;
         };
         if cs < ce {
-            let (Some(fill), Some(rbuf)) = (c.fill.as_mut(), c.rbuf.as_mut()) else {
+            let (Some(fill), Some(rbuf)) = (c.fill.as_ref(), c.rbuf.as_mut()) else {
                 let f = Failure::retry(ExitCode::UNKNOWN, "TLS records were lost");
                 self.fail_conn(slot, f);
                 return false;
@@ -231,7 +231,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.fail_conn(slot, f);
                 return false;
             }
-            rbuf.as_mut_slice()[..ce - cs].copy_from_slice(&fill.block.with_spare_mut()[cs..ce]);
+            rbuf.as_mut_slice()[..ce - cs].copy_from_slice(&fill.block.with_spare()[cs..ce]);
             c.rb_start = 0;
             c.rb_end = ce - cs;
         }

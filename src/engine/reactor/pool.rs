@@ -25,9 +25,16 @@ impl Layout {
         self.read_size * self.reads + (self.write_size + self.write_spare) * self.writes
     }
 
-    /// The smallest layout [`Layout::fit`] gives: one connection and eight 64 KiB write blocks.
+    /// The smallest layout [`Layout::fit`] gives: one connection and its smallest write blocks.
     pub fn least(read_size: usize) -> Layout {
-        Layout::new(read_size, 1, 64 * 1024, 8)
+        let (write_size, writes) = Layout::smallest_writes(1);
+        Layout::new(read_size, 1, write_size, writes)
+    }
+
+    /// [`Layout::fit`]'s last choice of write blocks for `slots` connections: 64 KiB, two per
+    /// connection and at least eight.
+    fn smallest_writes(slots: usize) -> (usize, usize) {
+        (64 * 1024, (slots * 2).max(8))
     }
 
     fn new(read_size: usize, reads: usize, write_size: usize, writes: usize) -> Layout {
@@ -81,7 +88,7 @@ impl Layout {
                 one_each(384 * 1024),
                 one_each(256 * 1024),
                 Some((128 * 1024, (slots * 2).max(8))),
-                Some((64 * 1024, (slots * 2).max(8))),
+                Some(Layout::smallest_writes(slots)),
             ];
             for (write_size, writes) in choices.into_iter().flatten() {
                 let l = Layout::new(read_size, slots, write_size, writes);
@@ -175,6 +182,13 @@ impl Block {
     /// The bytes a receive may fill: the block and its spare bytes.
     pub fn room(&self) -> usize {
         self.len + self.spare
+    }
+
+    /// The block with its spare bytes after it (see [`WRITE_SPARE`]), to read.
+    pub fn with_spare(&self) -> &[u8] {
+        // SAFETY: as in `as_slice`; the spare bytes lie between this block and the next one (the
+        // pool's stride is the block and its spare), so they are this block's alone.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len + self.spare) }
     }
 
     /// The block with its spare bytes after it (see [`WRITE_SPARE`]).
@@ -459,8 +473,8 @@ mod tests {
         a.with_spare_mut().fill(1);
         b.with_spare_mut().fill(2);
         r.as_mut_slice().fill(3);
-        assert!(a.with_spare_mut().iter().all(|&x| x == 1));
-        assert!(b.with_spare_mut().iter().all(|&x| x == 2));
+        assert!(a.with_spare().iter().all(|&x| x == 1));
+        assert!(b.with_spare().iter().all(|&x| x == 2));
         assert!(r.as_slice().iter().all(|&x| x == 3));
         assert_eq!(p.free_count(Class::Write), writes - 2);
         assert_eq!(p.outstanding(), (1, 2));
