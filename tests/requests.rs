@@ -577,6 +577,32 @@ fn accept_gzip_inflates_gzip_and_deflate_bodies() {
     assert_eq!(sent(&server, "/g.bin", "Accept-Encoding").pop(), Some(None));
 }
 
+/// A deflate body whose first byte comes alone (here every byte comes alone): one byte cannot say
+/// whether the stream is zlib or raw deflate, and the decoder kept it back unused, while the
+/// connection reads more only once what it holds is used, so it never read again and the
+/// download hung. Both kinds, plain and chunked, end byte-exact.
+#[test]
+fn a_deflate_body_whose_first_byte_comes_alone_is_inflated() {
+    let server = TestServer::plain();
+    let data = text(3000);
+    for (i, (body, chunked)) in [(zlib(&data), false), (raw_deflate(&data), true)]
+        .into_iter()
+        .enumerate()
+    {
+        let path = format!("/one{i}.bin");
+        let mut route = Route::bytes(body)
+            .header("Content-Encoding", "deflate")
+            .throttle(1, std::time::Duration::from_millis(5));
+        if chunked {
+            route = route.chunked();
+        }
+        server.route(&path, route);
+        let dir = TestDir::new();
+        let run = get(&dir, &["--http-accept-gzip=true"], &server.url(&path));
+        assert_got(&run, &dir, &path[1..], &data);
+    }
+}
+
 /// A gzip stream cut short (the connection ends where the compressed stream has not) is not a
 /// complete file: it is fetched again, and with no tries left the download fails; a stream that
 /// is not gzip at all fails with one clear line.

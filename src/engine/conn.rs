@@ -1182,6 +1182,13 @@ impl BodySink<'_> {
             }
             match dec.run(&self.ex.spill, &mut self.ex.inflated) {
                 Ok((used, made)) => {
+                    // Input left unused here would never be joined by more: the connection reads
+                    // again only once the spill is empty (`Decoder::run` uses all it is given).
+                    debug_assert!(
+                        used > 0 || made > 0 || self.ex.spill.is_empty() || dec.finished(),
+                        "the decoder kept {} bytes back unused",
+                        self.ex.spill.len()
+                    );
                     self.ex.spill.drain(..used);
                     self.ex.inflated_waiting = 0..made;
                     if used == 0 && made == 0 {

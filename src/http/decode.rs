@@ -38,6 +38,8 @@ pub struct Decoder {
     coding: Coding,
     /// Made once the first bytes say which stream it is (deflate: zlib or raw).
     z: Option<Decompress>,
+    /// Deflate: a first byte that came alone, kept until the second says which stream it is.
+    first: Option<u8>,
     done: bool,
     /// The last call filled the output buffer: more output may come without more input.
     more: bool,
@@ -48,6 +50,7 @@ impl Decoder {
         Decoder {
             coding,
             z: None,
+            first: None,
             done: false,
             more: false,
         }
@@ -64,36 +67,54 @@ impl Decoder {
     }
 
     /// Inflates from `input` into `out`: how many input bytes were used and how many output bytes
-    /// were made. `(0, 0)` means more input is needed (or the stream has ended).
+    /// were made. While `out` has room every byte of `input` is used (kept inside the decoder if
+    /// need be), so `(0, 0)` means the stream has ended, or more input is needed and none was
+    /// given: a caller that waits for `input` to be used up before it reads more never waits for
+    /// ever.
     pub fn run(&mut self, input: &[u8], out: &mut [u8]) -> Result<(usize, usize), DecodeError> {
         if self.done || out.is_empty() {
             return Ok((0, 0));
         }
+        let bad = |e: flate2::DecompressError| DecodeError(e.to_string());
+        let mut made_first = 0;
         let z = match self.z.as_mut() {
             Some(z) => z,
             None => {
                 let z = match self.coding {
                     Coding::Gzip => Decompress::new_gzip(15),
                     Coding::Deflate => {
-                        if input.len() < 2 {
-                            return Ok((0, 0));
-                        }
+                        let mut head = self.first.iter().chain(input).copied();
+                        let (Some(b0), Some(b1)) = (head.next(), head.next()) else {
+                            // One byte cannot say which stream it is: it waits here.
+                            return Ok(match input.first() {
+                                Some(&b) => {
+                                    self.first = Some(b);
+                                    (1, 0)
+                                }
+                                None => (0, 0),
+                            });
+                        };
                         // A zlib header: CM 8 in the low nibble, and the two bytes a multiple
                         // of 31 (RFC 1950 §2.2).
-                        let zlib = input[0] & 0x0f == 8
-                            && (u16::from(input[0]) << 8 | u16::from(input[1])) % 31 == 0;
+                        let zlib = b0 & 0x0f == 8 && (u16::from(b0) << 8 | u16::from(b1)) % 31 == 0;
                         Decompress::new(zlib)
                     }
                 };
-                self.z.insert(z)
+                let z = self.z.insert(z);
+                if let Some(b) = self.first.take() {
+                    z.decompress(&[b], out, FlushDecompress::None)
+                        .map_err(bad)?;
+                    made_first = z.total_out() as usize;
+                }
+                z
             }
         };
         let (in0, out0) = (z.total_in(), z.total_out());
         let status = z
-            .decompress(input, out, FlushDecompress::None)
-            .map_err(|e| DecodeError(e.to_string()))?;
+            .decompress(input, &mut out[made_first..], FlushDecompress::None)
+            .map_err(bad)?;
         let used = (z.total_in() - in0) as usize;
-        let made = (z.total_out() - out0) as usize;
+        let made = made_first + (z.total_out() - out0) as usize;
         self.more = made == out.len();
         if status == Status::StreamEnd {
             self.done = true;
@@ -132,7 +153,14 @@ mod tests {
             let (used, made) = d.run(&pending, &mut out).unwrap();
             pending.drain(..used);
             got.extend_from_slice(&out[..made]);
-            hungry = pending.is_empty() || (used == 0 && made == 0);
+            // As in the engine: more input comes only once the decoder has used what it has, so
+            // one that kept input back without using it would wait for ever.
+            assert!(
+                used > 0 || made > 0 || pending.is_empty() || d.finished(),
+                "{coding:?}, steps of {step}: {} bytes held back unused",
+                pending.len()
+            );
+            hungry = pending.is_empty();
             if d.finished() || (used == 0 && made == 0 && fed == stream.len() && !d.has_more()) {
                 break;
             }
