@@ -27,6 +27,13 @@ fn aria2c_get(server: &TestServer, opts: &[String], path: &str) -> Option<(TestD
     Some((dir, run))
 }
 
+/// The run ended with 0 and left the file at `path` (the URL's path) byte-exact.
+fn assert_exact(run: &Run, dir: &TestDir, path: &str, data: &[u8], what: &str) {
+    assert_eq!(run.code(), 0, "{what}: {run}");
+    let name = path.trim_start_matches('/');
+    assert_eq!(sha256_file(&dir.join(name)), sha256_hex(data), "{what}");
+}
+
 fn args(dir: &TestDir, server: &TestServer, opts: &[String], path: &str) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "--no-conf".into(),
@@ -246,12 +253,8 @@ fn records_of_every_size_are_opened_in_the_write_blocks() {
             for opts in [vec![], vec!["-x4".to_string(), "-k1M".to_string()]] {
                 let dir = TestDir::new();
                 let run = get(&dir, &server, &opts, &path);
-                assert_eq!(run.code(), 0, "{versions:?} {piece} {opts:?}: {run}");
-                assert_eq!(
-                    sha256_file(&dir.join(&path[1..])),
-                    sha256_hex(&data),
-                    "{versions:?}, records of {piece} bytes, {opts:?}"
-                );
+                let what = format!("{versions:?}, records of {piece} bytes, {opts:?}");
+                assert_exact(&run, &dir, &path, &data, &what);
             }
         }
     }
@@ -292,12 +295,7 @@ fn a_last_record_straddling_a_block_end_before_close_notify_ends_the_download() 
                 let dir = TestDir::new();
                 let run = get(&dir, &server, &opts, &path);
                 let what = format!("{versions:?} {opts:?} size {size}");
-                assert_eq!(run.code(), 0, "{what}: {run}");
-                assert_eq!(
-                    sha256_file(&dir.join(&path[1..])),
-                    sha256_hex(&data),
-                    "{what}"
-                );
+                assert_exact(&run, &dir, &path, &data, &what);
             }
         }
     }
@@ -375,12 +373,7 @@ fn random_records_and_cuts_over_tls_stay_exact() {
             a.push("--retry-wait=0".into());
             let run = ringdl(&dir, &a);
             let what = format!("{versions:?} size {size} records {piece} {fault:?} -x{conns}");
-            assert_eq!(run.code(), 0, "{what}: {run}");
-            assert_eq!(
-                sha256_file(&dir.join(&path[1..])),
-                sha256_hex(&data),
-                "{what}"
-            );
+            assert_exact(&run, &dir, &path, &data, &what);
         }
     }
 }
@@ -405,12 +398,7 @@ fn connections_waiting_for_write_blocks_keep_none_part_filled() {
             let dir = TestDir::new();
             let run = get(&dir, &server, &["-x8".into(), "-s8".into()], &path);
             let what = format!("{versions:?}, records of {piece} bytes");
-            assert_eq!(run.code(), 0, "{what}: {run}");
-            assert_eq!(
-                sha256_file(&dir.join(&path[1..])),
-                sha256_hex(&data),
-                "{what}"
-            );
+            assert_exact(&run, &dir, &path, &data, &what);
         }
     }
 }

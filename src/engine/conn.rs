@@ -1294,12 +1294,12 @@ impl BodySink<'_> {
         let w = self.blocks.size(Class::Write);
         let free = self.blocks.free_count(Class::Write) * w;
         match self.fill.as_ref() {
-            // A part-filled block takes the next record whatever its size: what runs past the
+            // A block being filled takes the next record whatever its size: what runs past the
             // block and the free ones waits in the spill (one record at most: nothing more is
-            // taken while the spill holds bytes). A connection that kept such a block while it
-            // waited for a free one would deadlock with the others once every block was kept so.
-            Some(f) if f.filled > 0 => w - f.filled + free + crate::tls::PLAIN_BOUND_MAX,
-            Some(f) => w - f.filled + free,
+            // taken while the spill holds bytes). A connection that kept a part-filled block while
+            // it waited for a free one would deadlock with the others once every block was kept
+            // so. (An empty block takes any record anyway: a block is larger than a record.)
+            Some(f) => w - f.filled + free + crate::tls::PLAIN_BOUND_MAX,
             None => free,
         }
     }
