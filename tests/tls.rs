@@ -265,7 +265,7 @@ fn records_of_every_size_are_opened_in_the_write_blocks() {
 /// server's close_notify follows it (`Connection: close`), the close_notify lands after it in the
 /// next block, and must still reach the TLS layer rather than be taken for lost records. The last
 /// record here straddles the first or second block's end, with 1 MiB blocks (`-s1`), 512 KiB (a
-/// default command line) and 384 KiB (eight slots; the file is too small to split), over TLS 1.3
+/// default command line) and 128 KiB (seventeen slots; the file is too small to split), over TLS 1.3
 /// and 1.2: every download ends byte-exact on its one try.
 #[test]
 fn a_last_record_straddling_a_block_end_before_close_notify_ends_the_download() {
@@ -275,7 +275,7 @@ fn a_last_record_straddling_a_block_end_before_close_notify_ends_the_download() 
         let layouts: [(&[&str], usize); 3] = [
             (&["-s1"], 1 << 20),
             (&[], 512 << 10),
-            (&["-x8", "-s8"], 384 << 10),
+            (&["-x16", "-s17"], 128 << 10),
         ];
         for (i, (opts, block)) in layouts.into_iter().enumerate() {
             for k in 1..=2 {
@@ -399,6 +399,43 @@ fn connections_waiting_for_write_blocks_keep_none_part_filled() {
             let run = get(&dir, &server, &["-x8".into(), "-s8".into()], &path);
             let what = format!("{versions:?}, records of {piece} bytes");
             assert_exact(&run, &dir, &path, &data, &what);
+        }
+    }
+}
+
+/// Three write blocks serve eight connections, and every connection is slow (its server sends a
+/// record now and then): a connection that has kept its block for half a second hands it over
+/// mid-block. Its TLS records not yet opened go back to the read block, its plaintext
+/// after the last 4 KiB boundary back to memory, and it goes on later in a fresh block. Over
+/// TLS 1.3 and 1.2, with records of 16 KiB and of odd sizes: blocks were handed over, and every
+/// download ends byte-exact on its one try.
+#[test]
+fn a_slow_connection_hands_its_block_over_mid_record_and_loses_nothing() {
+    for versions in [TlsVersions::Both, TlsVersions::Tls12Only] {
+        let server = TestServer::builder().tls().tls_versions(versions).start();
+        for (i, piece) in [16_384usize, 12_345].into_iter().enumerate() {
+            // 1 MiB per connection at 250-330 KB/s: the first three hold blocks for seconds.
+            let data = content(1400 + i as u64, (8 << 20) + 4321);
+            let path = format!("/slow{i}.bin");
+            let pause = std::time::Duration::from_millis(50);
+            server.route(&path, Route::bytes(data.clone()).throttle(piece, pause));
+            let dir = TestDir::new();
+            let log = dir.join("run.log");
+            let opts = [
+                "-x8".to_string(),
+                "-s8".to_string(),
+                "-k1M".to_string(),
+                format!("-l{}", log.display()),
+                "--log-level=debug".to_string(),
+            ];
+            let run = get(&dir, &server, &opts, &path);
+            let what = format!("{versions:?}, records of {piece} bytes");
+            assert_exact(&run, &dir, &path, &data, &what);
+            let text = std::fs::read_to_string(&log).expect("the log");
+            assert!(
+                text.contains("Handing its write block over"),
+                "{what}: no block was handed over"
+            );
         }
     }
 }

@@ -195,6 +195,8 @@ pub struct RecvInFlight {
     pub fill: Option<(u64, usize, u64)>,
     /// The receive itself.
     pub op: OpId,
+    /// When it was asked for.
+    pub since: Instant,
 }
 
 /// Where an exchange is.
@@ -273,6 +275,23 @@ impl Exchange {
         !self.spill.is_empty()
             || !self.inflated_waiting.is_empty()
             || self.decoder.as_ref().is_some_and(|d| d.has_more())
+    }
+
+    /// Puts file bytes that were placed in a write block back in front of the bytes waiting for
+    /// one, to be placed again first: decoded bytes wait in the spill, inflated ones in
+    /// `inflated` (the spill then holds encoded bytes).
+    pub fn put_back(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if self.decoder.is_some() {
+            let mut waiting = bytes.to_vec();
+            waiting.extend_from_slice(&self.inflated[self.inflated_waiting.clone()]);
+            self.inflated_waiting = 0..waiting.len();
+            self.inflated = waiting;
+        } else {
+            self.spill.splice(0..0, bytes.iter().copied());
+        }
     }
 
     pub fn new(
@@ -476,8 +495,19 @@ pub struct Conn {
     pub reused: bool,
     pub eof: bool,
     pub tls_peer_closed: bool,
-    /// Waiting for a free write block before it can go on.
-    pub starved: bool,
+    /// Waiting for a free write block before it can go on: its place in the line (the engine's
+    /// count of waits when this one began). Blocks that come free go to the longest waiting first.
+    pub starved: Option<u64>,
+    /// Its write block was asked back (`Driver::reclaim_blocks`): the receive holding it was
+    /// cancelled, and its completion hands the block over.
+    pub yielding: bool,
+    /// The write block (file offset, attempt) the connection held at the last tick, and since
+    /// when: a block held long is handed over (`Driver::reclaim_blocks`).
+    pub held_at_tick: Option<((u64, u64), Instant)>,
+    /// Since when receives cancelled to hand the block over have brought nothing: each new
+    /// receive has its own I/O timeout, so the time a silent connection has been asked for bytes
+    /// is kept here, and it times out on the tick as one receive would.
+    pub silent_since: Option<Instant>,
     /// TLS had a record that did not fit the write blocks.
     pub tls_blocked: bool,
     /// The last connect's error (negative errno), for the message when every address failed.
@@ -533,11 +563,23 @@ impl Conn {
             tunnel: None,
             held_out: Vec::new(),
             socks_target: None,
-            starved: false,
+            starved: None,
+            yielding: false,
+            held_at_tick: None,
+            silent_since: None,
             tls_blocked: false,
             connect_error: -libc::ECONNREFUSED,
             throttled: false,
             low_water: LowWater::default(),
+        }
+    }
+
+    /// The connection waits for a write block; `waits` counts the waits begun, so that the one
+    /// that began first is served first. Waiting already, it keeps its place.
+    pub fn starve(&mut self, waits: &mut u64) {
+        if self.starved.is_none() {
+            *waits += 1;
+            self.starved = Some(*waits);
         }
     }
 
@@ -665,6 +707,8 @@ pub struct Download {
     /// Reading the file back to finish the hash (blocks arrived out of order, or resumed).
     pub verifying: bool,
     pub verified: bool,
+    /// The read-back found no free block: the next block freed goes to it first.
+    pub verify_waits: bool,
     /// `--max-download-limit`.
     pub bucket: Option<Bucket>,
     /// Connections to open once `retry_at` has passed (`--retry-wait`).
@@ -783,6 +827,7 @@ impl Download {
             hash_pos: 0,
             verifying: false,
             verified: false,
+            verify_waits: false,
             bucket: (opts_limit > 0).then(|| Bucket::new(opts_limit, now)),
             deferred: 0,
             retry_at: None,
@@ -1177,7 +1222,8 @@ impl BodySink<'_> {
             if self.ex.spill.is_empty() && !dec.has_more() {
                 return;
             }
-            if self.ex.inflated.len() < INFLATE_STEP {
+            if self.ex.inflated.len() != INFLATE_STEP {
+                // (Bytes put back can have made it longer.)
                 self.ex.inflated.resize(INFLATE_STEP, 0);
             }
             match dec.run(&self.ex.spill, &mut self.ex.inflated) {
@@ -1378,5 +1424,30 @@ mod tests {
         assert!(w.quiet(t + LowWater::QUIET));
         assert_eq!((w.set, w.want(usize::MAX)), (1, 1), "the rate is forgotten");
         assert!(!w.quiet(t + LowWater::QUIET * 4), "already at the default");
+    }
+
+    /// Bytes a connection takes back from the block it hands over go in front of what waits for
+    /// a block, in the buffer that is placed first: the spill for a plain body, the inflated
+    /// bytes for an encoded one (whose spill holds encoded bytes, not the file's).
+    #[test]
+    fn bytes_put_back_are_placed_before_what_waited() {
+        let url = url::Url::parse("http://example.com/f").expect("a URL");
+        let mut ex = super::Exchange::new((0, 0), url.clone(), 0, None, 0);
+        ex.spill = b"later".to_vec();
+        ex.put_back(b"first-");
+        assert_eq!(ex.spill, b"first-later");
+        ex.put_back(b"");
+        assert_eq!(ex.spill, b"first-later");
+
+        let mut ex = super::Exchange::new((0, 0), url, 0, None, 0);
+        let coding = crate::http::decode::Coding::Gzip;
+        ex.decoder = Some(crate::http::decode::Decoder::new(coding));
+        ex.spill = b"encoded".to_vec();
+        ex.inflated = b"xxxxlaterxx".to_vec();
+        ex.inflated_waiting = 4..9;
+        ex.put_back(b"first-");
+        assert_eq!(&ex.inflated[ex.inflated_waiting.clone()], b"first-later");
+        assert_eq!(ex.spill, b"encoded");
+        assert!(ex.pending());
     }
 }

@@ -235,6 +235,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     tick_op: Option<OpId>,
     dns: connection::DnsCache,
     next_id: u64,
+    /// Waits for a write block begun so far: a waiting connection's place in the line.
+    waits: u64,
     /// Full blocks waiting to be written, in the order they filled.
     flushes: Flushes,
     last_summary: Instant,
@@ -525,6 +527,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         tick_op: None,
         dns: connection::DnsCache::default(),
         next_id: 1,
+        waits: 0,
         flushes: Flushes::default(),
         last_summary: now,
         identity: credentials::Identity::default(),
@@ -566,6 +569,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             self.unpark_released();
             self.submit_flushes();
+            // Blocks freed on any path go to what waits for them.
+            self.wake_starved();
             if cfg!(debug_assertions) {
                 self.check_owners();
                 self.check_waits();
@@ -579,7 +584,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     fn check_waits(&self) {
         for c in self.conns.iter().flatten() {
             assert!(
-                !(c.starved && c.fill.as_ref().is_some_and(|f| f.filled > 0)),
+                !(c.starved.is_some() && c.fill.as_ref().is_some_and(|f| f.filled > 0)),
                 "connection {:?} waits for a write block and keeps a part-filled one",
                 c.id
             );
@@ -963,6 +968,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.maybe_finish(dl);
             }
         }
+        self.reclaim_blocks();
         let now = self.reactor.now();
         // A connection that went quiet reads whatever arrives again.
         for c in self.conns.iter_mut().flatten() {

@@ -131,6 +131,17 @@ impl Plan {
         s.pos = (s.pos + n).min(s.end);
     }
 
+    /// Takes back the last `n` bytes recorded for segment `i`: they are held in memory again, not
+    /// placed (a connection handing over its part-filled block keeps its unaligned tail).
+    pub fn retreat(&mut self, i: usize, n: u64) {
+        let s = &mut self.segments[i];
+        debug_assert!(
+            s.pos - s.start >= n,
+            "retreating past the start of a segment"
+        );
+        s.pos = s.pos.saturating_sub(n).max(s.start);
+    }
+
     /// Gives segment `i` back (its connection failed or left). Bytes after `keep_until` are
     /// forgotten and fetched again; `keep_until` must be an aligned position within the segment.
     pub fn release(&mut self, i: usize, keep_until: u64) {
@@ -447,6 +458,18 @@ mod tests {
         p.set_total(12345);
         assert!(p.is_complete());
         assert_eq!(p.total(), 12345);
+    }
+
+    #[test]
+    fn retreat_takes_back_bytes_and_keeps_the_owner() {
+        let mut p = Plan::new(8 * MIB, MIB);
+        p.assign(0, 1);
+        p.advance(0, 3 * MIB + 100);
+        p.retreat(0, 100);
+        assert_eq!((p.segment(0).pos, p.segment(0).owner), (3 * MIB, Some(1)));
+        assert_eq!(p.received(), 3 * MIB);
+        p.advance(0, 100);
+        assert_eq!(p.segment(0).pos, 3 * MIB + 100);
     }
 
     #[test]

@@ -539,6 +539,49 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
     }
 
+    /// Hands the connection's part-filled write block over to the writer for connections waiting
+    /// for one: its 4 KiB-aligned part is written, the bytes after it go back in front of what
+    /// the exchange holds in memory (and its range's position back with them), TLS ciphertext
+    /// not yet opened goes to the read block, and the connection waits for a block in line like
+    /// any other. Nothing is received again or lost; only the connection's block is given up.
+    pub(super) fn hand_over_fill(&mut self, slot: usize) {
+        if !self.stash_cipher(slot) {
+            return;
+        }
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let (Some(ex), Some(fill)) = (c.ex.as_mut(), c.fill.take()) else {
+            return;
+        };
+        let Some(plan) = self.dls[ex.dl].plan.as_mut() else {
+            c.fill = Some(fill);
+            return;
+        };
+        let seg = plan.segment(ex.seg);
+        if seg.owner != Some(c.id)
+            || fill.attempt != ex.attempt
+            || fill.off + fill.filled as u64 != seg.pos
+        {
+            // Not this exchange's range any more: the exchange's own checks end it.
+            c.fill = Some(fill);
+            return;
+        }
+        let kept = store::write_len(fill.filled, false);
+        ex.put_back(&fill.block.as_slice()[kept..fill.filled]);
+        plan.retreat(ex.seg, (fill.filled - kept) as u64);
+        if kept > 0 {
+            self.flushes.push(Flush {
+                dl: ex.dl,
+                fill: Fill {
+                    filled: kept,
+                    ..fill
+                },
+                at_file_end: false,
+            });
+        }
+    }
+
     /// Writes what the connection's block holds that can be written, and gives the rest of its range
     /// back to the plan.
     pub(super) fn return_range(&mut self, slot: usize) {

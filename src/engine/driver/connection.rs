@@ -485,6 +485,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             return;
         }
+        let yielding = std::mem::take(&mut c.yielding);
+        let id = c.id;
+        if yielding && (res == -libc::ECANCELED || nothing_happened(res)) {
+            // The receive was cancelled to take its block back for connections waiting for one;
+            // it brought nothing, so the connection's silence goes on from when it was asked.
+            if let Some(r) = inflight {
+                c.silent_since.get_or_insert(r.since);
+            }
+            self.hand_over_fill(slot);
+            self.after_io(slot);
+            return;
+        }
         if nothing_happened(res) {
             self.after_io(slot);
             return;
@@ -519,6 +531,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let now = self.reactor.now();
         let mut dl = None;
         if let Some(c) = self.conns[slot].as_mut() {
+            c.silent_since = None;
             c.low_water.received(now, n);
             dl = c.ex.as_ref().map(|e| e.dl);
         }
@@ -532,6 +545,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 c.rb_end += n;
             }
             self.pump(slot);
+        }
+        if yielding && self.conns[slot].as_ref().is_some_and(|c| c.id == id) {
+            // The cancellation came after the bytes: they are placed, then the block goes.
+            self.hand_over_fill(slot);
         }
         self.after_io(slot);
     }
@@ -605,7 +622,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         if ex.phase == Phase::Decide || ex.body_complete || ex.pending() || c.tls_blocked {
             if ex.pending() || c.tls_blocked {
-                c.starved = true;
+                c.starve(&mut self.waits);
             }
             return;
         }
@@ -666,14 +683,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     return self.fail_conn(slot, f);
                 }
                 None => match self.reactor.pool().alloc(Class::Write) {
-                    Some(block) => Fill {
-                        block,
-                        off: seg.pos,
-                        filled: 0,
-                        attempt: ex.attempt,
-                    },
+                    Some(block) => {
+                        // Held from now (`reclaim_blocks` would only see it on the next tick).
+                        c.held_at_tick = Some(((seg.pos, ex.attempt), self.reactor.now()));
+                        Fill {
+                            block,
+                            off: seg.pos,
+                            filled: 0,
+                            attempt: ex.attempt,
+                        }
+                    }
                     None => {
-                        c.starved = true;
+                        c.starve(&mut self.waits);
                         return;
                     }
                 },
@@ -709,10 +730,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 direct: true,
             };
             let op = self.reactor.recv(tag, fd, block, at, len);
+            // Reading again, it waits for no block (whichever way it got one).
+            c.starved = None;
             c.tls_cipher = cipher;
             c.recv = Some(RecvInFlight {
                 fill: Some((off, filled, attempt)),
                 op,
+                since: self.reactor.now(),
             });
             c.inflight.push(op);
             return;
@@ -757,7 +781,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
         }
         let op = self.reactor.recv(tag, fd, rbuf, at, len);
-        c.recv = Some(RecvInFlight { fill: None, op });
+        c.starved = None;
+        c.recv = Some(RecvInFlight {
+            fill: None,
+            op,
+            since: self.reactor.now(),
+        });
         c.inflight.push(op);
     }
 

@@ -25,8 +25,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         };
         let Some(block) = self.reactor.pool().alloc(Class::Write) else {
-            // Every block is busy elsewhere; the next completion or tick tries again.
+            // Every block is busy elsewhere: the next one freed comes here first (`wake_starved`),
+            // or the tick tries again.
             d.verifying = false;
+            d.verify_waits = true;
             return;
         };
         d.writes += 1;

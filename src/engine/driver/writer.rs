@@ -3,6 +3,9 @@
 //! buffered fallback's writeback.
 use super::*;
 
+/// How long a connection keeps one write block before it hands it over, on the next tick.
+const HOLD_LIMIT: Duration = Duration::from_millis(500);
+
 /// Full blocks waiting to be written, in the order they filled. The body puts them in; only the
 /// writer takes them out (its field is private to this file); every other part may only ask which
 /// downloads have some, or, on an emergency stop, drop them all.
@@ -335,25 +338,98 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         self.maybe_finish(dl);
     }
 
+    /// On every tick, every connection that has held the same write block for [`HOLD_LIMIT`]
+    /// hands it over (`hand_over_fill`): what it holds is written up to its last 4 KiB boundary,
+    /// and it waits for a block in line behind the others. So a connection that fills blocks
+    /// slowly (a slow server, a stalled response) keeps none for more than about a tick: there
+    /// can be fewer blocks than connections without any waiting long for one (a server gives up
+    /// on a connection it cannot send on for a while), and what a slow download has received is
+    /// on disk, claimed by its control file, within about a tick whatever the block size.
+    pub(super) fn reclaim_blocks(&mut self) {
+        let now = self.reactor.now();
+        let timeout = Duration::from_secs(self.s.timeout_secs);
+        for slot in 0..self.conns.len() {
+            let Some(c) = self.conns[slot].as_mut() else {
+                continue;
+            };
+            if c.silent_since
+                .is_some_and(|t| now.saturating_duration_since(t) >= timeout)
+            {
+                // Handed over again and again with nothing received: the timeout of the one
+                // receive it would have had.
+                let msg = "Timeout while receiving data from the server";
+                self.fail_conn(slot, Failure::retry(ExitCode::TIMEOUT, msg));
+                continue;
+            }
+            let in_recv = c
+                .recv
+                .and_then(|r| r.fill.map(|(off, _, attempt)| (r.op, off, attempt)));
+            let held = match (&c.fill, in_recv) {
+                (Some(f), _) => Some((f.off, f.attempt)),
+                (None, Some((_, off, attempt))) => Some((off, attempt)),
+                (None, None) => None,
+            };
+            let since = match (held, c.held_at_tick) {
+                (Some(b), Some((seen, t))) if b == seen => t,
+                _ => now,
+            };
+            c.held_at_tick = held.map(|b| (b, since));
+            if now.saturating_duration_since(since) < HOLD_LIMIT || c.draining || c.yielding {
+                continue;
+            }
+            let msg = format!("CUID#{} - Handing its write block over", c.id);
+            match in_recv {
+                Some((op, _, _)) => {
+                    c.yielding = true;
+                    self.reactor.cancel(op);
+                }
+                None => {
+                    self.hand_over_fill(slot);
+                    self.after_io(slot);
+                }
+            }
+            self.console.log(LogLevel::Debug, &msg);
+        }
+        self.wake_starved();
+    }
+
+    /// Gives free write blocks to what waits for them: read-backs for `--checksum` first (a
+    /// download that has every byte waits only for them), then connections, the longest waiting
+    /// first, so that a connection never waits behind others that asked after it.
     pub(super) fn wake_starved(&mut self) {
         if self.reactor.pool().free_count(Class::Write) == 0 {
             return;
         }
-        for slot in 0..self.conns.len() {
-            let starved = self.conns[slot]
-                .as_ref()
-                .is_some_and(|c| c.starved && c.state == ConnState::Open);
-            if !starved {
-                continue;
+        for dl in 0..self.dls.len() {
+            if std::mem::take(&mut self.dls[dl].verify_waits) {
+                self.maybe_finish(dl);
+                if self.reactor.pool().free_count(Class::Write) == 0 {
+                    return;
+                }
             }
-            if let Some(c) = self.conns[slot].as_mut() {
-                c.starved = false;
-                c.tls_blocked = false;
-            }
-            self.resume(slot);
+        }
+        let mut line: Vec<(u64, usize)> = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, c)| {
+                let c = c.as_ref()?;
+                let since = c.starved.filter(|_| c.state == ConnState::Open)?;
+                Some((since, slot))
+            })
+            .collect();
+        line.sort_unstable();
+        for (_, slot) in line {
             if self.reactor.pool().free_count(Class::Write) == 0 {
                 break;
             }
+            // (A connection resumed before may have closed this one, and another taken its slot.)
+            let Some(c) = self.conns[slot].as_mut().filter(|c| c.starved.is_some()) else {
+                continue;
+            };
+            c.starved = None;
+            c.tls_blocked = false;
+            self.resume(slot);
         }
     }
 }

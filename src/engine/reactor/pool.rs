@@ -55,38 +55,34 @@ impl Layout {
 
     /// The layout for `slots` connections that fits in `budget` bytes. The write blocks are the
     /// largest of these that fit:
-    /// - one connection: three blocks of 1 MiB;
-    /// - up to four: 512 KiB blocks, two more than the connections and at least four, while
+    /// - one connection, or from five up to [`FEW_LARGE_SLOTS`]: three blocks of 1 MiB;
+    /// - two to four: 512 KiB blocks, two more than the connections and at least four, while
     ///   they come to at most [`MID_WRITES_CAP`];
-    /// - from five: one block per connection, of 384 KiB up to ten connections and of 256 KiB
-    ///   up to sixteen, while they come to at most [`ONE_EACH_CAP`];
     /// - beyond: 128 KiB blocks (64 if those do not fit), two per connection and at least
     ///   eight; fewer connections if even that does not fit.
     ///
-    /// As few blocks as connections is enough: a connection never waits for a block while it
-    /// keeps a part-filled one (`BodySink::capacity`), so each can keep one while the others'
-    /// are written, and a slow one holds back nobody else's.
+    /// Fewer blocks than connections is enough: a connection never waits for a block while it
+    /// keeps a part-filled one (`BodySink::capacity`), blocks that come free go to the
+    /// connection that has waited longest, and one that has kept its block for half a second
+    /// hands it over (`Driver::reclaim_blocks`), so a slow one holds back nobody for long. The
+    /// others meanwhile leave their bytes in the kernel's socket buffers and take them in large
+    /// steps when their turn comes.
     ///
     /// Registered memory is resident memory, so this is most of ringdl's RSS. Every write is a
     /// request to the disk, and on the virtual machines measured (bench/RESULTS.md) each request
     /// costs the writer far more than its bytes do, and each block's end costs a few operations
     /// more (a TLS record straddles it, see [`WRITE_SPARE`]): at -x1 over a 20 ms link, three
     /// 1 MiB blocks took about 20 % less CPU than eight of 256 KiB, and at -x4 six of 512 KiB
-    /// about 14 % less; at -x8, eight 384 KiB blocks 10-20 % less than twelve of 256 KiB in the
-    /// same memory, and at -x16 sixteen 256 KiB blocks about 10 % less than 32 of 128 KiB in
-    /// less. The more connections, the more blocks are being filled at once, so the blocks get
-    /// smaller to keep RSS within about 10 MiB at -x8.
+    /// about 14 % less; at -x8 on loopback, three 1 MiB blocks about 25 % less than eight of
+    /// 384 KiB in the same memory (more, four of 1 MiB, put RSS over 10 MiB).
     pub fn fit(slots: usize, read_size: usize, budget: usize) -> Option<Layout> {
         let mut slots = slots.max(1);
         loop {
             let mid = (512 * 1024, (slots + 2).max(4));
-            let one_each =
-                |size: usize| (slots >= 5 && size * slots <= ONE_EACH_CAP).then_some((size, slots));
+            let few_large = slots == 1 || (5..=FEW_LARGE_SLOTS).contains(&slots);
             let choices = [
-                (slots == 1).then_some((1 << 20, 3)),
+                few_large.then_some((1 << 20, 3)),
                 (mid.0 * mid.1 <= MID_WRITES_CAP).then_some(mid),
-                one_each(384 * 1024),
-                one_each(256 * 1024),
                 Some((128 * 1024, (slots * 2).max(8))),
                 Some(Layout::smallest_writes(slots)),
             ];
@@ -116,10 +112,8 @@ pub const WRITE_SPARE: usize = 20 * 1024;
 /// connections); more connections get 256 KiB blocks.
 pub const MID_WRITES_CAP: usize = 3 << 20;
 
-/// The most memory one write block per connection may take, their spare bytes aside: 384 KiB
-/// blocks up to ten connections, 256 KiB up to sixteen; more connections get 128 KiB blocks, two
-/// each.
-pub const ONE_EACH_CAP: usize = 4 << 20;
+/// The most connections that share three 1 MiB write blocks; more get 128 KiB blocks, two each.
+pub const FEW_LARGE_SLOTS: usize = 16;
 
 /// The two kinds of block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -410,14 +404,13 @@ mod tests {
 
     #[test]
     fn layout_fits_budget() {
-        // -x8 over HTTPS: 8 read blocks and 8 write blocks of 384 KiB, 3.7 MiB in all with the
+        // -x8 over HTTPS: 8 read blocks and three write blocks of 1 MiB, 3.6 MiB in all with the
         // write blocks' spare bytes.
         let l = Layout::fit(8, 72 * 1024, 8 << 20).unwrap();
-        assert_eq!((l.reads, l.write_size, l.writes), (8, 384 * 1024, 8));
+        assert_eq!((l.reads, l.write_size, l.writes), (8, 1 << 20, 3));
         assert!(l.bytes() <= 4 << 20);
-        // One connection has three 1 MiB blocks; two to four have 512 KiB blocks, two more than
-        // the connections and at least four; from five, one block each: 384 KiB up to ten, 256 KiB
-        // up to sixteen.
+        // One connection, and five to sixteen, have three 1 MiB blocks; two to four have 512 KiB
+        // blocks, two more than the connections and at least four.
         let l = Layout::fit(1, 72 * 1024, 8 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (1, 1 << 20, 3));
         let l = Layout::fit(2, 72 * 1024, 8 << 20).unwrap();
@@ -425,21 +418,17 @@ mod tests {
         let l = Layout::fit(4, 72 * 1024, 8 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (4, 512 * 1024, 6));
         let l = Layout::fit(5, 72 * 1024, 8 << 20).unwrap();
-        assert_eq!((l.reads, l.write_size, l.writes), (5, 384 * 1024, 5));
+        assert_eq!((l.reads, l.write_size, l.writes), (5, 1 << 20, 3));
         // Under a tight budget one connection takes smaller blocks, not none.
         let l = Layout::fit(1, 72 * 1024, 2 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (1, 128 * 1024, 8));
-        let l = Layout::fit(10, 72 * 1024, 8 << 20).unwrap();
-        assert_eq!((l.reads, l.write_size, l.writes), (10, 384 * 1024, 10));
-        let l = Layout::fit(11, 72 * 1024, 8 << 20).unwrap();
-        assert_eq!((l.reads, l.write_size, l.writes), (11, 256 * 1024, 11));
         let l = Layout::fit(16, 72 * 1024, 8 << 20).unwrap();
-        assert_eq!((l.reads, l.write_size, l.writes), (16, 256 * 1024, 16));
+        assert_eq!((l.reads, l.write_size, l.writes), (16, 1 << 20, 3));
         let l = Layout::fit(17, 72 * 1024, 8 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (17, 128 * 1024, 34));
         // A tight budget takes smaller blocks before fewer connections.
         let l = Layout::fit(8, 72 * 1024, 3 << 20).unwrap();
-        assert_eq!((l.reads, l.write_size, l.writes), (8, 256 * 1024, 8));
+        assert_eq!((l.reads, l.write_size, l.writes), (8, 128 * 1024, 16));
         let l = Layout::fit(16, 72 * 1024, 4 << 20).unwrap();
         assert_eq!((l.reads, l.write_size), (16, 64 * 1024));
         let l = Layout::fit(200, 72 * 1024, 8 << 20).unwrap();

@@ -141,6 +141,9 @@ pub struct World {
     pub low_water_marks: u64,
     /// Virtual time at the last completion.
     pub elapsed: Duration,
+    /// The longest a connection had bytes to read and no receive asking for them (what a server
+    /// sees as a client not reading; servers give up on such a connection after a while).
+    pub longest_unread: Duration,
     /// RPC clients (daemon mode): each connects once the run has taken its step and sends its
     /// bytes, in order; `rpc_answers` gets what the engine sent back on each connection.
     pub rpc_calls: std::collections::VecDeque<(u64, Vec<u8>)>,
@@ -198,6 +201,10 @@ struct Wire {
     /// After this many more bytes, nothing more comes.
     stall_in: Option<usize>,
     reset: bool,
+    /// Receives in flight on this connection.
+    receiving: usize,
+    /// Since when bytes have waited here with no receive in flight.
+    unread_since: Option<Duration>,
     /// The receive low-water mark (`SO_RCVLOWAT`; 0 and 1 are the default).
     low_water: usize,
     /// An RPC client's connection (its number in `World::rpc_answers`): `outbound` is what the
@@ -695,6 +702,17 @@ impl<T> Sim<T> {
         }
     }
 
+    /// A receive on `fd` completed: bytes left with none asking for them start to wait.
+    fn received(&mut self, fd: RawFd) {
+        let clock = self.clock;
+        if let Some(w) = self.wires.get_mut(&fd) {
+            w.receiving = w.receiving.saturating_sub(1);
+            if w.receiving == 0 && w.readable() > 0 {
+                w.unread_since.get_or_insert(clock);
+            }
+        }
+    }
+
     /// The most one read may return now: any amount, or up to a drawn part of `max_chunk`.
     fn chunk_limit(&mut self, max_chunk: usize) -> usize {
         if max_chunk == 0 {
@@ -754,6 +772,9 @@ impl<T> Sim<T> {
                 return;
             };
             wire.outbound.extend_from_slice(&bytes);
+            if wire.receiving == 0 {
+                wire.unread_since.get_or_insert(self.clock);
+            }
             wire.close_after |= close_after || close;
             if body_len > 0 && wire.reset_in.is_none() && self.rng.chance(faults.reset) {
                 let already = wire.pending() - body_len;
@@ -909,6 +930,13 @@ impl<T> Reactor<T> for Sim<T> {
     }
 
     fn recv(&mut self, tag: T, sock: Fd, block: Block, at: usize, len: usize) -> OpId {
+        if let Some(w) = self.wires.get_mut(&sock.as_raw_fd()) {
+            w.receiving += 1;
+            if let Some(t) = w.unread_since.take() {
+                let mut world = self.world.borrow_mut();
+                world.longest_unread = world.longest_unread.max(self.clock - t);
+            }
+        }
         let at = at.min(block.room());
         let len = len.min(block.room() - at);
         self.insert(tag, Owned::Block(sock, block), Kind::Recv { at, len })
@@ -1068,6 +1096,9 @@ impl<T> Reactor<T> for Sim<T> {
                 self.live -= 1;
                 let id = OpId((u64::from(self.slots[i].0) << 32) | i as u64);
                 let res = self.perform(&mut op);
+                if matches!(op.kind, Kind::Recv { .. }) {
+                    self.received(fd_of(&op.owned));
+                }
                 if !op.abandoned {
                     out.push(Completion {
                         id,

@@ -1280,6 +1280,40 @@ fn low_water_marks_never_wait_for_bytes_that_are_not_coming() {
     }
 }
 
+/// Three 1 MiB write blocks serve eight connections, so most wait for one at any time while
+/// their bytes wait in the socket. A connection that kept its block while it received slowly or
+/// not at all (a stalled response) held everyone behind it until its receive timed out, and
+/// blocks that came free went to the lowest-numbered connections first, so others could wait
+/// until those were done. With responses that stall and a long I/O timeout: no connection with
+/// bytes waiting goes unread for more than a few ticks (a tick is 1 s), and the file is
+/// complete.
+#[test]
+fn no_connection_with_bytes_waiting_goes_unread_for_long() {
+    for seed in 1..=6 {
+        let good = Mirror::Good {
+            ranges: true,
+            framing: Framing::Length,
+        };
+        let faults = Faults {
+            stall: 400,
+            max_chunk: 100_000,
+            ns_per_byte: 200,
+            ..Faults::default()
+        };
+        let args = ["-s8", "-x8", "-k1M", "--timeout=20", "--max-tries=0"];
+        let mut sc = custom(seed, 16_000_017, vec![good], &args, faults);
+        sc.budget = 8 << 20;
+        let what = format!("seed {seed}");
+        let world = run_to_completion(&sc, &what);
+        let w = world.borrow();
+        assert!(
+            w.longest_unread <= Duration::from_secs(4),
+            "{what}: a connection's bytes went unread for {:?}",
+            w.longest_unread
+        );
+    }
+}
+
 /// Review finding 6: a descriptor read that failed (the signal descriptor here) was issued again at
 /// once, failed again, for ever: the loop spun and the download never ended. A broken signal
 /// descriptor must cost Ctrl-C, not the download.
