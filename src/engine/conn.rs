@@ -501,13 +501,14 @@ pub struct Conn {
     /// Its write block was asked back (`Driver::reclaim_blocks`): the receive holding it was
     /// cancelled, and its completion hands the block over.
     pub yielding: bool,
-    /// The write block (file offset, attempt) the connection held at the last tick, and since
-    /// when: a block held long is handed over (`Driver::reclaim_blocks`).
-    pub held_at_tick: Option<((u64, u64), Instant)>,
-    /// Since when receives cancelled to hand the block over have brought nothing: each new
-    /// receive has its own I/O timeout, so the time a silent connection has been asked for bytes
-    /// is kept here, and it times out on the tick as one receive would.
-    pub silent_since: Option<Instant>,
+    /// The write block (download, file offset, attempt) the connection held at the last tick,
+    /// and since when: a block held long is handed over (`Driver::reclaim_blocks`).
+    pub held_at_tick: Option<((usize, u64, u64), Instant)>,
+    /// How long the receives cancelled to hand the block over waited with nothing received (since
+    /// the last byte): each new receive has its own I/O timeout, so a silent connection's waits
+    /// add up here and it times out on the tick as one receive would. Time spent waiting in line
+    /// for a block does not count.
+    pub silent_for: std::time::Duration,
     /// TLS had a record that did not fit the write blocks.
     pub tls_blocked: bool,
     /// The last connect's error (negative errno), for the message when every address failed.
@@ -566,7 +567,7 @@ impl Conn {
             starved: None,
             yielding: false,
             held_at_tick: None,
-            silent_since: None,
+            silent_for: std::time::Duration::ZERO,
             tls_blocked: false,
             connect_error: -libc::ECONNREFUSED,
             throttled: false,

@@ -545,17 +545,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// not yet opened goes to the read block, and the connection waits for a block in line like
     /// any other. Nothing is received again or lost; only the connection's block is given up.
     pub(super) fn hand_over_fill(&mut self, slot: usize) {
-        if !self.stash_cipher(slot) {
-            return;
-        }
-        let Some(c) = self.conns[slot].as_mut() else {
+        let Some((c, ex)) = self.exchange_at(slot) else {
             return;
         };
-        let (Some(ex), Some(fill)) = (c.ex.as_mut(), c.fill.take()) else {
-            return;
-        };
-        let Some(plan) = self.dls[ex.dl].plan.as_mut() else {
-            c.fill = Some(fill);
+        let Some(fill) = c.fill.as_ref() else { return };
+        let Some(plan) = self.dls[ex.dl].plan.as_ref() else {
             return;
         };
         let seg = plan.segment(ex.seg);
@@ -564,9 +558,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             || fill.off + fill.filled as u64 != seg.pos
         {
             // Not this exchange's range any more: the exchange's own checks end it.
-            c.fill = Some(fill);
             return;
         }
+        let dl = ex.dl;
+        if !self.stash_cipher(slot) {
+            return;
+        }
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let (Some(ex), Some(plan)) = (c.ex.as_mut(), self.dls[dl].plan.as_mut()) else {
+            return;
+        };
+        let Some(fill) = c.fill.take() else { return };
         let kept = store::write_len(fill.filled, false);
         ex.put_back(&fill.block.as_slice()[kept..fill.filled]);
         plan.retreat(ex.seg, (fill.filled - kept) as u64);
@@ -580,6 +584,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 at_file_end: false,
             });
         }
+        // In line behind those already waiting (its block is not its to take back at once),
+        // and the next block it gets is held from when it gets it.
+        c.held_at_tick = None;
+        c.starve(&mut self.waits);
     }
 
     /// Writes what the connection's block holds that can be written, and gives the rest of its range

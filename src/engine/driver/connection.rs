@@ -488,10 +488,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let yielding = std::mem::take(&mut c.yielding);
         let id = c.id;
         if yielding && (res == -libc::ECANCELED || nothing_happened(res)) {
-            // The receive was cancelled to take its block back for connections waiting for one;
-            // it brought nothing, so the connection's silence goes on from when it was asked.
+            // The receive was cancelled to take its block back; it brought nothing, so the time
+            // it waited counts towards the connection's silence.
             if let Some(r) = inflight {
-                c.silent_since.get_or_insert(r.since);
+                c.silent_for += self.reactor.now().saturating_duration_since(r.since);
             }
             self.hand_over_fill(slot);
             self.after_io(slot);
@@ -531,7 +531,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let now = self.reactor.now();
         let mut dl = None;
         if let Some(c) = self.conns[slot].as_mut() {
-            c.silent_since = None;
+            c.silent_for = Duration::ZERO;
             c.low_water.received(now, n);
             dl = c.ex.as_ref().map(|e| e.dl);
         }
@@ -677,15 +677,25 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 return;
             }
             let fill = match c.fill.take() {
-                Some(f) => f,
+                Some(f) => {
+                    let block = (ex.dl, f.off, f.attempt);
+                    if c.held_at_tick.is_none_or(|(held, _)| held != block) {
+                        // A block the body sink took (the bytes after the head, a spill): held
+                        // from now on (`reclaim_blocks` would only see it on the next tick).
+                        c.held_at_tick = Some((block, self.reactor.now()));
+                    }
+                    f
+                }
                 None if c.tls_cipher.is_some() => {
                     let f = Failure::retry(ExitCode::UNKNOWN, "TLS records were lost");
                     return self.fail_conn(slot, f);
                 }
+                // Waiting in line: blocks come to it in turn (`wake_starved`).
+                None if c.starved.is_some() => return,
                 None => match self.reactor.pool().alloc(Class::Write) {
                     Some(block) => {
                         // Held from now (`reclaim_blocks` would only see it on the next tick).
-                        c.held_at_tick = Some(((seg.pos, ex.attempt), self.reactor.now()));
+                        c.held_at_tick = Some(((ex.dl, seg.pos, ex.attempt), self.reactor.now()));
                         Fill {
                             block,
                             off: seg.pos,

@@ -352,21 +352,28 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let Some(c) = self.conns[slot].as_mut() else {
                 continue;
             };
-            if c.silent_since
-                .is_some_and(|t| now.saturating_duration_since(t) >= timeout)
-            {
+            if c.draining || c.yielding {
+                continue;
+            }
+            let waited = c
+                .recv
+                .map_or(Duration::ZERO, |r| now.saturating_duration_since(r.since));
+            if !c.silent_for.is_zero() && c.silent_for + waited >= timeout {
                 // Handed over again and again with nothing received: the timeout of the one
                 // receive it would have had.
                 let msg = "Timeout while receiving data from the server";
                 self.fail_conn(slot, Failure::retry(ExitCode::TIMEOUT, msg));
                 continue;
             }
+            let Some(dl) = c.ex.as_ref().map(|e| e.dl) else {
+                continue;
+            };
             let in_recv = c
                 .recv
                 .and_then(|r| r.fill.map(|(off, _, attempt)| (r.op, off, attempt)));
             let held = match (&c.fill, in_recv) {
-                (Some(f), _) => Some((f.off, f.attempt)),
-                (None, Some((_, off, attempt))) => Some((off, attempt)),
+                (Some(f), _) => Some((dl, f.off, f.attempt)),
+                (None, Some((_, off, attempt))) => Some((dl, off, attempt)),
                 (None, None) => None,
             };
             let since = match (held, c.held_at_tick) {
@@ -374,7 +381,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 _ => now,
             };
             c.held_at_tick = held.map(|b| (b, since));
-            if now.saturating_duration_since(since) < HOLD_LIMIT || c.draining || c.yielding {
+            if now.saturating_duration_since(since) < HOLD_LIMIT {
                 continue;
             }
             let msg = format!("CUID#{} - Handing its write block over", c.id);

@@ -111,6 +111,9 @@ pub struct Faults {
     /// Every received byte takes this long (0: no time at all): a link of a given rate, so that
     /// the engine measures rates and sets low-water marks as on a real one.
     pub ns_per_byte: u64,
+    /// Every response with a longer body stops after this many body bytes, the connection left
+    /// open (a stall at a chosen place, where `stall` draws one).
+    pub stall_after: Option<usize>,
 }
 
 /// How a run on the simulated reactor ended, when not by the engine's own choice.
@@ -776,7 +779,9 @@ impl<T> Sim<T> {
                 wire.unread_since.get_or_insert(self.clock);
             }
             wire.close_after |= close_after || close;
-            if body_len > 0 && wire.reset_in.is_none() && self.rng.chance(faults.reset) {
+            if let Some(n) = faults.stall_after.filter(|&n| body_len > n) {
+                wire.stall_in = Some(wire.pending() - body_len + n);
+            } else if body_len > 0 && wire.reset_in.is_none() && self.rng.chance(faults.reset) {
                 let already = wire.pending() - body_len;
                 wire.reset_in = Some(already + self.rng.below(body_len as u64) as usize);
             } else if body_len > 0 && wire.stall_in.is_none() && self.rng.chance(faults.stall) {

@@ -1314,6 +1314,38 @@ fn no_connection_with_bytes_waiting_goes_unread_for_long() {
     }
 }
 
+/// A connection whose response stalled just as it took a fresh write block handed that empty
+/// block over and took it straight back (the pool's free list is last in, first out, and the
+/// connection did not join the line), so it kept a block until its I/O timeout while the others
+/// waited. Every response here stalls after exactly 1 MiB of its body, where a block ends (the
+/// ranges are 2 MiB, aligned): the connections holding empty blocks give them up, and no
+/// connection with bytes waiting goes unread for long.
+#[test]
+fn a_connection_stalled_with_an_empty_block_gives_it_up() {
+    for seed in 1..=3 {
+        let good = Mirror::Good {
+            ranges: true,
+            framing: Framing::Length,
+        };
+        let faults = Faults {
+            stall_after: Some(1 << 20),
+            ns_per_byte: 200,
+            ..Faults::default()
+        };
+        let args = ["-s8", "-x8", "-k1M", "--timeout=20", "--max-tries=0"];
+        let mut sc = custom(seed, 16 << 20, vec![good], &args, faults);
+        sc.budget = 8 << 20;
+        let what = format!("seed {seed}");
+        let world = run_to_completion(&sc, &what);
+        let w = world.borrow();
+        assert!(
+            w.longest_unread <= Duration::from_secs(4),
+            "{what}: a connection's bytes went unread for {:?}",
+            w.longest_unread
+        );
+    }
+}
+
 /// Review finding 6: a descriptor read that failed (the signal descriptor here) was issued again at
 /// once, failed again, for ever: the loop spun and the download never ended. A broken signal
 /// descriptor must cost Ctrl-C, not the download.
