@@ -58,6 +58,8 @@ impl Layout {
     /// - one connection, or from five up to [`FEW_LARGE_SLOTS`]: three blocks of 1 MiB;
     /// - two to four: 512 KiB blocks, two more than the connections and at least four, while
     ///   they come to at most [`MID_WRITES_CAP`];
+    /// - from nine: one block per connection, of 384 KiB up to ten connections and of 256 KiB
+    ///   up to sixteen, while they come to at most [`ONE_EACH_CAP`];
     /// - beyond: 128 KiB blocks (64 if those do not fit), two per connection and at least
     ///   eight; fewer connections if even that does not fit.
     ///
@@ -66,7 +68,10 @@ impl Layout {
     /// connection that has waited longest, and one that has kept its block for half a second
     /// hands it over (`Driver::reclaim_blocks`), so a slow one holds back nobody for long. The
     /// others meanwhile leave their bytes in the kernel's socket buffers and take them in large
-    /// steps when their turn comes.
+    /// steps when their turn comes. A connection not read for a while has its window closed,
+    /// though, and its sender may start slow again after the pause: over a 20 ms link, sixteen
+    /// connections sharing three blocks (or six) took 5 % more wall than one block each, where
+    /// eight took the same, so only up to eight share.
     ///
     /// Registered memory is resident memory, so this is most of ringdl's RSS. Every write is a
     /// request to the disk, and on the virtual machines measured (bench/RESULTS.md) each request
@@ -80,9 +85,13 @@ impl Layout {
         loop {
             let mid = (512 * 1024, (slots + 2).max(4));
             let few_large = slots == 1 || (5..=FEW_LARGE_SLOTS).contains(&slots);
+            let one_each =
+                |size: usize| (slots >= 5 && size * slots <= ONE_EACH_CAP).then_some((size, slots));
             let choices = [
                 few_large.then_some((1 << 20, 3)),
                 (mid.0 * mid.1 <= MID_WRITES_CAP).then_some(mid),
+                one_each(384 * 1024),
+                one_each(256 * 1024),
                 Some((128 * 1024, (slots * 2).max(8))),
                 Some(Layout::smallest_writes(slots)),
             ];
@@ -112,8 +121,13 @@ pub const WRITE_SPARE: usize = 20 * 1024;
 /// connections); more connections get 256 KiB blocks.
 pub const MID_WRITES_CAP: usize = 3 << 20;
 
-/// The most connections that share three 1 MiB write blocks; more get 128 KiB blocks, two each.
-pub const FEW_LARGE_SLOTS: usize = 16;
+/// The most connections that share three 1 MiB write blocks; more get one block each.
+pub const FEW_LARGE_SLOTS: usize = 8;
+
+/// The most memory one write block per connection may take, their spare bytes aside: 384 KiB
+/// blocks up to ten connections, 256 KiB up to sixteen; more connections get 128 KiB blocks, two
+/// each.
+pub const ONE_EACH_CAP: usize = 4 << 20;
 
 /// The two kinds of block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -409,8 +423,9 @@ mod tests {
         let l = Layout::fit(8, 72 * 1024, 8 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (8, 1 << 20, 3));
         assert!(l.bytes() <= 4 << 20);
-        // One connection, and five to sixteen, have three 1 MiB blocks; two to four have 512 KiB
-        // blocks, two more than the connections and at least four.
+        // One connection, and five to eight, have three 1 MiB blocks; two to four have 512 KiB
+        // blocks, two more than the connections and at least four; from nine, one block each:
+        // 384 KiB up to ten, 256 KiB up to sixteen.
         let l = Layout::fit(1, 72 * 1024, 8 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (1, 1 << 20, 3));
         let l = Layout::fit(2, 72 * 1024, 8 << 20).unwrap();
@@ -422,13 +437,17 @@ mod tests {
         // Under a tight budget one connection takes smaller blocks, not none.
         let l = Layout::fit(1, 72 * 1024, 2 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (1, 128 * 1024, 8));
+        let l = Layout::fit(9, 72 * 1024, 8 << 20).unwrap();
+        assert_eq!((l.reads, l.write_size, l.writes), (9, 384 * 1024, 9));
+        let l = Layout::fit(11, 72 * 1024, 8 << 20).unwrap();
+        assert_eq!((l.reads, l.write_size, l.writes), (11, 256 * 1024, 11));
         let l = Layout::fit(16, 72 * 1024, 8 << 20).unwrap();
-        assert_eq!((l.reads, l.write_size, l.writes), (16, 1 << 20, 3));
+        assert_eq!((l.reads, l.write_size, l.writes), (16, 256 * 1024, 16));
         let l = Layout::fit(17, 72 * 1024, 8 << 20).unwrap();
         assert_eq!((l.reads, l.write_size, l.writes), (17, 128 * 1024, 34));
         // A tight budget takes smaller blocks before fewer connections.
         let l = Layout::fit(8, 72 * 1024, 3 << 20).unwrap();
-        assert_eq!((l.reads, l.write_size, l.writes), (8, 128 * 1024, 16));
+        assert_eq!((l.reads, l.write_size, l.writes), (8, 256 * 1024, 8));
         let l = Layout::fit(16, 72 * 1024, 4 << 20).unwrap();
         assert_eq!((l.reads, l.write_size), (16, 64 * 1024));
         let l = Layout::fit(200, 72 * 1024, 8 << 20).unwrap();
