@@ -1343,6 +1343,37 @@ fn a_connection_stalled_with_an_empty_block_gives_it_up() {
     eight_sharing_three_blocks_read_promptly(1..=3, 16 << 20, faults);
 }
 
+/// A response that stops for good, its connection left open, still ends in aria2's timeout within
+/// about `--timeout`. A connection that holds a write block for half a second hands it over: its
+/// receive is cancelled and a new one, with a new timeout, goes out when it has a block again, so
+/// no single receive lives long enough to time out. The waits of the receives that brought nothing
+/// add up, and reach the timeout instead. One connection here, so nobody waits for its block; the
+/// stall comes at and off a block boundary.
+#[test]
+fn a_stalled_response_times_out_though_its_block_is_handed_over() {
+    let good = Mirror::Good {
+        ranges: true,
+        framing: Framing::Length,
+    };
+    for (seed, stall_at) in [(1, 100_000), (2, 1 << 20), (3, 0)] {
+        let faults = Faults {
+            stall_after: Some(stall_at),
+            ..Faults::default()
+        };
+        let args = ["-x1", "-s1", "-k1M", "--timeout=6", "--max-tries=1"];
+        let sc = custom(seed, 4 << 20, vec![good], &args, faults);
+        let what = format!("a stall after {stall_at} body bytes");
+        let (_dir, world, ended) = run_once(&sc);
+        let outcome = only_outcome(ended, &what).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(outcome.code.0, 2, "{what}: {outcome:?}");
+        let elapsed = world.borrow().elapsed;
+        assert!(
+            elapsed <= Duration::from_secs(6 + 3),
+            "{what}: timed out only after {elapsed:?}"
+        );
+    }
+}
+
 /// Review finding 6: a descriptor read that failed (the signal descriptor here) was issued again at
 /// once, failed again, for ever: the loop spun and the download never ended. A broken signal
 /// descriptor must cost Ctrl-C, not the download.
