@@ -13,6 +13,7 @@ mod faults;
 mod findings;
 mod fuzz_regressions;
 mod generated;
+mod integrity;
 mod nginx;
 mod portable;
 mod programs;

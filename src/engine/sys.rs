@@ -113,6 +113,33 @@ pub fn set_recv_low_water(fd: std::os::fd::RawFd, bytes: usize) -> io::Result<()
     set_int_option(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
 }
 
+/// Whether a connected socket is quiet: open, with nothing waiting to be read. A kept-alive
+/// connection that is not (bytes sent after its last response's end, or the peer's close) is unfit
+/// for another request. One peek that never blocks.
+pub fn socket_quiet(fd: std::os::fd::RawFd) -> bool {
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: `byte` is a valid one-byte buffer for the duration of the call, and MSG_PEEK
+        // leaves what is queued in place.
+        let r = unsafe {
+            libc::recv(
+                fd,
+                std::ptr::addr_of_mut!(byte).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if r >= 0 {
+            return false;
+        }
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(e) => return e == libc::EAGAIN || e == libc::EWOULDBLOCK,
+            None => return false,
+        }
+    }
+}
+
 /// A listening TCP socket bound to `addr`, close-on-exec, with `SO_REUSEADDR` (a restarted daemon
 /// binds at once) and, for IPv6, `IPV6_V6ONLY` (the IPv4 socket is bound on its own).
 pub fn tcp_listener(addr: &SocketAddr) -> io::Result<OwnedFd> {

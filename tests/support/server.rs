@@ -86,6 +86,9 @@ pub enum Ranges {
     Ignore,
     /// Always 200 with the whole body, and `Accept-Ranges: none`.
     Refuse,
+    /// As `Honour`, but `If-Range` is not looked at: a range is answered whatever version the
+    /// client holds (a server that splices two versions of a changed file).
+    IgnoreIfRange,
 }
 
 /// How a body's end is marked.
@@ -126,7 +129,14 @@ pub enum Fault {
     StallAfter(u64),
     /// Answer `503 Service Unavailable` instead of the body, with `Retry-After: N` when given.
     Unavailable(Option<u32>),
+    /// After the body, wait this many milliseconds (0: in the body's last write), then send a
+    /// whole response more that nobody asked for ([`EXCESS_RESPONSE`]) and keep the connection:
+    /// bytes past the framing.
+    Excess(u64),
 }
+
+/// What [`Fault::Excess`] sends after a body.
+pub const EXCESS_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nGARBAGE";
 
 /// How long a [`Fault::StallAfter`] connection stays silent at most (Drop ends it at once).
 pub const STALL_LIMIT: Duration = Duration::from_secs(60);
@@ -227,6 +237,12 @@ impl Route {
     /// Like [`Route::no_ranges`], and say so with `Accept-Ranges: none`.
     pub fn accept_ranges_none(mut self) -> Route {
         self.ranges = Ranges::Refuse;
+        self
+    }
+
+    /// Answer every Range with a 206, whatever `If-Range` says.
+    pub fn ignore_if_range(mut self) -> Route {
+        self.ranges = Ranges::IgnoreIfRange;
         self
     }
 
@@ -1249,11 +1265,14 @@ fn body_response(
         Ranges::Honour if if_range_holds(req, route) => {
             req.record.header("Range").and_then(parse_range)
         }
+        Ranges::IgnoreIfRange => req.record.header("Range").and_then(parse_range),
         Ranges::Honour | Ranges::Ignore | Ranges::Refuse => None,
     };
     let mut headers: Vec<(String, String)> = Vec::new();
     match route.ranges {
-        Ranges::Honour => headers.push(("Accept-Ranges".into(), "bytes".into())),
+        Ranges::Honour | Ranges::IgnoreIfRange => {
+            headers.push(("Accept-Ranges".into(), "bytes".into()))
+        }
         Ranges::Refuse => headers.push(("Accept-Ranges".into(), "none".into())),
         Ranges::Ignore => {}
     }
@@ -1338,16 +1357,29 @@ fn body_response(
         | Some(Fault::TruncateWithoutCloseNotify(n)) => n.min(wire.len() as u64),
         _ => wire.len() as u64,
     };
-    send_body(
-        conn,
-        &wire[..limit as usize],
-        route.throttle,
-        route.key_updates,
-        &shared.stop,
-    )?;
+    // Bytes past the framing sent at once leave in one write with the body's last bytes (over
+    // TLS: in the same record).
+    let (wire, tail): (&[u8], Cow<[u8]>) = match fault {
+        Some(Fault::Excess(0)) => {
+            let (body, last) =
+                wire[..limit as usize].split_at((limit as usize).saturating_sub(1000));
+            (body, Cow::Owned([last, EXCESS_RESPONSE].concat()))
+        }
+        _ => (&wire[..limit as usize], Cow::Borrowed(&[][..])),
+    };
+    send_body(conn, wire, route.throttle, route.key_updates, &shared.stop)?;
+    if !tail.is_empty() {
+        conn.write_all(&tail)?;
+        conn.flush()?;
+    }
     if let Some(Fault::StallAfter(_)) = fault {
         sleep_unless_stopped(STALL_LIMIT, &shared.stop);
         return Ok(After::Close);
+    }
+    if let Some(Fault::Excess(delay_ms @ 1..)) = fault {
+        sleep_unless_stopped(Duration::from_millis(delay_ms), &shared.stop);
+        conn.write_all(EXCESS_RESPONSE)?;
+        conn.flush()?;
     }
     Ok(match fault {
         Some(Fault::ResetAfter(_)) => After::Reset,

@@ -403,7 +403,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.fail_conn(slot, f);
                 return;
             }
-            let reusable = !ex.unusable && !c.eof && !c.tls_peer_closed;
+            // Bytes waiting after the body's end (a server sending past its framing) must never
+            // be read as the next answer: the connection is not kept.
+            let quiet = c.fd.as_ref().is_some_and(|fd| self.reactor.quiet(fd));
+            let reusable = !ex.unusable && !c.eof && !c.tls_peer_closed && quiet;
             let done = c.ex.take();
             if reusable {
                 c.want = None;

@@ -46,10 +46,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let routes = &self.dls[w.dl].opts.proxies;
         let proxy = routes.for_url(&w.url).cloned();
         let key = ServerKey::through(&w.url, routes);
-        let idle = self.conns.iter().position(|c| {
-            c.as_ref()
-                .is_some_and(|c| c.state == ConnState::Idle && c.server == key)
-        });
+        let idle = loop {
+            let found = self.conns.iter().position(|c| {
+                c.as_ref()
+                    .is_some_and(|c| c.state == ConnState::Idle && c.server == key)
+            });
+            let Some(slot) = found else { break None };
+            // Bytes that came after the last response's end (a server sending past its framing)
+            // would be read as this request's answer, and a closed connection would fail it:
+            // such a connection goes, and the next idle one (or a new one) is tried.
+            let fd = self.conns[slot].as_ref().and_then(|c| c.fd.clone());
+            if fd.is_some_and(|fd| self.reactor.quiet(&fd)) {
+                break Some(slot);
+            }
+            self.close_conn(slot);
+        };
         if let Some(slot) = idle {
             if let Some(c) = self.conns[slot].as_mut() {
                 c.state = ConnState::Open;

@@ -603,6 +603,10 @@ impl<T> Reactor<T> for Epoll<T> {
         OpId(ud)
     }
 
+    fn quiet(&mut self, sock: &Fd) -> bool {
+        super::super::sys::socket_quiet(sock.as_raw_fd())
+    }
+
     fn recv_low_water(&mut self, sock: &Fd, bytes: usize) {
         // Only a cost when it fails: the receive then completes with fewer bytes, as before.
         let _ = super::super::sys::set_recv_low_water(sock.as_raw_fd(), bytes);

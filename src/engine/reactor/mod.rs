@@ -135,6 +135,10 @@ pub trait Reactor<T> {
     /// Asks that a receive on `sock` complete only once `bytes` are waiting (or the peer closed).
     /// The caller must know that many bytes are coming.
     fn recv_low_water(&mut self, _sock: &Fd, _bytes: usize) {}
+    /// Whether `sock`, a connection with no receive in flight, is open with nothing waiting to be
+    /// read. Asked before a kept-alive connection takes another request: bytes after the last
+    /// response's end (a server sending past its framing) or a close make it unfit.
+    fn quiet(&mut self, sock: &Fd) -> bool;
     /// Sends `buf[from..]`, failing with ECANCELED after the I/O timeout.
     fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId;
     /// Writes `block[span]` to `file` at `offset`; `uncached` with `RWF_DONTCACHE` (a kernel or

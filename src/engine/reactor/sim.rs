@@ -947,6 +947,12 @@ impl<T> Reactor<T> for Sim<T> {
         self.insert(tag, Owned::Block(sock, block), Kind::Recv { at, len })
     }
 
+    fn quiet(&mut self, sock: &Fd) -> bool {
+        self.wires
+            .get(&sock.as_raw_fd())
+            .is_some_and(|w| !w.reset && w.pending() == 0 && !w.close_after)
+    }
+
     fn recv_low_water(&mut self, sock: &Fd, bytes: usize) {
         if let Some(w) = self.wires.get_mut(&sock.as_raw_fd()) {
             w.low_water = bytes;

@@ -1,0 +1,124 @@
+//! Issue 33's findings, each reproduced through the binary against the in-repo server: complete
+//! means byte-exact even when the server misbehaves or the disk refuses the last control file.
+//!
+//! * Bytes a server sends after a body on a kept-alive connection (a whole response nobody asked
+//!   for) were read as the answer to the next request on it: the second file of a list ended as
+//!   those 7 bytes, exit 0.
+//! * A 206 carrying another version's validator than the one sent in `If-Range` (a server that
+//!   ignores `If-Range`, its file changed between two requests) was spliced onto the old bytes.
+//! * A failed download's last control-file save was trusted before it happened: where it failed
+//!   (`NAME.aria2` too long a name), the file kept its length with nothing describing it, and the
+//!   next `-c` run called it complete.
+//!
+//! Every run has a deadline well under the harness's: a hang is a failure, never a stuck test.
+
+use std::ffi::OsStr;
+use std::time::Duration;
+
+use crate::support::server::{Fault, Route, TestServer, When, EXCESS_RESPONSE};
+use crate::support::{content, ringdl_with_timeout, Run, TestDir};
+
+const MIB: usize = 1 << 20;
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn ringdl<S: AsRef<OsStr>>(dir: &TestDir, args: &[S]) -> Run {
+    ringdl_with_timeout(dir, args, DEADLINE)
+}
+
+/// `--no-conf -d DIR [--ca-certificate=CA]`, then `opts`, then `urls`.
+fn args(server: &TestServer, dir: &TestDir, opts: &[&str], urls: &[String]) -> Vec<String> {
+    let mut v = vec!["--no-conf".to_string(), "-d".into(), dir.arg()];
+    if server.is_tls() {
+        v.push(format!("--ca-certificate={}", server.ca_file().display()));
+    }
+    v.extend(opts.iter().map(|s| s.to_string()));
+    v.extend(urls.iter().cloned());
+    v
+}
+
+/// The file `name` in `dir` is `data`, byte for byte.
+fn assert_file_is(dir: &TestDir, name: &str, data: &[u8], what: &str, run: &Run) {
+    let path = dir.join(name);
+    let got = std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{what}: read {}: {e}\n{run}", path.display()));
+    if got != data {
+        let first = got.iter().zip(data).position(|(g, d)| g != d);
+        panic!(
+            "{what}: {name} is {} bytes, the source {} (first differing byte at {first:?})\n{run}",
+            got.len(),
+            data.len(),
+        );
+    }
+}
+
+// ---- Bytes past a response's framing --------------------------------------------------------
+
+/// Files from one server in one `-i` list, one at a time (`-j1`), so each reuses the kept-alive
+/// connection of the one before. The first file's responses are followed by a whole response
+/// more: in the body's last write (`delay_ms` 0), or a moment later while the connection waits
+/// idle for the next request (a slow file from another server comes between). That response may
+/// never become the next file.
+fn excess_after_body(server: TestServer, delay_ms: u64, split: bool) {
+    let first = content(3301, 3 * MIB + 300_001);
+    let second = content(3302, 2 * MIB + 99);
+    let between = content(3303, 50_000);
+    server.route(
+        "/one.bin",
+        Route::bytes(first.clone()).fault(Fault::Excess(delay_ms), When::Always),
+    );
+    server.route("/two.bin", Route::bytes(second.clone()));
+    let other = TestServer::plain();
+    other.route(
+        "/between.bin",
+        Route::bytes(between.clone()).delay_head(Duration::from_millis(4 * delay_ms)),
+    );
+    let dir = TestDir::new();
+    let list = dir.join("list.txt");
+    let mut urls = vec![server.url("/one.bin")];
+    if delay_ms > 0 {
+        urls.push(other.url("/between.bin"));
+    }
+    urls.push(server.url("/two.bin"));
+    std::fs::write(&list, urls.join("\n") + "\n").expect("write the list");
+    let list = list.display().to_string();
+    let mut opts = vec!["-j1", "-i", &list];
+    if split {
+        opts.extend(["-x3", "-s3", "-k1M"]);
+    }
+    let run = ringdl(&dir, &args(&server, &dir, &opts, &[]));
+    let what = format!(
+        "excess after {delay_ms} ms, split={split}, tls={}",
+        server.is_tls()
+    );
+    assert_eq!(run.code(), 0, "{what}\n{run}");
+    assert_file_is(&dir, "one.bin", &first, &what, &run);
+    assert_file_is(&dir, "two.bin", &second, &what, &run);
+    if delay_ms > 0 {
+        assert_file_is(&dir, "between.bin", &between, &what, &run);
+    }
+}
+
+#[test]
+fn a_response_after_the_body_is_never_the_next_answer() {
+    excess_after_body(TestServer::plain(), 0, false);
+}
+
+#[test]
+fn a_response_after_the_body_is_never_the_next_answer_split() {
+    excess_after_body(TestServer::plain(), 0, true);
+}
+
+#[test]
+fn a_response_after_the_body_is_never_the_next_answer_https() {
+    excess_after_body(TestServer::https(), 0, true);
+}
+
+#[test]
+fn a_response_arriving_on_an_idle_connection_is_never_the_next_answer() {
+    excess_after_body(TestServer::plain(), 100, false);
+}
+
+#[test]
+fn a_response_arriving_on_an_idle_connection_is_never_the_next_answer_https() {
+    excess_after_body(TestServer::https(), 100, false);
+}
