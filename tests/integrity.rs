@@ -15,7 +15,7 @@
 use std::ffi::OsStr;
 use std::time::Duration;
 
-use crate::support::server::{Fault, Route, TestServer, When, EXCESS_RESPONSE};
+use crate::support::server::{Fault, Route, TestServer, When};
 use crate::support::{content, ringdl_with_timeout, Run, TestDir};
 
 const MIB: usize = 1 << 20;
