@@ -122,3 +122,80 @@ fn a_response_arriving_on_an_idle_connection_is_never_the_next_answer() {
 fn a_response_arriving_on_an_idle_connection_is_never_the_next_answer_https() {
     excess_after_body(TestServer::https(), 100, false);
 }
+
+// ---- A range from another version of the file ------------------------------------------------
+
+/// A route whose first answer is `first` (with ETag "v1") and every later one `then` (ETag "v2"),
+/// ranges answered with a 206 whatever `If-Range` says: a file that changed on a server that
+/// ignores `If-Range`.
+fn changing_file(first: Route, then: &[u8]) -> Route {
+    first.header("ETag", "\"v1\"").then_after(
+        1,
+        Route::bytes(then.to_vec())
+            .header("ETag", "\"v2\"")
+            .ignore_if_range(),
+    )
+}
+
+/// Split four ways: the first answer is v1, the other ranges are v2. The download starts over on
+/// the new version and ends with it whole, never a file of both.
+#[test]
+fn ranges_of_a_changed_file_are_never_spliced() {
+    let v1 = content(3311, 4 * MIB + 12_345);
+    let v2 = content(3312, 4 * MIB + 12_345);
+    let server = TestServer::plain();
+    server.route("/f.bin", changing_file(Route::bytes(v1), &v2));
+    let dir = TestDir::new();
+    let opts = ["-x4", "-s4", "-k1M"];
+    let run = ringdl(&dir, &args(&server, &dir, &opts, &[server.url("/f.bin")]));
+    assert_eq!(run.code(), 0, "{run}");
+    assert_file_is(&dir, "f.bin", &v2, "a changed file split four ways", &run);
+    assert!(
+        run.output().contains("changed during the download"),
+        "the restart is said\n{run}"
+    );
+}
+
+/// A partial file of v1 from an earlier run, resumed with `-c` once the server has v2 and
+/// ignores `If-Range`: with `--always-resume` (the default) the download fails as for a whole
+/// answer to `If-Range` (exit 1) and the partial file keeps its bytes; with
+/// `--always-resume=false` it starts over and ends as v2.
+#[test]
+fn resuming_over_a_changed_file_never_splices() {
+    let v1 = content(3313, 3 * MIB + 777);
+    let v2 = content(3314, 3 * MIB + 777);
+    for always in [true, false] {
+        let server = TestServer::plain();
+        let first =
+            Route::bytes(v1.clone()).fault(Fault::TruncateAfter(MIB as u64 + 5000), When::Always);
+        server.route("/f.bin", changing_file(first, &v2));
+        let dir = TestDir::new();
+        let url = [server.url("/f.bin")];
+        let run = ringdl(&dir, &args(&server, &dir, &["--max-tries=1"], &url));
+        assert_ne!(run.code(), 0, "the first run is cut short\n{run}");
+        let partial = std::fs::read(dir.join("f.bin")).expect("a partial file");
+        assert!(
+            !partial.is_empty() && v1.starts_with(&partial),
+            "a prefix of v1\n{run}"
+        );
+        let resume = if always {
+            "--always-resume=true"
+        } else {
+            "--always-resume=false"
+        };
+        let run = ringdl(
+            &dir,
+            &args(&server, &dir, &["-c", resume, "--max-tries=1"], &url),
+        );
+        if always {
+            assert_eq!(run.code(), 1, "{run}");
+            // (Its bytes past the last claimed piece go: nothing claims them.)
+            let now = std::fs::read(dir.join("f.bin")).expect("the partial file");
+            assert!(now.len() >= MIB, "the claimed bytes stay\n{run}");
+            assert!(partial.starts_with(&now), "only v1's bytes\n{run}");
+        } else {
+            assert_eq!(run.code(), 0, "{run}");
+            assert_file_is(&dir, "f.bin", &v2, "--always-resume=false", &run);
+        }
+    }
+}

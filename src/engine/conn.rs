@@ -734,6 +734,9 @@ pub struct Download {
     pub failures: u32,
     /// Mirrors that answered a resuming request with the whole file (`--max-resume-failure-tries`).
     pub resume_failures: u32,
+    /// Times the download started over because a range came from another version of the file
+    /// than the one it began with (a server that ignores `If-Range`).
+    pub version_restarts: u32,
     pub error: Option<Failure>,
     /// Stopped by Ctrl-C/SIGTERM before it finished: reported as in progress.
     pub halted: bool,
@@ -841,6 +844,7 @@ impl Download {
             preallocated: false,
             failures: 0,
             resume_failures: 0,
+            version_restarts: 0,
             error: None,
             soft_error: None,
             halted: false,

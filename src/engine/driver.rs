@@ -59,6 +59,8 @@ impl PlainSink for IdleSink {
     }
 }
 
+/// Restarts of one download for a file that changed under it before it fails.
+const MAX_VERSION_RESTARTS: u32 = 3;
 /// aria2's redirect limit.
 const MAX_REDIRECTS: u32 = 20;
 /// Registered memory ringdl aims for at most, whatever the limit allows.
@@ -290,12 +292,20 @@ fn invalid_range_header(first: u64, last: u64, total: u64) -> String {
     )
 }
 
-/// A whole (200) answer to a range request sent with `If-Range: asked` (the version of the bytes
-/// already on disk): whether it says the file changed since (it carries another version) rather
-/// than that the server ignores ranges (it carries the same one). The partial file's bytes must
-/// then never be mixed with the new file's, nor claimed for it.
+/// An answer to a range request sent with `If-Range: asked` (the version of the bytes already on
+/// disk): whether it says the file changed since. A whole (200) answer carrying another version
+/// (or none) did; one carrying the same says that the server ignores ranges. A range (206)
+/// carrying another version comes from a server that ignored `If-Range`. The bytes already there
+/// must then never be mixed with the new file's, nor claimed for it.
 fn changed_since(resp: &http::ResponseHead, asked: &str) -> bool {
-    resp.status == 200 && resp.etag.as_deref().or(resp.last_modified.as_deref()) != Some(asked)
+    match resp.etag.as_deref().or(resp.last_modified.as_deref()) {
+        // A range (206) carrying another version's validator: the server ignored If-Range, and
+        // its bytes are not of the file the others came from.
+        Some(v) => v != asked,
+        // A whole answer without one cannot be told from a new version; a range without one is
+        // taken on its word.
+        None => resp.status == 200,
+    }
 }
 
 /// The error for [`changed_since`].

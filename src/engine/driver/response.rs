@@ -200,6 +200,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .as_deref()
             .and_then(http::decode::Coding::of)
             .filter(|_| range.is_none() && self.dls[dl].opts.http_accept_gzip);
+        if status == 206 && self.ignored_if_range(slot, &resp) {
+            let d = &self.dls[dl];
+            // A resumed download's partial file from an earlier run keeps its own rules (its
+            // version is not the server's: `--always-resume` says what then); this run's own
+            // bytes are of the version it began with, and this range is not.
+            let earlier_run = d.resumed && !d.ranges_confirmed && d.opts.always_resume;
+            if !earlier_run {
+                self.restart_for_new_version(slot);
+                return;
+            }
+        }
         match range {
             None => {
                 if let Err(f) = self.accept_first_response(slot, &resp, framing, coding.is_some()) {
@@ -247,7 +258,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     .and_then(|ex| d.validator.as_ref().and_then(|v| v.for_url(&ex.url)));
                 if d.resumed
                     && !d.ranges_confirmed
-                    && status == 200
+                    && (status == 200 || asked.is_some_and(|a| changed_since(&resp, a)))
                     && asked.is_some()
                     && d.opts.always_resume
                 {
@@ -625,7 +636,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 .filter(|ex| ex.dl == dl && ex.range == range)
                 .and_then(|ex| d.validator.as_ref().and_then(|v| v.for_url(&ex.url)))
         });
-        if d.opts.always_resume && asked.is_some_and(|a| changed_since(resp, a)) {
+        if asked.is_some_and(|a| changed_since(resp, a)) {
             return None;
         }
         let len = std::fs::metadata(path)

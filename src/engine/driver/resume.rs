@@ -292,6 +292,55 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         self.accept_first_response(slot, resp, framing, false)
     }
 
+    /// Whether `resp`, a range answered on connection `slot`, carries another version of the
+    /// file (its `ETag`, else its `Last-Modified`) than the one sent in `If-Range`: a server that
+    /// ignored `If-Range` after its file changed.
+    pub(super) fn ignored_if_range(&self, slot: usize, resp: &http::ResponseHead) -> bool {
+        let Some((_, ex)) = self.exchange_at(slot) else {
+            return false;
+        };
+        let d = &self.dls[ex.dl];
+        ex.range.is_some()
+            && d.validator
+                .as_ref()
+                .and_then(|v| v.for_url(&ex.url))
+                .is_some_and(|asked| changed_since(resp, asked))
+    }
+
+    /// The range on connection `slot` came from another version of the file than the bytes the
+    /// download holds (`ignored_if_range`): the two must never be spliced. The download starts
+    /// over with a request for the whole file, whose version then holds; a file that changes
+    /// under every restart fails it after [`MAX_VERSION_RESTARTS`], its partial file resumable
+    /// (a later `-c` sends that version in `If-Range` again).
+    pub(super) fn restart_for_new_version(&mut self, slot: usize) {
+        let Some((c, ex)) = self.exchange_at(slot) else {
+            return;
+        };
+        let conn_id = c.id;
+        let w = Want {
+            dl: ex.dl,
+            url: ex.url.clone(),
+            mirror: ex.mirror,
+            redirects: ex.redirects,
+        };
+        let d = &mut self.dls[w.dl];
+        d.version_restarts += 1;
+        if d.version_restarts > MAX_VERSION_RESTARTS {
+            let f = Failure::fatal(
+                ExitCode::UNKNOWN,
+                "The file on the server changed during the download, and again after each restart (a range came with another ETag or Last-Modified than the one sent in If-Range)",
+            );
+            self.fail_conn(slot, f);
+            return;
+        }
+        self.console.notice(&format!(
+            "CUID#{conn_id} - The file on the server changed during the download (a range came with another version than the one sent in If-Range). Download from scratch."
+        ));
+        self.reset_to_scratch(slot);
+        self.close_conn(slot);
+        self.open_or_defer(w);
+    }
+
     /// Forgets what the partial file of the download `slot` works for holds, so that its next
     /// first response (on this connection or another) starts the file over; the download's other
     /// connections close. The control file stays until that response replaces it (see
