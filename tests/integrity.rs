@@ -199,3 +199,62 @@ fn resuming_over_a_changed_file_never_splices() {
         }
     }
 }
+
+// ---- A failed download's last control-file save ------------------------------------------------
+
+/// SHA-256 of `data` as `--checksum` takes it.
+fn sha256_option(data: &[u8]) -> String {
+    format!("--checksum=sha-256={}", crate::support::sha256_hex(data))
+}
+
+/// A name whose control file (`NAME.aria2`) is too long for the file system (255 bytes), while
+/// the name itself is not: every control-file save fails with ENAMETOOLONG.
+fn long_name() -> String {
+    format!("{}.bin", "n".repeat(247))
+}
+
+/// The server sends bytes that fail `--checksum`, and no control file can be saved. The download
+/// fails (exit 32); its file must not be left at its length with nothing saying its bytes are
+/// not the file's, or the next `-c --checksum` run calls it complete and fails on it forever.
+/// That run, against a server with the right bytes, downloads them (as aria2c does).
+#[test]
+fn a_failed_last_save_leaves_nothing_claimed() {
+    // (Split, such a download fails already: without its control file, a write would leave a
+    // gap, exit 17.)
+    for tls in [false, true] {
+        let right = content(3321, 3 * MIB + 4321);
+        let wrong = content(3322, 3 * MIB + 4321);
+        let server = if tls {
+            TestServer::https()
+        } else {
+            TestServer::plain()
+        };
+        server.route("/f.bin", Route::bytes(wrong));
+        let dir = TestDir::new();
+        let name = long_name();
+        let out = format!("--out={name}");
+        let digest = sha256_option(&right);
+        let mut o = vec![out.as_str(), digest.as_str(), "--max-tries=1"];
+        let url = [server.url("/f.bin")];
+        let run = ringdl(&dir, &args(&server, &dir, &o, &url));
+        assert_eq!(run.code(), 32, "tls={tls}: the checksum fails\n{run}");
+        assert!(
+            run.output().contains("Failed to save the control file"),
+            "tls={tls}: the failed save is said\n{run}"
+        );
+        let left = std::fs::metadata(dir.join(&name)).map_or(0, |m| m.len());
+        assert_eq!(
+            left, 0,
+            "tls={tls}: nothing describes the bytes: none is kept\n{run}"
+        );
+        server.route("/f.bin", Route::bytes(right.clone()));
+        o.insert(0, "-c");
+        let run = ringdl(&dir, &args(&server, &dir, &o, &url));
+        assert_eq!(
+            run.code(),
+            0,
+            "tls={tls}: the rerun downloads the file\n{run}"
+        );
+        assert_file_is(&dir, &name, &right, "the rerun", &run);
+    }
+}

@@ -435,6 +435,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// the reactor's file-job thread, after every earlier save or removal); false when there is none
     /// to describe what is on disk (length unknown, or nothing to resume).
     pub(super) fn save_control(&mut self, dl: usize) -> bool {
+        self.save_control_then(dl, None)
+    }
+
+    /// [`save_control`](Self::save_control); then, with `settle` (the file, a length for when
+    /// the save succeeded and one for when it failed), the file is cut on the same job. A failed
+    /// download's file is kept at its length only once a control file describes it: where the
+    /// save fails, the control file left from before (which may claim bytes this one no longer
+    /// does) is removed, and the file is cut to what `-c` may take for done without one.
+    pub(super) fn save_control_then(
+        &mut self,
+        dl: usize,
+        settle: Option<(std::fs::File, u64, u64)>,
+    ) -> bool {
         let d = &mut self.dls[dl];
         if !d.length_known {
             return false;
@@ -466,8 +479,31 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         d.saves += 1;
         let tag = Tag::ControlSaved { file: d.file_of() };
-        self.reactor
-            .blocking(tag, Box::new(move || control::save(&ctl, &cf)));
+        // The data the control file claims reaches the disk before the control file does: a
+        // power loss may drop writes not yet synced (the drive's cache, a buffered fallback),
+        // and must not leave a control file claiming them.
+        let data = d.file.as_ref().and_then(|f| f.try_clone().ok());
+        let job = move || {
+            let saved = match &data {
+                Some(f) => f.sync_data(),
+                None => Ok(()),
+            }
+            .and_then(|()| control::save(&ctl, &cf));
+            if let Some((file, kept, proven)) = settle {
+                let len = match saved {
+                    Ok(()) => kept,
+                    Err(_) => {
+                        let _ = std::fs::remove_file(&ctl);
+                        proven
+                    }
+                };
+                if file.metadata()?.len() > len {
+                    file.set_len(len)?;
+                }
+            }
+            saved
+        };
+        self.reactor.blocking(tag, Box::new(job));
         true
     }
 

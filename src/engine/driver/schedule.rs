@@ -327,28 +327,50 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 d.ended = Some(self.reactor.now());
                 // What is on disk stays resumable, by ringdl or by aria2c: the control file says
                 // which bytes are there. Without one, `-c` will take the file's length for what is
-                // done, so the file is cut to the bytes written without a gap from its start.
-                let described = self.save_control(dl);
-                let d = &mut self.dls[dl];
+                // done, so the file is cut to the bytes written without a gap from its start. The
+                // last save is trusted only once it has happened: the file keeps its length on
+                // the save's job, after the save, and is cut to that prefix if the save fails.
+                let d = &self.dls[dl];
                 let total = d.total();
-                if let Some(file) = d.file.take() {
-                    let arrived = d
-                        .written
-                        .ranges()
-                        .last()
-                        .map_or(0, |r| r.end)
-                        .max(d.high_water);
-                    let prefix = d.written.prefix_end();
-                    let keep = match total {
-                        _ if !described => prefix,
-                        // A preallocated file keeps its real length.
-                        Some(t) if d.preallocated => t,
-                        // The padding of the last block goes, nothing that arrived does.
-                        _ => arrived,
-                    };
-                    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                    if len > keep {
-                        let _ = file.set_len(keep);
+                let arrived = d
+                    .written
+                    .ranges()
+                    .last()
+                    .map_or(0, |r| r.end)
+                    .max(d.high_water);
+                let prefix = d.written.prefix_end();
+                // The bytes written were disowned (a checksum that failed, a lost writeback):
+                // they stay for the user to see, but only a control file saying so may keep them.
+                let disowned = d.written.is_empty() && d.high_water > 0;
+                let kept = match total {
+                    // A preallocated file keeps its real length.
+                    Some(t) if d.preallocated => t,
+                    // The padding of the last block goes, nothing that arrived does.
+                    _ => arrived,
+                };
+                // No control file of this file is on disk yet: until the last one is, a kill
+                // leaves the file to be judged by its length, so it is cut to the gap-free prefix
+                // now (it grew only there: nothing is lost but padding).
+                let undescribed = !d.described() && !disowned;
+                let file = d.file.clone();
+                if let (Some(f), true) = (&file, undescribed) {
+                    if f.metadata().map(|m| m.len()).unwrap_or(0) > prefix {
+                        let _ = f.set_len(prefix);
+                    }
+                }
+                let settle = file
+                    .as_ref()
+                    .and_then(|f| f.try_clone().ok())
+                    .map(|f| (f, if undescribed { prefix } else { kept }, prefix));
+                let cut_later = settle.is_some();
+                let described = self.save_control_then(dl, settle);
+                self.dls[dl].file = None;
+                if let (Some(f), false) = (&file, described && cut_later) {
+                    // No save to wait for (length unknown, nothing to describe), or no
+                    // descriptor for its job: cut now.
+                    let keep = if described { kept } else { prefix };
+                    if f.metadata().map(|m| m.len()).unwrap_or(0) > keep {
+                        let _ = f.set_len(keep);
                     }
                 }
                 let d = &mut self.dls[dl];
