@@ -78,6 +78,44 @@ pub struct OutFile {
     pub mode: WriteMode,
 }
 
+/// What the deterministic simulation (`engine::simulation`) asks of the file-system steps of the
+/// file jobs, which it runs on its own thread: the error the next step fails with, and the data
+/// files synced (what a power loss cannot take). Outside the tests, [`step`] and [`sync_data`] are
+/// the plain calls.
+#[cfg(test)]
+pub mod sim_hooks {
+    use std::cell::{Cell, RefCell};
+    thread_local! {
+        /// The errno the next [`super::step`] fails with (taken by it).
+        pub static FAIL_NEXT: Cell<Option<i32>> = const { Cell::new(None) };
+        /// `(device, inode)` of every data file [`super::sync_data`] synced, in order.
+        pub static SYNCED: RefCell<Vec<(u64, u64)>> = const { RefCell::new(Vec::new()) };
+    }
+}
+
+/// One file-system step of a file job (creating, saving, renaming, removing, cutting): where the
+/// simulation injects a failure. Nothing outside the tests.
+pub fn step() -> io::Result<()> {
+    #[cfg(test)]
+    if let Some(errno) = sim_hooks::FAIL_NEXT.with(std::cell::Cell::take) {
+        return Err(io::Error::from_raw_os_error(errno));
+    }
+    Ok(())
+}
+
+/// `fdatasync` of a data file: what it holds survives a power loss from here on.
+pub fn sync_data(file: &File) -> io::Result<()> {
+    step()?;
+    file.sync_data()?;
+    #[cfg(test)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = file.metadata()?;
+        sim_hooks::SYNCED.with(|s| s.borrow_mut().push((m.dev(), m.ino())));
+    }
+    Ok(())
+}
+
 /// Set, this environment variable makes ringdl write as if the filesystem had refused `O_DIRECT`:
 /// the page-cache paths can then be tested (and compared) on any filesystem. The value
 /// `writeback` skips `RWF_DONTCACHE` too ([`WriteMode::Buffered`]); any other value starts at
@@ -87,6 +125,7 @@ pub const NO_DIRECT_ENV: &str = "RINGDL_NO_DIRECT";
 /// Opens `path` for reading and writing (creating it; emptying it unless resuming), with `O_DIRECT`
 /// where the filesystem allows it, or through the page cache where `uncached` asks for it.
 pub fn open_output(path: &Path, truncate: bool, uncached: bool) -> io::Result<OutFile> {
+    step()?;
     let mut opts = OpenOptions::new();
     opts.read(true).write(true).create(true).truncate(truncate);
     let forced = std::env::var_os(NO_DIRECT_ENV);
@@ -188,6 +227,7 @@ pub fn atomic_write_with(
     temp.push("__temp");
     let temp = PathBuf::from(temp);
     let written = (|| {
+        step()?;
         let mut w = io::BufWriter::with_capacity(64 * 1024, File::create(&temp)?);
         fill(&mut w)?;
         let f = w.into_inner().map_err(io::IntoInnerError::into_error)?;

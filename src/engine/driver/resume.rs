@@ -485,7 +485,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let data = d.file.as_ref().and_then(|f| f.try_clone().ok());
         let job = move || {
             let saved = match &data {
-                Some(f) => f.sync_data(),
+                Some(f) => store::sync_data(f),
                 None => Ok(()),
             }
             .and_then(|()| control::save(&ctl, &cf));
@@ -498,6 +498,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     }
                 };
                 if file.metadata()?.len() > len {
+                    store::step()?;
                     file.set_len(len)?;
                 }
             }
@@ -582,10 +583,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     pub(super) fn remove_control(&mut self, dl: usize) {
         if let Some(ctl) = self.dls[dl].control.take() {
             // After any save still queued, so nothing writes it back.
-            let job = Box::new(move || match std::fs::remove_file(&ctl) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            });
+            let job =
+                Box::new(
+                    move || match store::step().and_then(|()| std::fs::remove_file(&ctl)) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                        _ => Ok(()),
+                    },
+                );
             self.reactor.blocking(Tag::ControlRemoved, job);
         }
     }

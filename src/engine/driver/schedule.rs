@@ -339,9 +339,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     .map_or(0, |r| r.end)
                     .max(d.high_water);
                 let prefix = d.written.prefix_end();
-                // The bytes written were disowned (a checksum that failed, a lost writeback):
-                // they stay for the user to see, but only a control file saying so may keep them.
-                let disowned = d.written.is_empty() && d.high_water > 0;
+                // A checksum that failed disowned the bytes written, which are the server's:
+                // they stay for the user to see, as aria2c leaves them (a kill before the control
+                // file saying so is saved leaves them as aria2c does, with none). Bytes a lost
+                // writeback disowned may be anything: only what is proven stays.
+                let checksum_failed = d
+                    .error
+                    .as_ref()
+                    .is_some_and(|f| f.code == ExitCode::CHECKSUM);
                 let kept = match total {
                     // A preallocated file keeps its real length.
                     Some(t) if d.preallocated => t,
@@ -350,8 +355,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 };
                 // No control file of this file is on disk yet: until the last one is, a kill
                 // leaves the file to be judged by its length, so it is cut to the gap-free prefix
-                // now (it grew only there: nothing is lost but padding).
-                let undescribed = !d.described() && !disowned;
+                // now (it grew only there: nothing is lost but padding, or disowned bytes).
+                let undescribed = !d.described() && !checksum_failed;
                 let file = d.file.clone();
                 if let (Some(f), true) = (&file, undescribed) {
                     if f.metadata().map(|m| m.len()).unwrap_or(0) > prefix {
@@ -420,6 +425,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // each).
             let cut = move |file: &std::fs::File| {
                 if file.metadata()?.len() != total {
+                    store::step()?;
                     file.set_len(total)?;
                 }
                 if let Some(t) = mtime {

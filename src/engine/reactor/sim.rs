@@ -114,6 +114,51 @@ pub struct Faults {
     /// Every response with a longer body stops after this many body bytes, the connection left
     /// open (a stall at a chosen place, where `stall` draws one).
     pub stall_after: Option<usize>,
+    /// A file job (creating the file, saving or removing a control file, cutting the file) fails
+    /// at its first file-system step with `job_errno`.
+    pub job_errors: u32,
+    pub job_errno: i32,
+    /// A kill is a power loss too: every data write no `fdatasync` made durable is undone (its
+    /// bytes and the file's length as they were before it).
+    pub power_loss: bool,
+    /// The run is killed in the wait for its last file jobs after the loop ended, before the
+    /// job of this number (0: the first).
+    pub kill_in_shutdown: Option<u32>,
+    /// What the servers do wrong (see [`ServerFaults`]).
+    pub server: ServerFaults,
+}
+
+/// Servers that misbehave, each a rate in per mille of responses.
+#[derive(Clone, Default)]
+pub struct ServerFaults {
+    /// A whole response more after the body, nobody having asked for it.
+    pub excess: u32,
+    /// The connection closed (a FIN, no reset) part-way through the body.
+    pub fin: u32,
+    /// `100 Continue` and `103 Early Hints` heads before the response's.
+    pub informational: u32,
+    /// A range answered with its first part only (a correct, shorter `Content-Range`).
+    pub short_range: u32,
+    /// The connection closed once the response is sent, though it said nothing of it.
+    pub idle_close: u32,
+    /// After this many requests, every origin serves `changed_to` (ETag `"v2"`), and answers
+    /// ranges whatever `If-Range` says.
+    pub change_after: Option<usize>,
+    pub changed_to: Option<Rc<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for ServerFaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerFaults")
+            .field("excess", &self.excess)
+            .field("fin", &self.fin)
+            .field("informational", &self.informational)
+            .field("short_range", &self.short_range)
+            .field("idle_close", &self.idle_close)
+            .field("change_after", &self.change_after)
+            .field("changed_to_len", &self.changed_to.as_ref().map(|v| v.len()))
+            .finish()
+    }
 }
 
 /// How a run on the simulated reactor ended, when not by the engine's own choice.
@@ -151,6 +196,23 @@ pub struct World {
     /// bytes, in order; `rpc_answers` gets what the engine sent back on each connection.
     pub rpc_calls: std::collections::VecDeque<(u64, Vec<u8>)>,
     pub rpc_answers: Vec<Vec<u8>>,
+    /// How often each fault class fired, by name.
+    pub fired: std::collections::BTreeMap<&'static str, u64>,
+}
+
+impl World {
+    fn fire(&mut self, class: &'static str) {
+        *self.fired.entry(class).or_default() += 1;
+    }
+}
+
+/// A data write not yet made durable: what a power loss undoes.
+struct Volatile {
+    file: std::fs::File,
+    inode: (u64, u64),
+    offset: u64,
+    old: Vec<u8>,
+    old_len: u64,
 }
 
 /// A simulated socket: its number is only a key.
@@ -286,6 +348,11 @@ pub struct Sim<T> {
     jobs_given: u64,
     jobs_done: u64,
     interrupts_given: usize,
+    /// Draws of the fault classes added later (file jobs, servers), kept apart from `rng` so
+    /// that a seed without them replays as it was recorded.
+    rng2: Rng,
+    /// Data writes a power loss would undo, oldest first (only when one may come).
+    volatile: Vec<Volatile>,
 }
 
 impl<T> Sim<T> {
@@ -312,6 +379,8 @@ impl<T> Sim<T> {
             jobs_given: 0,
             jobs_done: 0,
             interrupts_given: 0,
+            rng2: Rng::new(seed ^ 0x5157_0002),
+            volatile: Vec::new(),
         }
     }
 
@@ -432,10 +501,10 @@ impl<T> Sim<T> {
             Kind::Timer(_) => -libc::ETIME,
             Kind::Job(_, ref mut job) => {
                 self.jobs_done += 1;
-                match job.take() {
-                    Some(j) => completion_result(j().map(|()| 0)),
-                    None => -libc::EINVAL,
-                }
+                let Some(j) = job.take() else {
+                    return -libc::EINVAL;
+                };
+                self.run_job(j, &faults)
             }
             Kind::Never if faults.signal_fd_fails => -libc::EBADF,
             Kind::Never => {
@@ -672,6 +741,11 @@ impl<T> Sim<T> {
                     n = (1 + self.rng.below((n / 4096 - 1) as u64) as usize) * 4096;
                 }
                 let data = &block.as_slice()[from..from + n];
+                if faults.power_loss {
+                    if let Some(v) = volatile(file.as_raw_fd(), offset, n) {
+                        self.volatile.push(v);
+                    }
+                }
                 // SAFETY: pwrite reads `n` bytes of `data`, which is borrowed for the call; the
                 // descriptor is kept open by the operation.
                 let r = unsafe {
@@ -702,6 +776,52 @@ impl<T> Sim<T> {
                 };
                 completion_result(usize::try_from(r).map_err(|_| io::Error::last_os_error()))
             }
+        }
+    }
+
+    /// Runs a file job as the worker thread would, its first file-system step failing now and
+    /// then (`Faults::job_errors`); the data files it synced are durable from then on.
+    fn run_job(&mut self, job: Job, faults: &Faults) -> i32 {
+        use crate::store::sim_hooks::{FAIL_NEXT, SYNCED};
+        let inject = faults.job_errors > 0 && self.rng2.chance(faults.job_errors);
+        if inject {
+            FAIL_NEXT.set(Some(faults.job_errno));
+        }
+        let res = completion_result(job().map(|()| 0));
+        if inject && FAIL_NEXT.take().is_none() {
+            self.world.borrow_mut().fire("file job failed");
+        }
+        let synced = SYNCED.take();
+        if !synced.is_empty() {
+            self.volatile.retain(|v| !synced.contains(&v.inode));
+        }
+        res
+    }
+
+    /// The power goes: every data write not made durable since is undone, newest first.
+    fn lose_power(&mut self) {
+        if self.volatile.is_empty() {
+            return;
+        }
+        self.world.borrow_mut().fire("power loss undid writes");
+        while let Some(v) = self.volatile.pop() {
+            use std::os::unix::fs::FileExt;
+            let _ = v.file.write_all_at(&v.old, v.offset);
+            if v.file.metadata().is_ok_and(|m| m.len() > v.old_len) {
+                let _ = v.file.set_len(v.old_len);
+            }
+        }
+    }
+
+    /// A kill: the run stops here; with `Faults::power_loss`, what was not durable is lost.
+    fn kill(&mut self) {
+        let power_loss = {
+            let mut w = self.world.borrow_mut();
+            w.stop = Some(Stop::Killed);
+            w.faults.power_loss
+        };
+        if power_loss {
+            self.lose_power();
         }
     }
 
@@ -754,22 +874,78 @@ impl<T> Sim<T> {
             world
                 .requests
                 .push((addr, format!("{method} {path}"), range.clone()));
-            let route = world
+            let mut route = world
                 .servers
                 .get(&addr)
                 .and_then(|s| s.get(&path))
                 .cloned()
                 .unwrap_or(Route::Status(404));
             let faults = world.faults.clone();
+            let sf = &faults.server;
+            let mut if_range = if_range;
+            // The file changed on the server, which answers ranges whatever If-Range says.
+            if let (
+                Some(after),
+                Some(v2),
+                Route::File {
+                    ranges, framing, ..
+                },
+            ) = (sf.change_after, &sf.changed_to, &route)
+            {
+                if world.requests.len() > after {
+                    route = Route::File {
+                        data: v2.clone(),
+                        etag: "\"v2\"".into(),
+                        ranges: *ranges,
+                        framing: *framing,
+                    };
+                    if range.is_some() && if_range.take().is_some_and(|v| v != "\"v2\"") {
+                        world.fire("a range of another version, If-Range ignored");
+                    }
+                }
+            }
             drop(world);
             let head_only = method == "HEAD";
-            let (bytes, body_at, close_after) = respond(
+            let cap = (sf.short_range > 0 && range.is_some() && self.rng2.chance(sf.short_range))
+                .then(|| 1 + self.rng2.below(300_000) as usize);
+            let (mut bytes, mut body_at, mut close_after) = respond(
                 &route,
                 range.as_deref(),
                 if_range.as_deref(),
                 head_only,
                 &mut self.rng,
+                cap,
             );
+            let mut fired = Vec::new();
+            if cap.is_some() && bytes.starts_with(b"HTTP/1.1 206") {
+                fired.push("a range answered short");
+            }
+            let length_framed = !close_after;
+            if sf.informational > 0 && self.rng2.chance(sf.informational) {
+                let interim: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n";
+                bytes.splice(0..0, interim.iter().copied());
+                body_at += interim.len();
+                fired.push("1xx heads before the response");
+            }
+            if bytes.len() > body_at && length_framed && sf.fin > 0 && self.rng2.chance(sf.fin) {
+                // (A close-delimited body cut by a FIN is whole as far as anyone can tell.)
+                let keep = body_at + self.rng2.below((bytes.len() - body_at) as u64) as usize;
+                bytes.truncate(keep);
+                close_after = true;
+                fired.push("a FIN mid-body");
+            }
+            let excess =
+                length_framed && !close_after && sf.excess > 0 && self.rng2.chance(sf.excess);
+            if !close_after && sf.idle_close > 0 && self.rng2.chance(sf.idle_close) {
+                close_after = true;
+                fired.push("a kept-alive connection closed after its response");
+            }
+            if !fired.is_empty() {
+                let mut w = self.world.borrow_mut();
+                for class in fired {
+                    w.fire(class);
+                }
+            }
             let body_len = bytes.len() - body_at;
             let Some(wire) = self.wires.get_mut(&fd) else {
                 return;
@@ -788,11 +964,43 @@ impl<T> Sim<T> {
                 let already = wire.pending() - body_len;
                 wire.stall_in = Some(already + self.rng.below(body_len as u64) as usize);
             }
+            if excess {
+                // A whole response more, after the body, that nobody asked for.
+                wire.outbound
+                    .extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nGARBAGE");
+                self.world.borrow_mut().fire("a response past the framing");
+            }
             if wire.close_after {
                 return;
             }
         }
     }
+}
+
+/// What a write of `len` bytes at `offset` to file `fd` is about to overwrite, kept to undo it.
+fn volatile(fd: RawFd, offset: u64, len: usize) -> Option<Volatile> {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    // SAFETY: `fd` is open (the write operation holds it); the `File` made from its duplicate is
+    // this module's own.
+    let file = unsafe {
+        let dup = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0);
+        if dup < 0 {
+            return None;
+        }
+        std::fs::File::from_raw_fd(dup)
+    };
+    let m = file.metadata().ok()?;
+    let old_len = m.len();
+    let end = old_len.min(offset + len as u64);
+    let mut old = vec![0u8; end.saturating_sub(offset) as usize];
+    file.read_exact_at(&mut old, offset).ok()?;
+    Some(Volatile {
+        inode: (m.dev(), m.ino()),
+        file,
+        offset,
+        old,
+        old_len,
+    })
 }
 
 fn fd_of(owned: &Owned) -> RawFd {
@@ -814,6 +1022,7 @@ fn respond(
     if_range: Option<&str>,
     head_only: bool,
     rng: &mut Rng,
+    cap: Option<usize>,
 ) -> (Vec<u8>, usize, bool) {
     let empty = |status: u16, extra: &str| {
         let head = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n{extra}\r\n");
@@ -850,6 +1059,8 @@ fn respond(
             return empty(416, &format!("Content-Range: bytes */{total}\r\n"));
         }
         Some((a, b)) => {
+            // A server that answers a range with its first part only.
+            let b = cap.map_or(b, |c| b.min(a + c as u64 - 1));
             head.push_str("HTTP/1.1 206 Partial Content\r\n");
             head.push_str(&format!("Content-Range: bytes {a}-{b}/{total}\r\n"));
             (a, b + 1)
@@ -1054,11 +1265,15 @@ impl<T> Reactor<T> for Sim<T> {
                     None
                 };
                 if let Some((why, e)) = failed {
-                    let late = matches!(why, Stop::Killed) && w.faults.kill_late;
+                    let killed = matches!(why, Stop::Killed);
+                    let late = killed && w.faults.kill_late;
                     w.stop = Some(why);
                     drop(w);
                     if late {
                         self.perform_ready();
+                    }
+                    if killed {
+                        self.kill();
                     }
                     return Err(e);
                 }
@@ -1130,13 +1345,22 @@ impl<T> Reactor<T> for Sim<T> {
         // A run that ended by itself waits for its blocking jobs, in order, as the worker thread
         // would be waited for; after a kill they never happen.
         if self.world.borrow().stop.is_none() {
+            // A kill may come while these are waited for (`Faults::kill_in_shutdown`).
+            let kill_before = self.world.borrow().faults.kill_in_shutdown;
+            let mut waited = 0;
             while let Some(i) = self.slots.iter().position(|(_, op)| {
                 op.as_ref()
                     .is_some_and(|o| matches!(o.kind, Kind::Job(n, _) if n == self.jobs_done))
             }) {
+                if kill_before == Some(waited) {
+                    self.world.borrow_mut().fire("kill in the shutdown wait");
+                    self.kill();
+                    break;
+                }
                 if let Some(mut op) = self.slots[i].1.take() {
                     self.perform(&mut op);
                 }
+                waited += 1;
             }
         }
         // Whatever else is still in flight never happens (a kill) or was abandoned: drop it all.
