@@ -117,6 +117,9 @@ impl ListScenario {
         faults.ns_per_byte = super::link_rate(seed);
         faults.uncached_refused = super::uncached_refusal(seed);
         faults.writeback_error = super::writeback_failure(seed);
+        // Misbehaving servers matter most here: the next job's first request on a kept-alive
+        // connection has no range that a stray response could fail to match.
+        super::misbehaving_servers(seed, &mut faults, None);
         ListScenario {
             jobs,
             args,
@@ -304,13 +307,14 @@ fn simulated_lists_end_complete_or_resumable() {
     );
     eprintln!(
         "list simulation: seeds {first}..{} in {:.1} s, {} failed; downloads: {} complete, {} \
-         failed, {} cut by a kill or Ctrl-C",
+         failed, {} cut by a kill or Ctrl-C; faults fired: {}",
         first.saturating_add(count),
         started.elapsed().as_secs_f64(),
         failures.len(),
         tally.complete,
         tally.failed,
-        tally.cut
+        tally.cut,
+        super::fired_report()
     );
     assert!(failures.is_empty(), "list seeds failed: {failures:?}");
 }
