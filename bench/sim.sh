@@ -30,13 +30,29 @@ start=$(date +%s)
 blocks=$(( (SEEDS + 2 * BLOCK - 1) / (2 * BLOCK) ))
 seq 0 $((blocks - 1)) | xargs -P "$JOBS" -I{} sh -c \
     "RINGDL_SIM_FIRST=\$(( $FIRST + {} * 2 * $BLOCK )) RINGDL_SIM_SEEDS=$BLOCK \
-     '$BIN' simulated_ --test-threads=3 > '$LOG/block-{}.log' 2>&1 || true"
+     '$BIN' simulated_ --test-threads=3 --nocapture > '$LOG/block-{}.log' 2>&1 || true"
 end=$(date +%s)
 ran=$(( blocks * 2 * BLOCK ))
 lists=$(( blocks * (BLOCK / 3) ))
 daemons=$(( blocks * (BLOCK / 5) ))
 failed=$(grep -h "FAILED:" "$LOG"/block-*.log | sort -u || true)
 echo "simulation: $ran seeds ($FIRST..$((FIRST + ran - 1))), $lists list seeds and $daemons daemon seeds in $((end - start)) s on $JOBS cores"
+# How often each fault class fired, over every block (single downloads and lists).
+cat "$LOG"/block-*.log | python3 -c 'import sys, collections
+counts = collections.Counter()
+for line in sys.stdin:
+    if "faults fired:" in line:
+        for word in line.split("faults fired:", 1)[1].split():
+            name, _, n = word.rpartition("=")
+            if n.isdigit():
+                counts[name] += int(n)
+print("faults fired: " + (" ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "none"))'
+# Every block must have run to its end (a block that died without a report is a failure too).
+done_blocks=$(grep -l "^simulation: seeds" "$LOG"/block-*.log | wc -l)
+if (( done_blocks != blocks )); then
+    echo "only $done_blocks of $blocks blocks reported: see $LOG" >&2
+    exit 1
+fi
 if [[ -n $failed ]]; then
     echo "$failed"
     grep -h "replay:" "$LOG"/block-*.log | sort -u

@@ -44,6 +44,41 @@ impl ServerTlsConfig {
     }
 }
 
+impl ServerTlsConfig {
+    /// A server of the simulation (`engine::simulation`): the chain and key given, one protocol
+    /// version (1.3, or 1.2), and ChaCha20-Poly1305 or AES-GCM suites only.
+    #[cfg(test)]
+    pub fn for_simulation(
+        chain: &[Vec<u8>],
+        pkcs8_key: &[u8],
+        tls13: bool,
+        chacha: bool,
+    ) -> ServerTlsConfig {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs = chain
+            .iter()
+            .map(|c| CertificateDer::from(c.clone()))
+            .collect();
+        let key = PrivateKeyDer::Pkcs8(pkcs8_key.to_vec().into());
+        let mut provider = rustls::crypto::ring::default_provider();
+        provider
+            .cipher_suites
+            .retain(|s| format!("{:?}", s.suite()).contains("CHACHA20") == chacha);
+        let version: &'static rustls::SupportedProtocolVersion = if tls13 {
+            &rustls::version::TLS13
+        } else {
+            &rustls::version::TLS12
+        };
+        let config = ServerConfig::builder_with_provider(std::sync::Arc::new(provider))
+            .with_protocol_versions(&[version])
+            .and_then(|b| b.with_no_client_auth().with_single_cert(certs, key))
+            .expect("a simulated server's TLS configuration");
+        ServerTlsConfig {
+            inner: Arc::new(config),
+        }
+    }
+}
+
 /// One accepted connection's TLS.
 pub struct ServerSession {
     conn: ServerConnection,

@@ -126,6 +126,8 @@ pub struct Faults {
     pub kill_in_shutdown: Option<u32>,
     /// What the servers do wrong (see [`ServerFaults`]).
     pub server: ServerFaults,
+    /// A read of a file back (to verify it) fails with EIO.
+    pub read_error: u32,
 }
 
 /// Servers that misbehave, each a rate in per mille of responses.
@@ -198,6 +200,9 @@ pub struct World {
     pub rpc_answers: Vec<Vec<u8>>,
     /// How often each fault class fired, by name.
     pub fired: std::collections::BTreeMap<&'static str, u64>,
+    /// Every server speaks TLS with this configuration (through rustls, to the engine's own
+    /// record layer).
+    pub tls: Option<crate::tls::server::ServerTlsConfig>,
 }
 
 impl World {
@@ -275,6 +280,9 @@ struct Wire {
     /// An RPC client's connection (its number in `World::rpc_answers`): `outbound` is what the
     /// client sends, what the engine sends is recorded as the answer.
     rpc: Option<usize>,
+    /// The server's TLS session: `inbound` then holds the plaintext it opened, and `outbound`
+    /// the records it sealed.
+    tls: Option<crate::tls::server::ServerSession>,
 }
 
 enum Kind {
@@ -606,11 +614,16 @@ impl<T> Sim<T> {
                 if !w.servers.contains_key(&addr) {
                     return -libc::ECONNREFUSED;
                 }
+                let tls = w
+                    .tls
+                    .as_ref()
+                    .and_then(|c| crate::tls::server::ServerSession::new(c).ok());
                 drop(w);
                 self.wires.insert(
                     fd,
                     Wire {
                         server: Some(addr),
+                        tls,
                         ..Wire::default()
                     },
                 );
@@ -642,7 +655,17 @@ impl<T> Sim<T> {
                     }
                     return n as i32;
                 }
-                wire.inbound.extend_from_slice(&rest[..n]);
+                match wire.tls.as_mut() {
+                    Some(session) => {
+                        let (mut plain, mut out) = (Vec::new(), Vec::new());
+                        let refused = session.receive(&rest[..n], &mut plain, &mut out).is_err();
+                        wire.inbound.extend_from_slice(&plain);
+                        wire.outbound.extend_from_slice(&out);
+                        // A protocol error: its alert, then the server closes.
+                        wire.close_after |= refused;
+                    }
+                    None => wire.inbound.extend_from_slice(&rest[..n]),
+                }
                 self.serve(fd);
                 n as i32
             }
@@ -760,6 +783,10 @@ impl<T> Sim<T> {
             }
             Kind::ReadFile { offset } => {
                 self.world.borrow_mut().file_reads += 1;
+                if faults.read_error > 0 && self.rng2.chance(faults.read_error) {
+                    self.world.borrow_mut().fire("a read-back failed");
+                    return -libc::EIO;
+                }
                 let Owned::Block(file, block) = &mut op.owned else {
                     return -libc::EINVAL;
                 };
@@ -942,15 +969,35 @@ impl<T> Sim<T> {
             }
             if !fired.is_empty() {
                 let mut w = self.world.borrow_mut();
-                for class in fired {
+                for class in &fired {
                     w.fire(class);
                 }
             }
-            let body_len = bytes.len() - body_at;
+            let cut_short = close_after && fired.contains(&"a FIN mid-body");
             let Some(wire) = self.wires.get_mut(&fd) else {
                 return;
             };
-            wire.outbound.extend_from_slice(&bytes);
+            let before = wire.pending();
+            let body_len = match wire.tls.as_mut() {
+                Some(session) => {
+                    // Sealed into records: the whole response stands for its body where faults
+                    // fall. A server that closes says so with close_notify, unless it was cut.
+                    session.seal(&bytes, &mut wire.outbound);
+                    if close_after && !cut_short {
+                        session.close(&mut wire.outbound);
+                    }
+                    // (A response without a body has none for a reset or a stall to fall in.)
+                    if bytes.len() > body_at {
+                        wire.pending() - before
+                    } else {
+                        0
+                    }
+                }
+                None => {
+                    wire.outbound.extend_from_slice(&bytes);
+                    bytes.len() - body_at
+                }
+            };
             if wire.receiving == 0 {
                 wire.unread_since.get_or_insert(self.clock);
             }
@@ -966,8 +1013,11 @@ impl<T> Sim<T> {
             }
             if excess {
                 // A whole response more, after the body, that nobody asked for.
-                wire.outbound
-                    .extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nGARBAGE");
+                let stray: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nGARBAGE";
+                match wire.tls.as_mut() {
+                    Some(session) => session.seal(stray, &mut wire.outbound),
+                    None => wire.outbound.extend_from_slice(stray),
+                }
                 self.world.borrow_mut().fire("a response past the framing");
             }
             if wire.close_after {

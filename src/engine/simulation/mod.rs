@@ -74,6 +74,8 @@ struct Scenario {
     data: Rc<Vec<u8>>,
     /// Served in the second run when the file changed in between.
     changed: Option<Rc<Vec<u8>>>,
+    /// The servers speak TLS: (1.3 rather than 1.2, ChaCha20 rather than AES-GCM).
+    tls: Option<(bool, bool)>,
     mirrors: Vec<Mirror>,
     args: Vec<String>,
     faults: Faults,
@@ -99,6 +101,65 @@ fn addr(i: usize) -> SocketAddr {
 
 fn url(i: usize) -> String {
     format!("http://{}/d/{NAME}", addr(i))
+}
+
+/// The simulated servers' certificate (for 127.0.0.1) and the CA that signed it, made once a
+/// thread; the CA's file stays for the thread's runs to name in `--ca-certificate`.
+struct Pki {
+    _dir: tempfile::TempDir,
+    ca_file: std::path::PathBuf,
+    chain: Vec<Vec<u8>>,
+    key: Vec<u8>,
+}
+
+thread_local! {
+    static PKI: Pki = make_pki();
+}
+
+fn make_pki() -> Pki {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().expect("a CA key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).expect("a CA certificate");
+    let leaf_key = KeyPair::generate().expect("a server key");
+    let mut leaf_params =
+        CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("server parameters");
+    leaf_params.use_authority_key_identifier_extension = true;
+    let leaf = leaf_params
+        .signed_by(&leaf_key, &ca, &ca_key)
+        .expect("a server certificate");
+    let dir = tempfile::tempdir().expect("a directory for the CA");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).expect("the CA's file");
+    Pki {
+        _dir: dir,
+        ca_file,
+        chain: vec![leaf.der().to_vec()],
+        key: leaf_key.serialize_der(),
+    }
+}
+
+/// The TLS of the servers of a scenario with `tls` (see [`Scenario::tls`]).
+fn server_tls(tls: Option<(bool, bool)>) -> Option<crate::tls::server::ServerTlsConfig> {
+    let (tls13, chacha) = tls?;
+    PKI.with(|p| {
+        Some(crate::tls::server::ServerTlsConfig::for_simulation(
+            &p.chain, &p.key, tls13, chacha,
+        ))
+    })
+}
+
+/// HTTPS in one seed of four, from a stream of its own: TLS 1.3 or 1.2, AES-GCM or ChaCha20,
+/// through the engine's own record layer; the CA goes into `args`.
+fn https(seed: u64, args: &mut Vec<String>) -> Option<(bool, bool)> {
+    let mut rng = Rng::new(seed ^ 0x1a7e_d4a5_0000_000a);
+    if rng.below(4) != 0 {
+        return None;
+    }
+    let ca = PKI.with(|p| p.ca_file.display().to_string());
+    args.push(format!("--ca-certificate={ca}"));
+    Some((rng.below(2) == 0, rng.below(2) == 0))
 }
 
 fn content(rng: &mut Rng, len: usize) -> Vec<u8> {
@@ -165,6 +226,20 @@ fn disk_and_power(seed: u64, faults: &mut Faults) {
     } else if faults.interrupts.is_empty() && rng.below(6) == 0 {
         faults.kill_in_shutdown = Some(rng.below(3) as u32);
         faults.power_loss = rng.below(2) == 0;
+    }
+    let mut rng = Rng::new(seed ^ 0x1a7e_d4a5_0000_0008);
+    if rng.below(6) == 0 {
+        faults.read_error = [200, 1000][rng.below(2) as usize];
+    }
+}
+
+/// A server that trickles below `--lowest-speed-limit`, from a stream of its own, in one seed of
+/// eight: 10 kB/s against a limit of 50 kB/s.
+fn trickle(seed: u64, faults: &mut Faults, args: &mut Vec<String>) {
+    let mut rng = Rng::new(seed ^ 0x1a7e_d4a5_0000_0009);
+    if rng.below(8) == 0 {
+        faults.ns_per_byte = 100_000;
+        args.push("--lowest-speed-limit=50K".into());
     }
 }
 
@@ -277,6 +352,7 @@ impl Scenario {
         faults.writeback_error = writeback_failure(seed);
         disk_and_power(seed, &mut faults);
         misbehaving_servers(seed, &mut faults, changed.as_ref());
+        trickle(seed, &mut faults, &mut args);
         let mut mirrors = mirrors;
         if changed.is_some() {
             // A changed file is recognised by the validator (ETag) of the origin that served it,
@@ -291,15 +367,23 @@ impl Scenario {
                 }
             }
         }
+        let tls = https(seed, &mut args);
         Scenario {
             seed,
             data,
             changed,
+            tls,
             mirrors,
             args,
             faults,
             budget,
         }
+    }
+
+    /// The URI of mirror `i`.
+    fn url(&self, i: usize) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}/d/{NAME}", addr(i))
     }
 
     /// The first run's servers.
@@ -319,7 +403,7 @@ impl Scenario {
                 },
                 Mirror::NotFound => Route::Status(404),
                 Mirror::Unavailable => Route::Status(503),
-                Mirror::Redirect => Route::Redirect(url(first_good.unwrap_or(i))),
+                Mirror::Redirect => Route::Redirect(self.url(first_good.unwrap_or(i))),
                 Mirror::Silent => continue,
             };
             servers.insert(addr(i), HashMap::from([(format!("/d/{NAME}"), route)]));
@@ -588,13 +672,34 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
         );
     }
     let dir = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
-    let uris: Vec<String> = (0..sc.mirrors.len()).map(url).collect();
+    let uris: Vec<String> = (0..sc.mirrors.len()).map(|i| sc.url(i)).collect();
     let world = Rc::new(RefCell::new(World {
         servers: sc.servers(),
         blackholes: sc.blackholes(),
         faults: sc.faults.clone(),
+        tls: server_tls(sc.tls),
         ..World::default()
     }));
+    if let Some((tls13, chacha)) = sc.tls {
+        let class = match (tls13, chacha) {
+            (true, true) => "https, TLS 1.3, ChaCha20",
+            (true, false) => "https, TLS 1.3, AES-GCM",
+            (false, true) => "https, TLS 1.2, ChaCha20",
+            (false, false) => "https, TLS 1.2, AES-GCM",
+        };
+        *world.borrow_mut().fired.entry(class).or_default() += 1;
+    }
+    if sc
+        .args
+        .iter()
+        .any(|a| a.starts_with("--lowest-speed-limit"))
+    {
+        *world
+            .borrow_mut()
+            .fired
+            .entry("a server trickling")
+            .or_default() += 1;
+    }
     let first = run(
         sc.budget,
         dir.path(),
@@ -696,6 +801,7 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
     );
     let world2 = Rc::new(RefCell::new(World {
         servers,
+        tls: server_tls(sc.tls),
         ..World::default()
     }));
     let mut args: Vec<String> = sc
@@ -714,7 +820,7 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
         sc.budget,
         dir.path(),
         &args,
-        &[url(origin)],
+        &[sc.url(origin)],
         None,
         world2.clone(),
         seed ^ 0xabcd,
@@ -762,9 +868,17 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
 fn expect_code(sc: &Scenario, code: u8) -> Result<(), String> {
     let all_404 = sc.mirrors.iter().all(|m| *m == Mirror::NotFound);
     // A full disk decides the code only when nothing on the network can end the download first.
+    let sf = &sc.faults.server;
     let clean_network = sc.faults.reset == 0
         && sc.faults.stall == 0
-        && sc.mirrors.iter().all(|m| matches!(m, Mirror::Good { .. }));
+        && sc.mirrors.iter().all(|m| matches!(m, Mirror::Good { .. }))
+        && sf.fin == 0
+        && sf.short_range == 0
+        && sf.change_after.is_none()
+        && !sc
+            .args
+            .iter()
+            .any(|a| a.starts_with("--lowest-speed-limit"));
     let full_disk = sc.faults.write_error == 1000
         && sc.faults.write_errno == libc::ENOSPC
         && clean_network
@@ -831,6 +945,7 @@ fn custom(seed: u64, len: usize, mirrors: Vec<Mirror>, args: &[&str], faults: Fa
         seed,
         data: Rc::new(content(&mut rng, len)),
         changed: None,
+        tls: None,
         mirrors,
         args: all,
         faults,
@@ -894,6 +1009,56 @@ fn a_power_loss_never_leaves_claims_over_lost_writes() {
     };
     let args = ["-x2", "-k1M", "--auto-save-interval=1"];
     kill_everywhere_with("power loss", vec![good], &args, 2_500_000, more);
+}
+
+/// The servers speak TLS 1.3 and 1.2, with AES-GCM and ChaCha20, to the engine's own record
+/// layer: whole files, split ones, and ones cut by resets, each complete byte for byte (or
+/// resumed so by the healed run).
+#[test]
+fn tls_of_each_version_and_cipher_carries_files_exactly() {
+    let mut cases = Vec::new();
+    for tls13 in [true, false] {
+        for chacha in [true, false] {
+            for (len, x, reset) in [
+                (70_000, "-x1", 0),
+                (2_600_000, "-x4", 0),
+                (2_600_000, "-x2", 300),
+            ] {
+                let good = Mirror::Good {
+                    ranges: true,
+                    framing: Framing::Length,
+                };
+                let faults = Faults {
+                    max_chunk: 30_000,
+                    reset,
+                    ..Faults::default()
+                };
+                let mut sc = custom(len as u64 + 7, len, vec![good], &[x, "-k1M"], faults);
+                sc.tls = Some((tls13, chacha));
+                let ca = PKI.with(|p| p.ca_file.display().to_string());
+                sc.args.push(format!("--ca-certificate={ca}"));
+                let label = format!(
+                    "TLS 1.{} {} {len} bytes {x} resets {reset}",
+                    if tls13 { 3 } else { 2 },
+                    if chacha { "ChaCha20" } else { "AES-GCM" }
+                );
+                if reset == 0 {
+                    // Without faults the first run itself completes, over TLS.
+                    let (dir, world, ended) = run_once(&sc);
+                    let outcome = only_outcome(ended, &label).unwrap_or_else(|e| panic!("{e}"));
+                    assert!(
+                        outcome.code.0 == 0 && outcome.finished,
+                        "{label}: exit {}",
+                        outcome.code.0
+                    );
+                    check_complete(dir.path(), &sc.data, &label).unwrap_or_else(|e| panic!("{e}"));
+                    assert!(!world.borrow().requests.is_empty(), "{label}: no request");
+                }
+                cases.push((label, sc));
+            }
+        }
+    }
+    check_each("TLS", cases);
 }
 
 /// A body of unknown length (close-delimited) has no control file: a kill must leave its file
@@ -1307,13 +1472,14 @@ fn run_once(sc: &Scenario) -> (tempfile::TempDir, Rc<RefCell<World>>, Result<End
     let world = Rc::new(RefCell::new(World {
         servers: sc.servers(),
         faults: sc.faults.clone(),
+        tls: server_tls(sc.tls),
         ..World::default()
     }));
     let ended = run(
         sc.budget,
         dir.path(),
         &sc.args,
-        &[url(0)],
+        &[sc.url(0)],
         None,
         world.clone(),
         sc.seed,
