@@ -438,16 +438,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         self.save_control_then(dl, None)
     }
 
-    /// [`save_control`](Self::save_control); then, with `settle` (the file, a length for when
-    /// the save succeeded and one for when it failed), the file is cut on the same job. A failed
-    /// download's file is kept at its length only once a control file describes it: where the
-    /// save fails, the control file left from before (which may claim bytes this one no longer
-    /// does) is removed, and the file is cut to what `-c` may take for done without one.
-    pub(super) fn save_control_then(
-        &mut self,
-        dl: usize,
-        settle: Option<(std::fs::File, u64, u64)>,
-    ) -> bool {
+    /// [`save_control`](Self::save_control); then, with `settle`, the file is cut on the same
+    /// job, to a length that depends on whether the save happened (see [`Settle`]).
+    pub(super) fn save_control_then(&mut self, dl: usize, settle: Option<Settle>) -> bool {
         let d = &mut self.dls[dl];
         if !d.length_known {
             return false;
@@ -489,17 +482,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 None => Ok(()),
             }
             .and_then(|()| control::save(&ctl, &cf));
-            if let Some((file, kept, proven)) = settle {
-                let len = match saved {
-                    Ok(()) => kept,
-                    Err(_) => {
+            if let Some(s) = settle {
+                let len = match (&saved, s.stale_lies) {
+                    (Ok(()), _) => s.saved,
+                    (Err(_), false) => s.unsaved,
+                    (Err(_), true) => {
                         let _ = std::fs::remove_file(&ctl);
-                        proven
+                        s.unsaved
                     }
                 };
-                if file.metadata()?.len() > len {
+                if s.file.metadata()?.len() > len {
                     store::step()?;
-                    file.set_len(len)?;
+                    s.file.set_len(len)?;
                 }
             }
             saved
@@ -583,16 +577,33 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     pub(super) fn remove_control(&mut self, dl: usize) {
         if let Some(ctl) = self.dls[dl].control.take() {
             // After any save still queued, so nothing writes it back.
-            let job =
-                Box::new(
-                    move || match store::step().and_then(|()| std::fs::remove_file(&ctl)) {
-                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                        _ => Ok(()),
-                    },
-                );
-            self.reactor.blocking(Tag::ControlRemoved, job);
+            let job = move || {
+                let removed = store::step().and_then(|()| std::fs::remove_file(&ctl));
+                match removed {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                    _ => Ok(()),
+                }
+            };
+            self.reactor.blocking(Tag::ControlRemoved, Box::new(job));
         }
     }
+}
+
+/// How a failed download's file is left once its last control-file save has run: it keeps its
+/// length only once a control file describes it.
+pub(super) struct Settle {
+    /// The file (a descriptor of the job's own).
+    pub file: std::fs::File,
+    /// Its length once the save succeeded: what arrived (or its allocated length).
+    pub saved: u64,
+    /// Its length when the save failed: what the control file left from before describes (its
+    /// claims never shrink unless withdrawn), or, with none, the gap-free prefix `-c` may take
+    /// for done by length.
+    pub unsaved: u64,
+    /// Claims were withdrawn since the last save (a checksum that failed, a lost writeback): the
+    /// control file left from before claims bytes this one no longer does, and goes if the save
+    /// fails.
+    pub stale_lies: bool,
 }
 
 impl<R: Reactor<Tag>> Engine<'_, R> {

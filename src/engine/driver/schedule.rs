@@ -359,24 +359,29 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 let undescribed = !d.described() && !checksum_failed;
                 let file = d.file.clone();
                 if let (Some(f), true) = (&file, undescribed) {
-                    if f.metadata().map(|m| m.len()).unwrap_or(0) > prefix {
-                        let _ = f.set_len(prefix);
-                    }
+                    cut_longer(f, prefix);
                 }
-                let settle = file
-                    .as_ref()
-                    .and_then(|f| f.try_clone().ok())
-                    .map(|f| (f, if undescribed { prefix } else { kept }, prefix));
+                let withdrawn = d.claims_lost || checksum_failed;
+                let settle =
+                    file.as_ref()
+                        .and_then(|f| f.try_clone().ok())
+                        .map(|f| resume::Settle {
+                            file: f,
+                            saved: if undescribed { prefix } else { kept },
+                            unsaved: if d.described() && !withdrawn {
+                                kept
+                            } else {
+                                prefix
+                            },
+                            stale_lies: withdrawn,
+                        });
                 let cut_later = settle.is_some();
                 let described = self.save_control_then(dl, settle);
                 self.dls[dl].file = None;
                 if let (Some(f), false) = (&file, described && cut_later) {
                     // No save to wait for (length unknown, nothing to describe), or no
                     // descriptor for its job: cut now.
-                    let keep = if described { kept } else { prefix };
-                    if f.metadata().map(|m| m.len()).unwrap_or(0) > keep {
-                        let _ = f.set_len(keep);
-                    }
+                    cut_longer(f, if described { kept } else { prefix });
                 }
                 let d = &mut self.dls[dl];
                 let path = d.path_text();
@@ -523,5 +528,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             sum.results.remove(0);
         }
         sum.results.push(outcome);
+    }
+}
+
+/// Cuts `file` to `len` bytes if it is longer. Best effort: a file that cannot be cut keeps bytes
+/// nothing claims, which the next save or the next run's checks deal with.
+fn cut_longer(file: &std::fs::File, len: u64) {
+    if file.metadata().map(|m| m.len()).unwrap_or(0) > len {
+        let _ = file.set_len(len);
     }
 }
