@@ -41,17 +41,6 @@ fn aria2c<S: AsRef<OsStr>>(dir: &TestDir, args: &[S]) -> Run {
     run_program(Path::new("aria2c"), dir, args, DEADLINE)
 }
 
-/// `--no-conf -d DIR [--ca-certificate=CA]`, then `opts`, then `urls`.
-fn args(server: &TestServer, dir: &TestDir, opts: &[&str], urls: &[String]) -> Vec<String> {
-    let mut v = vec!["--no-conf".to_string(), "-d".into(), dir.arg()];
-    if server.is_tls() {
-        v.push(format!("--ca-certificate={}", server.ca_file().display()));
-    }
-    v.extend(opts.iter().map(|s| s.to_string()));
-    v.extend(urls.iter().cloned());
-    v
-}
-
 /// The file at `path` is `data`, byte for byte; otherwise a message with both lengths and the first
 /// differing offset.
 fn assert_file_is(path: &Path, data: &[u8], what: &str, run: &Run) {
@@ -96,11 +85,11 @@ fn mirror_redirecting_to_the_other(https: bool, opts: &[&str]) {
     let what = format!("{opts:?}, https={https}");
     if aria2c_present() {
         let dir = TestDir::new();
-        let run = aria2c(&dir, &args(&server, &dir, opts, &urls));
+        let run = aria2c(&dir, &server.args(&dir, opts, &urls));
         assert_complete(&run, &dir, "f.bin", &data, &format!("aria2c {what}"));
     }
     let dir = TestDir::new();
-    let run = ringdl(&dir, &args(&server, &dir, opts, &urls));
+    let run = ringdl(&dir, &server.args(&dir, opts, &urls));
     assert_complete(&run, &dir, "f.bin", &data, &what);
     assert_eq!(dir.entries(), ["f.bin"], "{what}: left behind\n{run}");
 }
@@ -137,8 +126,8 @@ fn failed_checksum_leaves_the_real_length_and_bytes() {
         let dir = TestDir::new();
         let run = match program {
             "aria2c" if !aria2c_present() => continue,
-            "aria2c" => aria2c(&dir, &args(&server, &dir, &o, &urls)),
-            _ => ringdl(&dir, &args(&server, &dir, &o, &urls)),
+            "aria2c" => aria2c(&dir, &server.args(&dir, &o, &urls)),
+            _ => ringdl(&dir, &server.args(&dir, &o, &urls)),
         };
         let what = format!("{program} {opts:?}");
         assert_eq!(run.code(), 32, "{what}: a checksum error is exit 32\n{run}");
@@ -252,7 +241,7 @@ fn resume_both(
     let urls = [server.url(&format!("/{name}"))];
     if aria2c_present() {
         let copy = copy_of(dir);
-        let run = aria2c(&copy, &args(server, &copy, opts, &urls));
+        let run = aria2c(&copy, &server.args(&copy, opts, &urls));
         assert_complete(
             &run,
             &copy,
@@ -261,7 +250,7 @@ fn resume_both(
             &format!("aria2c resuming ({what})"),
         );
     }
-    let run = ringdl(dir, &args(server, dir, opts, &urls));
+    let run = ringdl(dir, &server.args(dir, opts, &urls));
     assert_complete(&run, dir, name, data, &format!("ringdl resuming ({what})"));
     assert_eq!(dir.entries(), [name], "{what}: left behind\n{run}");
 }
@@ -283,8 +272,7 @@ fn resume_of_aria2c_download_with_piece_length_1048577() {
         Route::bytes(data.clone()).throttle(16 * KIB, Duration::from_millis(10)),
     );
     let dir = TestDir::new();
-    let started = args(
-        &server,
+    let started = server.args(
         &dir,
         &["--piece-length=1048577", "-x4", "--console-log-level=error"],
         &[server.url("/p.bin")],
@@ -380,7 +368,7 @@ fn resume_gap_ending_off_alignment_hashes_what_is_on_disk() {
     };
     if aria2c_present() {
         let dir = fixture();
-        let run = aria2c(&dir, &args(&server, &dir, &["-c", &piece, &sum], &url));
+        let run = aria2c(&dir, &server.args(&dir, &["-c", &piece, &sum], &url));
         assert_complete(&run, &dir, "g.bin", &data, "aria2c resuming");
     }
     // Every variant runs before the verdict, so a failure shows them all.
@@ -389,7 +377,7 @@ fn resume_gap_ending_off_alignment_hashes_what_is_on_disk() {
         let dir = fixture();
         let mut o = vec!["-c", piece.as_str()];
         o.extend_from_slice(opts);
-        let run = ringdl(&dir, &args(&server, &dir, &o, &url));
+        let run = ringdl(&dir, &server.args(&dir, &o, &url));
         let got = std::fs::read(dir.join("g.bin")).unwrap_or_default();
         if run.code() != 0 || got != data {
             let hole = got.iter().zip(&data).position(|(g, d)| g != d);
@@ -497,14 +485,14 @@ fn https_until_close_body_cut_without_close_notify_is_not_complete() {
     let opts = ["--max-tries=2"];
     let aria2_code = if aria2c_present() {
         let dir = TestDir::new();
-        let run = aria2c(&dir, &args(&server, &dir, &opts, &urls));
+        let run = aria2c(&dir, &server.args(&dir, &opts, &urls));
         assert_ne!(run.code(), 0, "aria2c called the cut body complete\n{run}");
         Some(run.code())
     } else {
         None
     };
     let dir = TestDir::new();
-    let run = ringdl(&dir, &args(&server, &dir, &opts, &urls));
+    let run = ringdl(&dir, &server.args(&dir, &opts, &urls));
     let len = std::fs::metadata(dir.join("t.bin")).map(|m| m.len()).ok();
     assert_ne!(
         run.code(),
@@ -518,7 +506,7 @@ fn https_until_close_body_cut_without_close_notify_is_not_complete() {
     // The same body ended by close_notify is complete.
     server.route("/t.bin", Route::bytes(data.clone()).close_delimited());
     let dir = TestDir::new();
-    let run = ringdl(&dir, &args(&server, &dir, &opts, &urls));
+    let run = ringdl(&dir, &server.args(&dir, &opts, &urls));
     assert_complete(
         &run,
         &dir,
@@ -566,7 +554,7 @@ fn connections_stopped_mid_receive_do_not_drain_the_write_pool() {
         "-i",
         "list",
     ];
-    let run = ringdl(&dir, &args(&server, &dir, &opts, &[]));
+    let run = ringdl(&dir, &server.args(&dir, &opts, &[]));
     assert_file_is(
         &dir.join("good.bin"),
         &good,
@@ -642,7 +630,7 @@ fn failed_download_claims_only_bytes_on_disk() {
     for round in 0..3 {
         server.route("/f.bin", broken());
         let dir = TestDir::new();
-        let run = ringdl(&dir, &args(&server, &dir, &opts, &urls));
+        let run = ringdl(&dir, &server.args(&dir, &opts, &urls));
         assert_ne!(
             run.code(),
             0,
@@ -670,7 +658,7 @@ fn failed_download_claims_only_bytes_on_disk() {
             "round {round}: nothing claimed, nothing tested\n{run}"
         );
         server.route("/f.bin", Route::bytes(data.clone()));
-        let run = ringdl(&dir, &args(&server, &dir, &opts, &urls));
+        let run = ringdl(&dir, &server.args(&dir, &opts, &urls));
         if run.code() != 0 || std::fs::read(dir.join("f.bin")).ok().as_deref() != Some(&data[..]) {
             wrong.push(format!(
                 "round {round}: resuming gave exit {} and a wrong file",

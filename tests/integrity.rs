@@ -25,17 +25,6 @@ fn ringdl<S: AsRef<OsStr>>(dir: &TestDir, args: &[S]) -> Run {
     ringdl_with_timeout(dir, args, DEADLINE)
 }
 
-/// `--no-conf -d DIR [--ca-certificate=CA]`, then `opts`, then `urls`.
-fn args(server: &TestServer, dir: &TestDir, opts: &[&str], urls: &[String]) -> Vec<String> {
-    let mut v = vec!["--no-conf".to_string(), "-d".into(), dir.arg()];
-    if server.is_tls() {
-        v.push(format!("--ca-certificate={}", server.ca_file().display()));
-    }
-    v.extend(opts.iter().map(|s| s.to_string()));
-    v.extend(urls.iter().cloned());
-    v
-}
-
 /// The file `name` in `dir` is `data`, byte for byte.
 fn assert_file_is(dir: &TestDir, name: &str, data: &[u8], what: &str, run: &Run) {
     let path = dir.join(name);
@@ -85,7 +74,7 @@ fn excess_after_body(server: TestServer, delay_ms: u64, split: bool) {
     if split {
         opts.extend(["-x3", "-s3", "-k1M"]);
     }
-    let run = ringdl(&dir, &args(&server, &dir, &opts, &[]));
+    let run = ringdl(&dir, &server.args(&dir, &opts, &[]));
     let what = format!(
         "excess after {delay_ms} ms, split={split}, tls={}",
         server.is_tls()
@@ -147,7 +136,7 @@ fn ranges_of_a_changed_file_are_never_spliced() {
     server.route("/f.bin", changing_file(Route::bytes(v1), &v2));
     let dir = TestDir::new();
     let opts = ["-x4", "-s4", "-k1M"];
-    let run = ringdl(&dir, &args(&server, &dir, &opts, &[server.url("/f.bin")]));
+    let run = ringdl(&dir, &server.args(&dir, &opts, &[server.url("/f.bin")]));
     assert_eq!(run.code(), 0, "{run}");
     assert_file_is(&dir, "f.bin", &v2, "a changed file split four ways", &run);
     assert!(
@@ -171,7 +160,7 @@ fn resuming_over_a_changed_file_never_splices() {
         server.route("/f.bin", changing_file(first, &v2));
         let dir = TestDir::new();
         let url = [server.url("/f.bin")];
-        let run = ringdl(&dir, &args(&server, &dir, &["--max-tries=1"], &url));
+        let run = ringdl(&dir, &server.args(&dir, &["--max-tries=1"], &url));
         assert_ne!(run.code(), 0, "the first run is cut short\n{run}");
         let partial = std::fs::read(dir.join("f.bin")).expect("a partial file");
         assert!(
@@ -185,7 +174,7 @@ fn resuming_over_a_changed_file_never_splices() {
         };
         let run = ringdl(
             &dir,
-            &args(&server, &dir, &["-c", resume, "--max-tries=1"], &url),
+            &server.args(&dir, &["-c", resume, "--max-tries=1"], &url),
         );
         if always {
             assert_eq!(run.code(), 1, "{run}");
@@ -236,7 +225,7 @@ fn a_failed_last_save_leaves_nothing_claimed() {
         let digest = sha256_option(&right);
         let mut o = vec![out.as_str(), digest.as_str(), "--max-tries=1"];
         let url = [server.url("/f.bin")];
-        let run = ringdl(&dir, &args(&server, &dir, &o, &url));
+        let run = ringdl(&dir, &server.args(&dir, &o, &url));
         assert_eq!(run.code(), 32, "tls={tls}: the checksum fails\n{run}");
         assert!(
             run.output().contains("Failed to save the control file"),
@@ -249,7 +238,7 @@ fn a_failed_last_save_leaves_nothing_claimed() {
         );
         server.route("/f.bin", Route::bytes(right.clone()));
         o.insert(0, "-c");
-        let run = ringdl(&dir, &args(&server, &dir, &o, &url));
+        let run = ringdl(&dir, &server.args(&dir, &o, &url));
         assert_eq!(
             run.code(),
             0,

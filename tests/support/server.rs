@@ -524,6 +524,18 @@ impl TestServer {
         self.pki.is_some()
     }
 
+    /// A ringdl command line for this server: `--no-conf -d DIR [--ca-certificate=CA]`, then
+    /// `opts`, then `urls`.
+    pub fn args(&self, dir: &super::TestDir, opts: &[&str], urls: &[String]) -> Vec<String> {
+        let mut v = vec!["--no-conf".to_string(), "-d".into(), dir.arg()];
+        if self.is_tls() {
+            v.push(format!("--ca-certificate={}", self.ca_file().display()));
+        }
+        v.extend(opts.iter().map(|s| s.to_string()));
+        v.extend(urls.iter().cloned());
+        v
+    }
+
     pub fn scheme(&self) -> &'static str {
         if self.is_tls() {
             "https"
