@@ -474,8 +474,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let tag = Tag::ControlSaved { file: d.file_of() };
         // The data the control file claims reaches the disk before the control file does: a
         // power loss may drop writes not yet synced (the drive's cache, a buffered fallback),
-        // and must not leave a control file claiming them.
-        let data = d.file.as_ref().and_then(|f| f.try_clone().ok());
+        // and must not leave a control file claiming them. A control file that claims nothing
+        // (the first, saved before any byte is written) needs no sync: blocks wait for it, and
+        // syncing a file just created and allocated costs a journal commit.
+        let data = match d.written.is_empty() {
+            true => None,
+            false => d.file.as_ref().and_then(|f| f.try_clone().ok()),
+        };
         let job = move || {
             let saved = match &data {
                 Some(f) => store::sync_data(f),
