@@ -86,8 +86,9 @@ pub struct OutFile {
 pub mod sim_hooks {
     use std::cell::{Cell, RefCell};
     thread_local! {
-        /// The errno the next [`super::step`] fails with (taken by it).
-        pub static FAIL_NEXT: Cell<Option<i32>> = const { Cell::new(None) };
+        /// The errno a coming [`super::step`] fails with, and how many steps pass before it
+        /// (taken by the step that fails).
+        pub static FAIL_NEXT: Cell<Option<(u32, i32)>> = const { Cell::new(None) };
         /// `(device, inode)` of every data file [`super::sync_data`] synced, in order.
         pub static SYNCED: RefCell<Vec<(u64, u64)>> = const { RefCell::new(Vec::new()) };
     }
@@ -97,8 +98,10 @@ pub mod sim_hooks {
 /// simulation injects a failure. Nothing outside the tests.
 pub fn step() -> io::Result<()> {
     #[cfg(test)]
-    if let Some(errno) = sim_hooks::FAIL_NEXT.with(std::cell::Cell::take) {
-        return Err(io::Error::from_raw_os_error(errno));
+    match sim_hooks::FAIL_NEXT.take() {
+        Some((0, errno)) => return Err(io::Error::from_raw_os_error(errno)),
+        Some((n, errno)) => sim_hooks::FAIL_NEXT.set(Some((n - 1, errno))),
+        None => {}
     }
     Ok(())
 }
@@ -232,6 +235,7 @@ pub fn atomic_write_with(
         fill(&mut w)?;
         let f = w.into_inner().map_err(io::IntoInnerError::into_error)?;
         f.sync_all()?;
+        step()?;
         std::fs::rename(&temp, path)
     })();
     if let Err(e) = written {

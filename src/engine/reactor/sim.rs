@@ -128,6 +128,8 @@ pub struct Faults {
     pub server: ServerFaults,
     /// A read of a file back (to verify it) fails with EIO.
     pub read_error: u32,
+    /// A write through the page cache (a file without `O_DIRECT`) is short by any number of bytes.
+    pub odd_writes: u32,
 }
 
 /// Servers that misbehave, each a rate in per mille of responses.
@@ -361,6 +363,8 @@ pub struct Sim<T> {
     rng2: Rng,
     /// Data writes a power loss would undo, oldest first (only when one may come).
     volatile: Vec<Volatile>,
+    /// Draws of the odd-length short writes, apart from `rng2` for the same reason.
+    rng3: Rng,
 }
 
 impl<T> Sim<T> {
@@ -389,6 +393,7 @@ impl<T> Sim<T> {
             interrupts_given: 0,
             rng2: Rng::new(seed ^ 0x5157_0002),
             volatile: Vec::new(),
+            rng3: Rng::new(seed ^ 0x5157_0003),
         }
     }
 
@@ -763,6 +768,15 @@ impl<T> Sim<T> {
                 if n > 4096 && self.rng.chance(faults.short_write) {
                     n = (1 + self.rng.below((n / 4096 - 1) as u64) as usize) * 4096;
                 }
+                // Through the page cache a write may stop at any byte (never with O_DIRECT).
+                if n > 1 && faults.odd_writes > 0 && self.rng3.chance(faults.odd_writes) {
+                    // SAFETY: F_GETFL on a descriptor the operation keeps open.
+                    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+                    if flags >= 0 && flags & libc::O_DIRECT == 0 {
+                        n = 1 + self.rng3.below(n as u64 - 1) as usize;
+                        self.world.borrow_mut().fire("an odd-length short write");
+                    }
+                }
                 let data = &block.as_slice()[from..from + n];
                 if faults.power_loss {
                     if let Some(v) = volatile(file.as_raw_fd(), offset, n) {
@@ -812,7 +826,11 @@ impl<T> Sim<T> {
         use crate::store::sim_hooks::{FAIL_NEXT, SYNCED};
         let inject = faults.job_errors > 0 && self.rng2.chance(faults.job_errors);
         if inject {
-            FAIL_NEXT.set(Some(faults.job_errno));
+            // At its first step mostly; now and then at a later one (a control file's rename
+            // after its data was written, a cut after a save), chosen from the job's number so
+            // that `rng2` draws as it did.
+            let later = (self.jobs_done.wrapping_mul(0x9e37_79b9) >> 7) % 4;
+            FAIL_NEXT.set(Some((later.saturating_sub(1) as u32, faults.job_errno)));
         }
         let res = completion_result(job().map(|()| 0));
         if inject && FAIL_NEXT.take().is_none() {

@@ -231,6 +231,9 @@ fn disk_and_power(seed: u64, faults: &mut Faults) {
     if rng.below(6) == 0 {
         faults.read_error = [200, 1000][rng.below(2) as usize];
     }
+    if rng.below(4) == 0 {
+        faults.odd_writes = [100, 500][rng.below(2) as usize];
+    }
 }
 
 /// A server that trickles below `--lowest-speed-limit`, from a stream of its own, in one seed of
