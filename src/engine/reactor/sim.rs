@@ -7,7 +7,12 @@
 //!
 //! Faults, each drawn from the seed: short receives and sends, EAGAIN/EINTR, connections reset or
 //! stalled mid-body, short writes, ENOSPC/EIO, completions delivered in any order, and a kill at a
-//! chosen step (the run stops there, and nothing still in flight happens).
+//! chosen step (the run stops there, and nothing still in flight happens) or in the wait for the
+//! last file jobs, with a power loss that undoes every write no `fdatasync` covered; file jobs
+//! failing at one of their steps (`store::step`), failed read-backs, odd-length short writes; and
+//! servers that speak TLS (rustls's server over the wire's bytes) and misbehave
+//! ([`ServerFaults`]). Those added later draw from `rng2` and `rng3`, so that the draws of `rng`
+//! for a seed stay as they were.
 use super::{completion_result, Block, Completion, Fd, Job, OpId, Owned, Pool, Reactor};
 use std::cell::RefCell;
 use std::collections::HashMap;

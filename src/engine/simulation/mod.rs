@@ -2,13 +2,17 @@
 //! draws a file, a set of mirrors (good, without ranges, chunked, close-delimited, 404, 503,
 //! redirecting to another mirror, not answering), command-line options and faults (short reads and
 //! writes, EAGAIN/EINTR, resets and stalls mid-body, ENOSPC/EIO, completions out of order, a kill at
-//! a random step). The real engine runs on the simulated reactor; then a second run with `-c` on
-//! healed mirrors — sometimes serving a changed file — must finish what the first left. After every
-//! run it checks:
+//! a random step). Classes added later each draw from a stream of their own, so that a recorded
+//! seed replays as it was: file jobs that fail, kills in the wait for the last file jobs, power
+//! losses, odd-length short writes, failed read-backs, servers that speak TLS, trickle, send past
+//! their framing, close mid-body, send 1xx heads, answer ranges short, close kept-alive connections
+//! or change the file under `If-Range`; each block's report counts how often each fired. The real
+//! engine runs on the simulated reactor; then a second run with `-c` on healed mirrors —
+//! sometimes serving a changed file — must finish what the first left. After every run it checks:
 //!
 //! * a download reported complete equals its source byte for byte;
 //! * a failed, stopped or killed one left a control file that claims only bytes that are on disk and
-//!   right;
+//!   right (after a power loss too);
 //! * every block is back in the pool and nothing is in flight;
 //! * the run ended within the simulation's time and step limits (no hang), and did not panic;
 //! * the exit code is aria2's for the failures that decide it (404 everywhere: 3; a full disk: 9;
