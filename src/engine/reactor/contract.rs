@@ -183,6 +183,22 @@ fn silence_close_and_reset_end_a_receive<R: Reactor<u32>>(mut r: R) {
     assert_eq!((c.tag, c.res), (4, -libc::ECONNRESET));
 }
 
+/// A connected socket is quiet until a byte waits on it or its peer closes; asking takes nothing
+/// from it.
+fn quiet_until_bytes_wait_or_the_peer_closes<R: Reactor<u32>>(mut r: R) {
+    let (sock, mut peer) = pair();
+    assert!(r.quiet(&sock), "nothing waits");
+    peer.write_all(b"x").unwrap();
+    assert!(!r.quiet(&sock), "a byte waits");
+    assert!(!r.quiet(&sock), "and still waits: asking read nothing");
+    let block = r.pool().alloc(Class::Read).unwrap();
+    r.recv(1, sock.clone(), block, 0, 100);
+    assert_eq!(collect(&mut r, 1)[0].res, 1);
+    assert!(r.quiet(&sock), "read, nothing waits");
+    drop(peer);
+    assert!(!r.quiet(&sock), "the peer closed");
+}
+
 /// Writes and reads at offsets, with the block coming back each time.
 fn file_writes_and_reads_at_offsets<R: Reactor<u32>>(mut r: R) {
     let path = std::env::temp_dir().join(format!("ringdl-contract-{}", std::process::id()));
@@ -327,6 +343,10 @@ macro_rules! contract {
                 super::accepts_and_reads_a_socket_and_an_abandoned_accept_closes_its_connection(
                     make(),
                 );
+            }
+            #[test]
+            fn quiet_until_bytes_wait_or_the_peer_closes() {
+                super::quiet_until_bytes_wait_or_the_peer_closes(make());
             }
             #[test]
             fn file_writes_and_reads_at_offsets() {
