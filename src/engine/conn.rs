@@ -677,6 +677,10 @@ pub struct Download {
     pub synced_generation: u64,
     /// A writeback of the current file failed: none of its bytes may be claimed any more.
     pub claims_lost: bool,
+    /// The errno of a control-file save's sync of the data file that failed, set on the
+    /// file-job thread: a writeback error, reported once to whoever asks first, so the loop
+    /// treats it as a failed writeback (`on_control_saved`).
+    pub sync_error: std::sync::Arc<std::sync::atomic::AtomicI32>,
     /// The first save of the current file is in flight: until it is on disk nothing is written
     /// and nothing allocated, so a file never holds bytes (or length) no control file accounts
     /// for — a later `-c` would take them for data.
@@ -818,6 +822,7 @@ impl Download {
             saved_generation: 0,
             synced_generation: 0,
             claims_lost: false,
+            sync_error: Default::default(),
             first_save_pending: false,
             alloc_after_save: None,
             opening: None,

@@ -298,10 +298,17 @@ fn invalid_range_header(first: u64, last: u64, total: u64) -> String {
 /// carrying another version comes from a server that ignored `If-Range`. The bytes already there
 /// must then never be mixed with the new file's, nor claimed for it.
 fn changed_since(resp: &http::ResponseHead, asked: &str) -> bool {
-    match resp.etag.as_deref().or(resp.last_modified.as_deref()) {
+    // An entity tag is compared with the answer's entity tag (weak or strong alike: a proxy may
+    // weaken one), a date with its Last-Modified.
+    let tag = |t: &str| t.strip_prefix("W/").unwrap_or(t).to_string();
+    let theirs = match asked.starts_with('"') || asked.starts_with("W/") {
+        true => resp.etag.as_deref().map(tag),
+        false => resp.last_modified.clone(),
+    };
+    match theirs {
         // A range (206) carrying another version's validator: the server ignored If-Range, and
         // its bytes are not of the file the others came from.
-        Some(v) => v != asked,
+        Some(v) => v != tag(asked),
         // A whole answer without one cannot be told from a new version; a range without one is
         // taken on its word.
         None => resp.status == 200,

@@ -91,6 +91,9 @@ pub mod sim_hooks {
         pub static FAIL_NEXT: Cell<Option<(u32, i32)>> = const { Cell::new(None) };
         /// `(device, inode)` of every data file [`super::sync_data`] synced, in order.
         pub static SYNCED: RefCell<Vec<(u64, u64)>> = const { RefCell::new(Vec::new()) };
+        /// `(device, inode)` of every data file whose sync failed: a writeback error, its
+        /// unsynced writes lost.
+        pub static SYNC_FAILED: RefCell<Vec<(u64, u64)>> = const { RefCell::new(Vec::new()) };
     }
 }
 
@@ -108,15 +111,19 @@ pub fn step() -> io::Result<()> {
 
 /// `fdatasync` of a data file: what it holds survives a power loss from here on.
 pub fn sync_data(file: &File) -> io::Result<()> {
-    step()?;
-    file.sync_data()?;
+    let stepped = step();
     #[cfg(test)]
     {
         use std::os::unix::fs::MetadataExt;
         let m = file.metadata()?;
-        sim_hooks::SYNCED.with(|s| s.borrow_mut().push((m.dev(), m.ino())));
+        let log = match stepped {
+            Ok(()) => &sim_hooks::SYNCED,
+            Err(_) => &sim_hooks::SYNC_FAILED,
+        };
+        log.with(|s| s.borrow_mut().push((m.dev(), m.ino())));
     }
-    Ok(())
+    stepped?;
+    file.sync_data()
 }
 
 /// Set, this environment variable makes ringdl write as if the filesystem had refused `O_DIRECT`:

@@ -205,7 +205,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // A resumed download's partial file from an earlier run keeps its own rules (its
             // version is not the server's: `--always-resume` says what then); this run's own
             // bytes are of the version it began with, and this range is not.
-            let earlier_run = d.resumed && !d.ranges_confirmed && d.opts.always_resume;
+            let resuming = d.resumed && !d.ranges_confirmed;
+            let continuing = d.plan.is_none() && d.continue_from.is_some();
+            let earlier_run = (resuming || continuing) && d.opts.always_resume;
             if !earlier_run {
                 self.restart_for_new_version(slot);
                 return;

@@ -337,6 +337,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             "CUID#{conn_id} - The file on the server changed during the download (a range came with another version than the one sent in If-Range). Download from scratch."
         ));
         self.reset_to_scratch(slot);
+        // The new version is asked for whole, and nothing of it is known yet.
+        let d = &mut self.dls[w.dl];
+        d.ranges_confirmed = false;
+        d.if_modified_since = None;
         self.close_conn(slot);
         self.open_or_defer(w);
     }
@@ -481,15 +485,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             true => None,
             false => d.file.as_ref().and_then(|f| f.try_clone().ok()),
         };
+        let sync_error = d.sync_error.clone();
         let job = move || {
-            let saved = match &data {
+            let synced = match &data {
                 Some(f) => store::sync_data(f),
                 None => Ok(()),
+            };
+            if let Err(e) = &synced {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                sync_error.store(errno, std::sync::atomic::Ordering::SeqCst);
             }
-            .and_then(|()| control::save(&ctl, &cf));
+            let saved = synced.and_then(|()| control::save(&ctl, &cf));
             if let Some(s) = settle {
                 let len = match (&saved, s.stale_lies) {
                     (Ok(()), _) => s.saved,
+                    // The data may not be on disk: only an earlier control file's claims (synced
+                    // before it was saved) stand.
+                    _ if sync_error.load(std::sync::atomic::Ordering::SeqCst) != 0 => s.lost,
                     (Err(_), false) => s.unsaved,
                     (Err(_), true) => {
                         let _ = std::fs::remove_file(&ctl);
@@ -517,6 +529,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let generation = file.generation;
         let d = &mut self.dls[dl];
         d.saves -= 1;
+        let lost = d.sync_error.swap(0, std::sync::atomic::Ordering::SeqCst);
+        if lost != 0 && d.generation == generation && d.state != DlState::Finished {
+            // The sync before the save found a writeback error (the file's, reported to it and to
+            // nobody else): as a failed writeback, nothing written is claimed any more.
+            d.written = crate::plan::RangeSet::new();
+            d.claims_lost = true;
+            self.write_failed(dl, lost);
+        }
+        let d = &mut self.dls[dl];
         if d.generation == generation && d.first_save_pending {
             // Written or not (the error is said below), the file may go on: held blocks go out
             // at the end of this step, the allocation now.
@@ -609,6 +630,9 @@ pub(super) struct Settle {
     /// control file left from before claims bytes this one no longer does, and goes if the save
     /// fails.
     pub stale_lies: bool,
+    /// Its length when the sync of its data failed (bytes written since the last sync may be
+    /// lost): what the control file left from before describes, or nothing.
+    pub lost: u64,
 }
 
 impl<R: Reactor<Tag>> Engine<'_, R> {

@@ -362,18 +362,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     cut_longer(f, prefix);
                 }
                 let withdrawn = d.claims_lost || checksum_failed;
+                // What the control file left from before describes, where it still tells the truth.
+                let standing = d.described() && !withdrawn;
                 let settle =
                     file.as_ref()
                         .and_then(|f| f.try_clone().ok())
                         .map(|f| resume::Settle {
                             file: f,
                             saved: if undescribed { prefix } else { kept },
-                            unsaved: if d.described() && !withdrawn {
-                                kept
-                            } else {
-                                prefix
-                            },
+                            unsaved: if standing { kept } else { prefix },
                             stale_lies: withdrawn,
+                            lost: if standing { kept } else { 0 },
                         });
                 let cut_later = settle.is_some();
                 let described = self.save_control_then(dl, settle);

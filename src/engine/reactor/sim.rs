@@ -368,7 +368,8 @@ pub struct Sim<T> {
     rng2: Rng,
     /// Data writes a power loss would undo, oldest first (only when one may come).
     volatile: Vec<Volatile>,
-    /// Draws of the odd-length short writes, apart from `rng2` for the same reason.
+    /// Draws of the odd-length short writes and of the step a file job fails at, apart from
+    /// `rng2` for the same reason.
     rng3: Rng,
 }
 
@@ -783,7 +784,7 @@ impl<T> Sim<T> {
                     }
                 }
                 let data = &block.as_slice()[from..from + n];
-                if faults.power_loss {
+                if faults.power_loss || faults.job_errors > 0 {
                     if let Some(v) = volatile(file.as_raw_fd(), offset, n) {
                         self.volatile.push(v);
                     }
@@ -831,11 +832,11 @@ impl<T> Sim<T> {
         use crate::store::sim_hooks::{FAIL_NEXT, SYNCED};
         let inject = faults.job_errors > 0 && self.rng2.chance(faults.job_errors);
         if inject {
-            // At its first step mostly; now and then at a later one (a control file's rename
-            // after its data was written, a cut after a save), chosen from the job's number so
-            // that `rng2` draws as it did.
-            let later = (self.jobs_done.wrapping_mul(0x9e37_79b9) >> 7) % 4;
-            FAIL_NEXT.set(Some((later.saturating_sub(1) as u32, faults.job_errno)));
+            // At its first, second or third step (for a save that claims bytes: the data's
+            // sync, the control file's creation, its rename), drawn from `rng3` so that `rng2`
+            // draws as it did.
+            let skip = self.rng3.below(3) as u32;
+            FAIL_NEXT.set(Some((skip, faults.job_errno)));
         }
         let res = completion_result(job().map(|()| 0));
         if inject && FAIL_NEXT.take().is_none() {
@@ -845,22 +846,39 @@ impl<T> Sim<T> {
         if !synced.is_empty() {
             self.volatile.retain(|v| !synced.contains(&v.inode));
         }
+        // A sync that failed is a writeback error: the writes it was to make durable are lost.
+        let failed = crate::store::sim_hooks::SYNC_FAILED.take();
+        if !failed.is_empty() && self.undo_writes(|inode| failed.contains(&inode)) {
+            self.world
+                .borrow_mut()
+                .fire("a data sync failed, its writes lost");
+        }
         res
     }
 
     /// The power goes: every data write not made durable since is undone, newest first.
     fn lose_power(&mut self) {
-        if self.volatile.is_empty() {
-            return;
+        if self.undo_writes(|_| true) {
+            self.world.borrow_mut().fire("power loss undid writes");
         }
-        self.world.borrow_mut().fire("power loss undid writes");
-        while let Some(v) = self.volatile.pop() {
-            use std::os::unix::fs::FileExt;
+    }
+
+    /// Undoes, newest first, the writes not made durable to the files `which` picks; whether
+    /// there were any.
+    fn undo_writes(&mut self, which: impl Fn((u64, u64)) -> bool) -> bool {
+        use std::os::unix::fs::FileExt;
+        let (undo, keep): (Vec<Volatile>, Vec<Volatile>) = std::mem::take(&mut self.volatile)
+            .into_iter()
+            .partition(|v| which(v.inode));
+        self.volatile = keep;
+        let any = !undo.is_empty();
+        for v in undo.into_iter().rev() {
             let _ = v.file.write_all_at(&v.old, v.offset);
             if v.file.metadata().is_ok_and(|m| m.len() > v.old_len) {
                 let _ = v.file.set_len(v.old_len);
             }
         }
+        any
     }
 
     /// A kill: the run stops here; with `Faults::power_loss`, what was not durable is lost.
@@ -1053,15 +1071,13 @@ impl<T> Sim<T> {
 /// What a write of `len` bytes at `offset` to file `fd` is about to overwrite, kept to undo it.
 fn volatile(fd: RawFd, offset: u64, len: usize) -> Option<Volatile> {
     use std::os::unix::fs::{FileExt, MetadataExt};
-    // SAFETY: `fd` is open (the write operation holds it); the `File` made from its duplicate is
-    // this module's own.
-    let file = unsafe {
-        let dup = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0);
-        if dup < 0 {
-            return None;
-        }
-        std::fs::File::from_raw_fd(dup)
-    };
+    // The same file opened anew, without O_DIRECT (whose reads would need aligned buffers): the
+    // kernel keeps its page cache coherent with the direct writes.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/proc/self/fd/{fd}"))
+        .ok()?;
     let m = file.metadata().ok()?;
     let old_len = m.len();
     let end = old_len.min(offset + len as u64);
