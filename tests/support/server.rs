@@ -1455,7 +1455,9 @@ fn send_body(
             return Err(io::Error::other("server stopping"));
         }
         conn.write_all(p)?;
-        if let (true, Conn::Tls(tls)) = (key_updates, &mut *conn) {
+        // Between pieces, not after the last: a record after the body's end leaves a kept-alive
+        // connection unfit for reuse (the client cannot tell it from bytes past the framing).
+        if let (true, Conn::Tls(tls), true) = (key_updates, &mut *conn, pieces.peek().is_some()) {
             tls.conn.refresh_traffic_keys().map_err(io::Error::other)?;
         }
         conn.flush()?;
