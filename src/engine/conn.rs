@@ -681,6 +681,9 @@ pub struct Download {
     /// file-job thread: a writeback error, reported once to whoever asks first, so the loop
     /// treats it as a failed writeback (`on_control_saved`).
     pub sync_error: std::sync::Arc<std::sync::atomic::AtomicI32>,
+    /// Counts the times claims were withdrawn ([`Download::withdraw_claims`]); a control-file
+    /// save queued before one is not written (the job reads it just before it saves).
+    pub withdrawals: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The first save of the current file is in flight: until it is on disk nothing is written
     /// and nothing allocated, so a file never holds bytes (or length) no control file accounts
     /// for — a later `-c` would take them for data.
@@ -823,6 +826,7 @@ impl Download {
             synced_generation: 0,
             claims_lost: false,
             sync_error: Default::default(),
+            withdrawals: Default::default(),
             first_save_pending: false,
             alloc_after_save: None,
             opening: None,
@@ -883,6 +887,14 @@ impl Download {
             .as_ref()
             .map(|e| crate::store::checksum::Hasher::new(e.kind));
         self.opts.allow_overwrite = true;
+    }
+
+    /// Nothing written is claimed any more (a checksum failed, a writeback was lost): not by
+    /// this download's next control file, nor by one already queued.
+    pub fn withdraw_claims(&mut self) {
+        self.written = crate::plan::RangeSet::new();
+        self.withdrawals
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Takes `file` as the download's output file, under a new generation.

@@ -94,7 +94,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             match d.retry_at {
                 Some(t) if t <= now => {
                     d.retry_at = None;
-                    d.wanted += std::mem::take(&mut d.deferred);
+                    let retries = std::mem::take(&mut d.deferred);
+                    // A download told to stop (or failed) since wants no connection any more.
+                    if !d.halted && d.error.is_none() {
+                        d.wanted += retries;
+                    }
                 }
                 Some(t) => self.set_timer(t),
                 None => {}

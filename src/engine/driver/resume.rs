@@ -486,6 +486,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             false => d.file.as_ref().and_then(|f| f.try_clone().ok()),
         };
         let sync_error = d.sync_error.clone();
+        let withdrawals = d.withdrawals.clone();
+        let epoch = withdrawals.load(std::sync::atomic::Ordering::SeqCst);
         let job = move || {
             let synced = match &data {
                 Some(f) => store::sync_data(f),
@@ -495,7 +497,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 let errno = e.raw_os_error().unwrap_or(libc::EIO);
                 sync_error.store(errno, std::sync::atomic::Ordering::SeqCst);
             }
-            let saved = synced.and_then(|()| control::save(&ctl, &cf));
+            // Claims withdrawn since this save was queued: it would claim them again (a later
+            // save, queued with the withdrawal, says what is left).
+            let stale = withdrawals.load(std::sync::atomic::Ordering::SeqCst) != epoch;
+            let saved = synced.and_then(|()| match stale {
+                true => Ok(()),
+                false => control::save(&ctl, &cf),
+            });
             if let Some(s) = settle {
                 let len = match (&saved, s.stale_lies) {
                     (Ok(()), _) => s.saved,
@@ -533,7 +541,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if lost != 0 && d.generation == generation && d.state != DlState::Finished {
             // The sync before the save found a writeback error (the file's, reported to it and to
             // nobody else): as a failed writeback, nothing written is claimed any more.
-            d.written = crate::plan::RangeSet::new();
+            d.withdraw_claims();
             d.claims_lost = true;
             self.write_failed(dl, lost);
         }

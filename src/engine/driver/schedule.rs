@@ -162,7 +162,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     pub(super) fn check_stalled(&mut self, i: usize) {
         let working = self.conn_count(i);
         let d = &self.dls[i];
-        if working > 0 || d.wanted > 0 || d.plan.is_none() || d.error.is_some() {
+        if working > 0 || d.wanted > 0 || d.plan.is_none() || d.error.is_some() || d.halted {
             return;
         }
         let Some(plan) = &d.plan else { return };

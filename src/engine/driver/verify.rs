@@ -100,7 +100,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.start_download(dl);
         } else {
             // Nothing of this file can be trusted for a resume.
-            d.written = crate::plan::RangeSet::new();
+            d.withdraw_claims();
             self.console
                 .error(&format!("Checksum error detected. file={path}"));
             self.dls[dl].error = Some(Failure::fatal(

@@ -331,7 +331,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // is claimed any more, nor will be by writes still in flight: no control file, and
             // no cut to the bytes without a gap, may count them.
             let d = &mut self.dls[dl];
-            d.written = crate::plan::RangeSet::new();
+            d.withdraw_claims();
             d.claims_lost = true;
             self.write_failed(dl, errno);
         }

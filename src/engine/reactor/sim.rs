@@ -225,6 +225,11 @@ struct Volatile {
     offset: u64,
     old: Vec<u8>,
     old_len: u64,
+    /// How many bytes the write wrote.
+    len: u64,
+    /// Still only in the page cache: a buffered write no writeback or sync has covered (a
+    /// direct write reached the device when it completed).
+    dirty: bool,
 }
 
 /// A simulated socket: its number is only a key.
@@ -533,6 +538,21 @@ impl<T> Sim<T> {
             }
             Kind::Writeback { offset, len } => {
                 if faults.writeback_error == 0 || !self.rng.chance(faults.writeback_error) {
+                    // Written back: in the device's cache now, out of the page cache's.
+                    if let Owned::Fd(file) = &op.owned {
+                        if let Some(inode) = inode_of(file.as_raw_fd()) {
+                            let end = if len == 0 {
+                                u64::MAX
+                            } else {
+                                offset + len as u64
+                            };
+                            for v in self.volatile.iter_mut().filter(|v| v.inode == inode) {
+                                if v.offset >= offset && v.offset < end {
+                                    v.dirty = false;
+                                }
+                            }
+                        }
+                    }
                     return 0;
                 }
                 let Owned::Fd(file) = &op.owned else {
@@ -554,16 +574,23 @@ impl<T> Sim<T> {
                 } else {
                     size.min(offset + len as u64)
                 };
-                if end > offset {
-                    let zeros = vec![0u8; (end - offset) as usize];
+                // What is lost is what was still in the page cache: the writes in the range that
+                // no earlier writeback or sync covered (a sync made the others durable).
+                let lost: Vec<(u64, u64)> = match inode_of(fd) {
+                    Some(inode) => self
+                        .volatile
+                        .iter()
+                        .filter(|v| v.inode == inode && v.dirty)
+                        .map(|v| (v.offset.max(offset), (v.offset + v.len).min(end)))
+                        .filter(|(a, b)| a < b)
+                        .collect(),
+                    None => vec![(offset, end)],
+                };
+                for (a, b) in lost {
+                    let zeros = vec![0u8; (b - a) as usize];
                     // SAFETY: pwrite reads `zeros`, borrowed for the call, from an open descriptor.
                     let _ = unsafe {
-                        libc::pwrite(
-                            fd,
-                            zeros.as_ptr().cast(),
-                            zeros.len(),
-                            offset as libc::off_t,
-                        )
+                        libc::pwrite(fd, zeros.as_ptr().cast(), zeros.len(), a as libc::off_t)
                     };
                 }
                 -libc::ECANCELED
@@ -784,7 +811,7 @@ impl<T> Sim<T> {
                     }
                 }
                 let data = &block.as_slice()[from..from + n];
-                if faults.power_loss || faults.job_errors > 0 {
+                if faults.power_loss || faults.job_errors > 0 || faults.writeback_error > 0 {
                     if let Some(v) = volatile(file.as_raw_fd(), offset, n) {
                         self.volatile.push(v);
                     }
@@ -846,9 +873,10 @@ impl<T> Sim<T> {
         if !synced.is_empty() {
             self.volatile.retain(|v| !synced.contains(&v.inode));
         }
-        // A sync that failed is a writeback error: the writes it was to make durable are lost.
+        // A sync that failed is a writeback error: the writes still in the page cache that it
+        // was to write back are lost (direct ones reached the device already).
         let failed = crate::store::sim_hooks::SYNC_FAILED.take();
-        if !failed.is_empty() && self.undo_writes(|inode| failed.contains(&inode)) {
+        if !failed.is_empty() && self.undo_writes(|v| v.dirty && failed.contains(&v.inode)) {
             self.world
                 .borrow_mut()
                 .fire("a data sync failed, its writes lost");
@@ -865,11 +893,11 @@ impl<T> Sim<T> {
 
     /// Undoes, newest first, the writes not made durable to the files `which` picks; whether
     /// there were any.
-    fn undo_writes(&mut self, which: impl Fn((u64, u64)) -> bool) -> bool {
+    fn undo_writes(&mut self, which: impl Fn(&Volatile) -> bool) -> bool {
         use std::os::unix::fs::FileExt;
         let (undo, keep): (Vec<Volatile>, Vec<Volatile>) = std::mem::take(&mut self.volatile)
             .into_iter()
-            .partition(|v| which(v.inode));
+            .partition(|v| which(v));
         self.volatile = keep;
         let any = !undo.is_empty();
         for v in undo.into_iter().rev() {
@@ -1083,13 +1111,24 @@ fn volatile(fd: RawFd, offset: u64, len: usize) -> Option<Volatile> {
     let end = old_len.min(offset + len as u64);
     let mut old = vec![0u8; end.saturating_sub(offset) as usize];
     file.read_exact_at(&mut old, offset).ok()?;
+    // SAFETY: F_GETFL on a descriptor the write operation keeps open.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     Some(Volatile {
         inode: (m.dev(), m.ino()),
         file,
         offset,
         old,
         old_len,
+        len: len as u64,
+        dirty: flags >= 0 && flags & libc::O_DIRECT == 0,
     })
+}
+
+/// The `(device, inode)` of the open file `fd`.
+fn inode_of(fd: RawFd) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()?;
+    Some((m.dev(), m.ino()))
 }
 
 fn fd_of(owned: &Owned) -> RawFd {

@@ -21,7 +21,9 @@ const DAEMON_SEEDS: u64 = 100;
 /// blocks of a download whose bytes had all arrived but were not yet written (behind its first
 /// control-file save), and the download was then finished as complete, its file cut to length
 /// over the hole.
-const DAEMON_REGRESSIONS: &[u64] = &[1301480];
+/// 161232: a paused download still waiting for its writes got a connection back when a retry
+/// it had put off came due (the retry timer did not ask whether it was stopped).
+const DAEMON_REGRESSIONS: &[u64] = &[1301480, 161232];
 
 fn gid(k: usize) -> u64 {
     0x0d00_0000_0000_0000 + k as u64

@@ -59,6 +59,10 @@ mod lists;
 /// file with a hole and no control file, which `-c` took for data.
 /// 1165: a power loss undid data writes a saved control file claimed (nothing synced the data
 /// before the control file).
+/// 207040: a control-file save queued before a writeback failed withdrew the claims still
+/// claimed them when it ran; a kill before the next save left them over lost bytes.
+/// 125117: a download stopped by Ctrl-C while its writes were still in flight got a connection
+/// back when a retry it had put off came due.
 /// 205: a one-block file whose every writeback failed (its claims lost, its bytes zeroed) was
 /// killed while the engine waited for its last control-file save; the file had been kept at its
 /// length for that save, and `-c` took the zeros for data.
@@ -1066,33 +1070,6 @@ fn tls_of_each_version_and_cipher_carries_files_exactly() {
         }
     }
     check_each("TLS", cases);
-}
-
-/// A sync of the data file before a control-file save that fails is a writeback error: the
-/// writes it was to make durable may be lost (the simulation undoes them), and the error is
-/// reported to that sync alone. Review finding: the save failed, its claims stayed, and the next
-/// save's sync (which succeeds) let a control file claim them; a download even ended exit 0 over
-/// the lost bytes. Nothing written is claimed any more once such a sync fails.
-#[test]
-fn a_data_sync_that_fails_loses_its_writes_and_nothing_claims_them() {
-    let good = Mirror::Good {
-        ranges: true,
-        framing: Framing::Length,
-    };
-    let cases = (1..200).map(|seed| {
-        let faults = Faults {
-            job_errors: 500,
-            job_errno: libc::EIO,
-            ns_per_byte: 1000,
-            ..Faults::default()
-        };
-        let args = ["-x2", "-k1M", "--auto-save-interval=1"];
-        let sc = custom(seed, 2_500_000, vec![good], &args, faults);
-        (format!("seed {seed}"), sc)
-    });
-    check_each("a failed data sync", cases);
-    let fired = fired_report();
-    assert!(fired.contains("a_data_sync_failed"), "never fired: {fired}");
 }
 
 /// A body of unknown length (close-delimited) has no control file: a kill must leave its file
