@@ -18,6 +18,7 @@ mod cases_files;
 mod cases_http;
 mod cases_unsupported;
 mod control;
+mod reruns;
 mod rpc;
 
 /// Every case of the suite, with its name.

@@ -705,8 +705,14 @@ pub struct Download {
     pub create_failed: bool,
     /// Resumed from a control file: the first request already asks for a range.
     pub resumed: bool,
-    /// `-c` without a control file: the existing file's length (rounded down to 16 KiB), asked for first.
+    /// `-c` without a control file: the existing file's length (rounded down to 16 KiB), asked for
+    /// first; or, with `verify_found`, `-V`'s file's length.
     pub continue_from: Option<u64>,
+    /// `continue_from` is `-V`'s (without `-c`): a file of the server's length is checked by its
+    /// digest, one of another length is not this file.
+    pub verify_found: bool,
+    /// A control file found without its file: removed when the first response creates the file.
+    pub defunct_control: Option<std::path::PathBuf>,
     /// `--checksum`: the digest the file must have, and the hash of its first `hash_pos` bytes,
     /// taken as blocks are written in order.
     pub expected: Option<crate::store::checksum::Expected>,
@@ -738,6 +744,10 @@ pub struct Download {
     pub checking_existing: bool,
     /// The file was preallocated to its full length.
     pub preallocated: bool,
+    /// The file's length when this run opened it without emptying it (a control file's, `-c`'s
+    /// or `-V`'s file; 0 for one it created): a run that fails never leaves it shorter, so no
+    /// byte a user or an earlier run had is cut away.
+    pub found_len: u64,
     pub failures: u32,
     /// Mirrors that answered a resuming request with the whole file (`--max-resume-failure-tries`).
     pub resume_failures: u32,
@@ -835,6 +845,8 @@ impl Download {
             create_failed: false,
             resumed: false,
             continue_from: None,
+            verify_found: false,
+            defunct_control: None,
             expected,
             hasher,
             hash_pos: 0,
@@ -851,6 +863,7 @@ impl Download {
             no_data: false,
             checking_existing: false,
             preallocated: false,
+            found_len: 0,
             failures: 0,
             resume_failures: 0,
             version_restarts: 0,
@@ -875,10 +888,13 @@ impl Download {
         self.written = crate::plan::RangeSet::new();
         self.resumed = false;
         self.continue_from = None;
+        self.verify_found = false;
         self.wanted = 0;
         self.split_url = None;
         self.high_water = 0;
         self.preallocated = false;
+        // The next first response empties the file: nothing found in it is left to keep.
+        self.found_len = 0;
         self.piece_length = self.opts.piece_length;
         self.last_save = None;
         self.hash_pos = 0;

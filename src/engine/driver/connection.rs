@@ -284,6 +284,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     self.release_conn(slot, w.dl);
                     return;
                 }
+                if d.resumed && !d.ranges_confirmed && plan.is_complete() {
+                    // A control file claims every byte: the server is asked whether the file is
+                    // still there, of that length (`on_claimed_whole`), before the download ends.
+                    let total = plan.total();
+                    let ex =
+                        Exchange::new((w.dl, d.attempt), w.url, w.mirror, Some((total, None)), 0);
+                    let mut ex = ex;
+                    ex.redirects = w.redirects;
+                    self.begin_exchange(slot, ex);
+                    return;
+                }
                 match plan.take(c.id, |_| reserve) {
                     Some(seg) => {
                         let s = plan.segment(seg);
@@ -343,12 +354,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             None => (false, None),
         };
         let d = &self.dls[ex.dl];
+        // `-c` over a file shorter than one 16 KiB block asks for the whole file (`bytes=0-`),
+        // without a Range header, as aria2c does: its answer is read as a range from 0.
+        let sent_range = ex.range.filter(|&r| r != (0, None));
         let mut headers = d.opts.headers.clone();
         if let (Some(since), None) = (&d.if_modified_since, ex.range) {
             headers.push(format!("If-Modified-Since: {since}"));
         }
         let if_range = d.validator.as_ref().and_then(|v| v.for_url(&ex.url));
-        if let (Some(v), Some(_)) = (if_range, ex.range) {
+        if let (Some(v), Some(_)) = (if_range, sent_range) {
             headers.push(format!("If-Range: {v}"));
         }
         // `--referer=*`: the URI asked for (without its credentials), made only then.
@@ -370,7 +384,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             &RequestSpec {
                 method: if ex.head_request { "HEAD" } else { "GET" },
                 url: &ex.url,
-                range: ex.range,
+                range: sent_range,
                 user_agent: &d.opts.user_agent,
                 headers: &headers,
                 keep_alive: d.opts.http_keep_alive,

@@ -77,6 +77,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         match self.continued_over(dl, asked, &resp) {
             None => {}
+            Some(Existing::Whole(total)) if self.dls[dl].expected.is_some() => {
+                // The file is as long as the server's, and a digest can tell whether it is the
+                // server's: it is read back and checked; if it is not, it is fetched again
+                // (aria2c's rule for `-c` and for `-V`).
+                self.close_conn(slot);
+                self.check_found(dl, total);
+                return;
+            }
             Some(Existing::Whole(total)) => {
                 // -c over a file that is already whole: aria2c learns the same from the length
                 // of its first answer, whatever the server does with ranges.
@@ -92,11 +100,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.maybe_finish(dl);
                 return;
             }
-            Some(Existing::Longer) => {
-                // -c over a file longer than the server's: it is not a part of this file, so it
-                // is left alone and the download starts as if without -c (renamed, overwritten
-                // with --allow-overwrite, or refused), as aria2c does. The answer to the range
-                // asked for is of no use: the file is asked for again, whole.
+            Some(Existing::Shorter) if !self.dls[dl].verify_found => {
+                // -c: a part of the server's file, resumed (`accept_continued`, below).
+            }
+            Some(Existing::Longer | Existing::Shorter) => {
+                // Not the server's file by its length (longer than it; or, for `-V`, of another
+                // length): it is left alone and the download starts as if the file were not
+                // looked at (renamed, overwritten with --allow-overwrite, or refused), as aria2c
+                // does. The answer to the range asked for is of no use: the file is asked for
+                // again, whole.
                 let w = self.conns[slot]
                     .as_ref()
                     .and_then(|c| c.ex.as_ref())
@@ -108,6 +120,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     });
                 let d = &mut self.dls[dl];
                 d.continue_from = None;
+                d.verify_found = false;
                 d.path = None;
                 d.validator = None;
                 self.close_conn(slot);
@@ -116,6 +129,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
                 return;
             }
+        }
+        if self.claimed_whole(dl, asked) && ((200..300).contains(&status) || status == 416) {
+            self.on_claimed_whole(slot, &resp);
+            return;
+        }
+        if let Some(f) = self.length_mismatch(dl, asked, &resp) {
+            self.fail_conn(slot, f);
+            return;
         }
         let range = asked;
         if !(200..300).contains(&status) && self.s.retry_wait == 0 {
@@ -442,6 +463,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             };
             // Until the file is open, failures still name the path it would have had (as aria2).
             d.path = Some(d.opts.dir.join(&name));
+            if let Some(ctl) = d.defunct_control.take() {
+                let _ = std::fs::remove_file(&ctl);
+                let path = d.opts.dir.join(&name);
+                self.console.notice(&format!(
+                    "Removed the defunct control file {} because the download file {} doesn't exist.",
+                    ctl.display(),
+                    path.display()
+                ));
+            }
             let d = &self.dls[dl];
             // A name is taken by a file, or by another download whose file is still being
             // created (the job thread has not made it yet).
@@ -632,24 +662,98 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             _ => return None,
         };
         // A file whose recorded version the server no longer has is not this file, whatever
-        // its length: the usual answer (`accept_continued`) says so.
+        // its length: the usual answer (`accept_continued`) says so. (`-V`'s digest decides for
+        // itself.)
         let asked = self.conns.iter().flatten().find_map(|c| {
             c.ex.as_ref()
                 .filter(|ex| ex.dl == dl && ex.range == range)
                 .and_then(|ex| d.validator.as_ref().and_then(|v| v.for_url(&ex.url)))
         });
-        if asked.is_some_and(|a| changed_since(resp, a)) {
+        if !d.verify_found && asked.is_some_and(|a| changed_since(resp, a)) {
             return None;
         }
+        // (A directory in the way has no length to compare: opening it fails, as aria2c's does.)
         let len = std::fs::metadata(path)
             .ok()
             .filter(|m| m.is_file())
             .map(|m| m.len())?;
-        match len.cmp(&total) {
-            std::cmp::Ordering::Equal => Some(Existing::Whole(total)),
-            std::cmp::Ordering::Greater => Some(Existing::Longer),
-            std::cmp::Ordering::Less => None,
+        Some(match len.cmp(&total) {
+            std::cmp::Ordering::Equal => Existing::Whole(total),
+            std::cmp::Ordering::Greater => Existing::Longer,
+            std::cmp::Ordering::Less => Existing::Shorter,
+        })
+    }
+
+    /// A resumed download whose control file claims every byte, and `asked` the range its first
+    /// request asked for: that request only asks the server whether the file is still there
+    /// and of the same length (`Range: bytes=T-`), as aria2c asks before it trusts a control
+    /// file. Whether this is that answer.
+    fn claimed_whole(&self, dl: usize, asked: Option<(u64, Option<u64>)>) -> bool {
+        let d = &self.dls[dl];
+        d.plan.as_ref().is_some_and(|plan| {
+            d.resumed
+                && !d.ranges_confirmed
+                && plan.is_complete()
+                && asked == Some((plan.total(), None))
+        })
+    }
+
+    /// The answer to [`claimed_whole`](Self::claimed_whole)'s question: the same length (and
+    /// version) lets the download end, through its digest when it has one; another length is
+    /// aria2c's "total length mismatch" (exit 1, both files kept).
+    fn on_claimed_whole(&mut self, slot: usize, resp: &http::ResponseHead) {
+        let Some((_, ex)) = self.exchange_at(slot) else {
+            return;
+        };
+        let dl = ex.dl;
+        if let Some(f) = self.length_mismatch(dl, ex.range, resp) {
+            self.fail_conn(slot, f);
+            return;
         }
+        let d = &self.dls[dl];
+        let asked = d.validator.as_ref().and_then(|v| v.for_url(&ex.url));
+        if resp.status != 416 && asked.is_some_and(|a| changed_since(resp, a)) {
+            let (code, msg) = file_changed();
+            let f = match self.cannot_resume(slot) {
+                CannotResume::NextMirror => Failure::retry(code, msg),
+                _ => Failure::fatal(code, msg),
+            };
+            self.fail_conn(slot, f);
+            return;
+        }
+        let d = &mut self.dls[dl];
+        d.ranges_confirmed = true;
+        // Bytes only found on disk: a digest that fails has them fetched again.
+        d.checking_existing = d.expected.is_some();
+        self.close_conn(slot);
+        self.maybe_finish(dl);
+    }
+
+    /// A resumed download's first answer stating a length other than its control file's: the
+    /// file on the server is not the one the partial file is part of (aria2c's exit 1).
+    fn length_mismatch(
+        &self,
+        dl: usize,
+        asked: Option<(u64, Option<u64>)>,
+        resp: &http::ResponseHead,
+    ) -> Option<Failure> {
+        let d = &self.dls[dl];
+        if !d.resumed || d.ranges_confirmed || asked.is_none() {
+            return None;
+        }
+        let total = d.total()?;
+        let remote = match resp.status {
+            416 => resp.unsatisfied_length?,
+            206 => resp.content_range?.complete_length?,
+            200 if resp.content_encoding.is_none() => resp.content_length?,
+            _ => return None,
+        };
+        (remote != total).then(|| {
+            Failure::fatal(
+                ExitCode::UNKNOWN,
+                format!("total length mismatch. expected: {remote}, actual: {total}"),
+            )
+        })
     }
 }
 
@@ -660,4 +764,6 @@ enum Existing {
     Whole(u64),
     /// It is longer than the server's file, so not a part of it.
     Longer,
+    /// It is shorter: a part of it for `-c`; another file for `-V`.
+    Shorter,
 }

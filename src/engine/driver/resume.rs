@@ -2,14 +2,49 @@
 //! means go on from what it records; `-c` without one means go on from the file's length; progress is
 //! saved every `--auto-save-interval` seconds and whenever a download stops, and only bytes whose
 //! writes have completed are ever recorded.
+//!
+//! # What a run does with what it finds on disk
+//!
+//! The one place this is decided (`prepare_resume` before the first request, the first response in
+//! response.rs after it). T is the server's length, learnt from the first answer; F the file's.
+//! The rule above all: no byte the user or an earlier run left is cut, emptied or overwritten
+//! unless an option says so (`--allow-overwrite`, or a digest that proved the file is not the
+//! server's); a run that fails leaves the file at least as long as it found it (`found_len`).
+//!
+//! * **Nothing there**: the file is created.
+//! * **A control file and its file** (aria2c's or ringdl's; `--remove-control-file` deletes it
+//!   first, and the file is then one found without a control file): its claims are resumed, with
+//!   `If-Range` carrying the version recorded in the file. A first answer of another length than
+//!   the control file's is exit 1 ("total length mismatch"), files kept; a refusal (404...) is the
+//!   status's exit code, files kept. A control file claiming every byte still asks the server
+//!   (`Range: bytes=T-`): same length, the download ends (checked by its digest if it has one).
+//!   A control file of another piece length: exit 10 unless `--allow-piece-length-change`.
+//! * **A control file alone**: removed (with aria2c's notice) once the server answers with a file;
+//!   kept when it does not.
+//! * **A file without a control file**, with `-c`: F down to a whole 16 KiB block is asked for
+//!   (`bytes=L-`, no Range at all from 0). F = T: already complete (read back and checked when a
+//!   digest is given; fetched again if wrong). F < T: resumed from L (or rewritten from 0 in place,
+//!   never emptied). F > T: not this file: renamed as below. A directory in the way: exit 15.
+//! * **A file without a control file**, with `-V` and a digest, without `-c`: `bytes=F-` is asked;
+//!   F = T: read back and checked, fetched again only if wrong; any other length: not this file,
+//!   renamed as below.
+//! * **A file without a control file**, otherwise (and every "not this file" above): renamed to
+//!   `name.1.ext` and so on (aria2c's `--auto-file-renaming`), or overwritten with
+//!   `--allow-overwrite=true`, or refused with exit 13 with `--auto-file-renaming=false`.
+//!   `--conditional-get` first asks `If-Modified-Since` the file's time: 304 keeps it.
+//! * **A download that cannot resume** (a 200 to a range): `--always-resume=true` tries the next
+//!   mirror, then exit 8, file kept; `=false` starts over after `--max-resume-failure-tries`
+//!   mirrors. A range from another version than the one recorded is never spliced in (see
+//!   `ignored_if_range`).
 use super::*;
 use crate::plan::RangeSet;
 use crate::store::control::{self, ControlFile, BLOCK};
 use std::path::PathBuf;
 
-/// Opens a file that is already (partly) there, without emptying it.
-fn open_existing(path: &std::path::Path) -> Result<store::OutFile, Failure> {
-    store::open_output(path, false, false).map_err(|e| {
+/// Opens a file that is already (partly) there, without emptying it; its length is the download's
+/// `found_len`.
+fn open_existing(path: &std::path::Path) -> Result<(store::OutFile, u64), Failure> {
+    let out = store::open_output(path, false, false).map_err(|e| {
         Failure::fatal(
             ExitCode::FILE_OPEN,
             format!(
@@ -18,7 +53,9 @@ fn open_existing(path: &std::path::Path) -> Result<store::OutFile, Failure> {
                 sys::cause(&e)
             ),
         )
-    })
+    })?;
+    let len = out.file.metadata().map(|m| m.len()).unwrap_or(0);
+    Ok((out, len))
 }
 
 /// What [`Engine::cannot_resume`] decided for a mirror that cannot resume.
@@ -75,30 +112,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         match loaded {
             Some(cf) if path.is_file() => self.resume_from_control(dl, path, ctl, cf, first),
             Some(_) => {
-                let _ = std::fs::remove_file(&ctl);
-                self.console.notice(&format!(
-                    "Removed the defunct control file {} because the download file {} doesn't exist.",
-                    ctl.display(),
-                    path.display()
-                ));
-                Ok(())
-            }
-            None if d.opts.check_integrity && d.expected.is_some() && path.is_file() => {
-                // -V: check the file that is there; fetch only if it fails.
-                let out = open_existing(&path)?;
-                let len = out.file.metadata().map(|m| m.len()).unwrap_or(0);
-                d.plan = Some(Plan::from_done(
-                    len,
-                    d.opts.min_split_size,
-                    &RangeSet::single(0..len),
-                ));
-                d.written = RangeSet::single(0..len);
-                d.length_known = true;
-                d.mode = out.mode;
-                d.open_file(out.file);
-                d.path = Some(path);
-                d.checking_existing = true;
-                d.no_data = true;
+                // Removed once the server has answered with a file (`accept_first_response`), as
+                // aria2c does: a download that fails before leaves it as it was.
+                d.defunct_control = Some(ctl);
                 Ok(())
             }
             None => {
@@ -108,26 +124,66 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         d.path = Some(path.clone());
                     }
                 }
-                if d.opts.continue_partial {
+                // A file already there under `-c`, or under `-V` with a digest to check it by, is
+                // judged by the server's length (see `found_file` in response.rs): the first
+                // request asks for what follows it (`-c`: from its last whole 16 KiB block, which
+                // is 0 for a shorter one; `-V`: from its end), and the answer says whether it is
+                // the whole file, a part of it, or something else.
+                let verify = d.opts.check_integrity && d.expected.is_some();
+                if d.opts.continue_partial || verify {
                     if let Ok(m) = std::fs::metadata(&path) {
-                        let from = m.len() / BLOCK * BLOCK;
-                        if m.is_file() && from > 0 {
+                        // (A directory in the way is opened as `-c`'s file, and fails as aria2c's
+                        // does; `-V` alone leaves it to the renaming.)
+                        let from = match d.opts.continue_partial {
+                            true => m.len() / BLOCK * BLOCK,
+                            false => m.len(),
+                        };
+                        if m.is_file() || d.opts.continue_partial {
                             d.continue_from = Some(from);
+                            d.verify_found = !d.opts.continue_partial;
                             d.validator = std::fs::File::open(&path)
                                 .ok()
                                 .and_then(|f| sys::validator(f.as_raw_fd()))
                                 .and_then(|kept| Validator::decode(&kept));
                             d.path = Some(path);
-                        } else if m.is_file() {
-                            // Shorter than one block, so nothing of it is kept: like aria2c,
-                            // download the whole file into it (no Range, no renaming).
-                            d.opts.allow_overwrite = true;
                         }
                     }
                 }
                 Ok(())
             }
         }
+    }
+
+    /// The file found for `-c` or `-V` is as long as the server's (`total`) and the download has
+    /// a digest: the file is opened as it is, and read back and checked; a mismatch fetches it
+    /// again (`verify_done`).
+    pub(super) fn check_found(&mut self, dl: usize, total: u64) {
+        let d = &mut self.dls[dl];
+        let Some(path) = d.path.clone() else { return };
+        let out = match open_existing(&path) {
+            Ok((out, found)) => {
+                d.found_len = found;
+                out
+            }
+            Err(f) => {
+                self.fail_download(dl, f, None);
+                return;
+            }
+        };
+        d.plan = Some(Plan::from_done(
+            total,
+            d.opts.min_split_size,
+            &RangeSet::single(0..total),
+        ));
+        d.written = RangeSet::single(0..total);
+        d.length_known = true;
+        d.continue_from = None;
+        d.verify_found = false;
+        d.mode = out.mode;
+        d.open_file(out.file);
+        d.checking_existing = true;
+        d.no_data = true;
+        self.maybe_finish(dl);
     }
 
     fn resume_from_control(
@@ -153,7 +209,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 ),
             ));
         }
-        let out = open_existing(&path)?;
+        let (out, found) = open_existing(&path)?;
+        d.found_len = found;
         let done = RangeSet::from_ranges(&cf.done_ranges());
         d.validator =
             sys::validator(out.file.as_raw_fd()).and_then(|kept| Validator::decode(&kept));
@@ -205,8 +262,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .content_range
             .and_then(|cr| cr.complete_length)
             .or(resp.content_length);
-        let resumable = resp.status == 206
+        // (From 0, the file found was shorter than one block: a whole answer is as good.)
+        let resumable = (resp.status == 206
             && resp.content_range.is_some_and(|cr| cr.first == from)
+            || resp.status == 200 && from == 0)
             && total.is_some_and(|t| t >= from);
         if !resumable {
             let t = total.unwrap_or(0);
@@ -246,7 +305,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .path
             .clone()
             .unwrap_or_else(|| d.opts.dir.join(http::filename_from_url(&url)));
-        let out = open_existing(&path)?;
+        let (out, found) = open_existing(&path)?;
+        d.found_len = found;
         let done = RangeSet::single(0..from);
         let mut plan = Plan::from_done(total, d.opts.min_split_size, &done);
         let seg = plan

@@ -116,11 +116,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.fail_download(i, f, None);
             return;
         }
-        if self.dls[i].checking_existing {
-            // -V: the digest of the file on disk decides whether anything is fetched.
-            self.maybe_finish(i);
-            return;
-        }
         let d = &mut self.dls[i];
         let Some(mirror) = d.bad_uris.iter().position(|b| !b) else {
             return;
@@ -338,7 +333,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     .last()
                     .map_or(0, |r| r.end)
                     .max(d.high_water);
-                let prefix = d.written.prefix_end();
+                // Never shorter than the file was when this run found it: its bytes beyond what
+                // this run can vouch for were the user's or an earlier run's, and no option said
+                // to drop them (a control file, when saved, says which are claimed).
+                let prefix = d.written.prefix_end().max(d.found_len);
                 // A checksum that failed disowned the bytes written, which are the server's:
                 // they stay for the user to see, as aria2c leaves them (a kill before the control
                 // file saying so is saved leaves them as aria2c does, with none). Bytes a lost
@@ -352,7 +350,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     Some(t) if d.preallocated => t,
                     // The padding of the last block goes, nothing that arrived does.
                     _ => arrived,
-                };
+                }
+                .max(d.found_len);
                 // No control file of this file is on disk yet: until the last one is, a kill
                 // leaves the file to be judged by its length, so it is cut to the gap-free prefix
                 // now (it grew only there: nothing is lost but padding, or disowned bytes).
@@ -372,7 +371,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                             saved: if undescribed { prefix } else { kept },
                             unsaved: if standing { kept } else { prefix },
                             stale_lies: withdrawn,
-                            lost: if standing { kept } else { 0 },
+                            lost: if standing { kept } else { d.found_len },
                         });
                 let cut_later = settle.is_some();
                 let described = self.save_control_then(dl, settle);

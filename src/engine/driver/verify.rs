@@ -97,6 +97,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.no_data = false;
             d.length_known = false;
             d.opts.check_integrity = false;
+            // The file found is not the server's: this attempt takes nothing of it.
+            d.opts.continue_partial = false;
             self.start_download(dl);
         } else {
             // Nothing of this file can be trusted for a resume.
