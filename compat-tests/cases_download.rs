@@ -76,6 +76,35 @@ cases! {
         ..Case::DEFAULT
     };
 
+    // A dead mirror beside good ones on the same server, the file split in many segments (apt-fast's
+    // `MIRRORS` command line: its options, a list with tab-separated mirrors): the good mirrors
+    // finish it.
+    mirrors_dead_beside_good_split = Case {
+        args: &["-x10", "-s8", "--min-split-size=1M", "-m0", "{url}/a/big.bin", "{url}/dead/big.bin", "{url}/b/big.bin"],
+        routes: &[
+            R::Status("/dead/big.bin", 404),
+            R::FileWith("/a/big.bin", 12 << 20, &[M::Throttle(256 << 10, 20)]),
+            R::CopyWith("/b/big.bin", "/a/big.bin", 12 << 20, &[M::Throttle(256 << 10, 20)]),
+        ],
+        vary: &["Download aborted", "Resource not found", "errorCode=3"],
+        ..Case::DEFAULT
+    };
+    mirrors_dead_apt_fast = Case {
+        args: &["--no-conf", "-c", "-j5", "-x10", "-s8", "-i", "list", "--min-split-size=1M",
+            "--stream-piece-selector=default", "--connect-timeout=600", "--timeout=600", "-m0",
+            "--header", "Accept: */*"],
+        routes: &[
+            R::Status("/dead/big.bin", 404),
+            R::FileWith("/a/big.bin", 12 << 20, &[M::Throttle(256 << 10, 20)]),
+            R::Status("/dead/small.bin", 404),
+            R::File("/a/small.bin", 300_000),
+        ],
+        pre: &[Pre::Text("list", "{url}/dead/big.bin\t{url}/a/big.bin\n out=big.bin\n{url}/dead/small.bin\t{url}/a/small.bin\n out=small.bin\n")],
+        cmp: Cmp::EventsAnyOrder,
+        vary: &["Download aborted", "Resource not found", "errorCode=3"],
+        ..Case::DEFAULT
+    };
+
     // ---- splitting: -x, -s, -k (the server counts connections) ----
     split_x4_k1m = Case { args: &["-x4", "-s4", "-k1M", "{url}/big.bin"], routes: BIG, conns: true, req_headers: &["Range"], ..Case::DEFAULT };
     split_default_k_no_split = Case {

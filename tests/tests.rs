@@ -14,6 +14,7 @@ mod findings;
 mod fuzz_regressions;
 mod generated;
 mod integrity;
+mod mirrors;
 mod nginx;
 mod portable;
 mod programs;

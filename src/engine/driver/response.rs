@@ -139,7 +139,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         let range = asked;
-        if !(200..300).contains(&status) && self.s.retry_wait == 0 {
+        // A refusal from the only mirror while other connections carry the body: this one gives
+        // up (`give_up_range`). From one of several mirrors, it says that mirror is dead, not
+        // that ranges fail: the mirror is dropped below and its range goes to the others, however
+        // the file is split.
+        let only_mirror = !self.dls[dl].other_mirrors(mirror);
+        if !(200..300).contains(&status) && self.s.retry_wait == 0 && only_mirror {
             let f = Failure::retry(
                 ExitCode::for_http_status(status),
                 format!("The response status is not successful. status={status}"),
