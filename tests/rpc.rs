@@ -2038,3 +2038,102 @@ fn save_session_writes_even_during_an_unchanged_interval_save() {
         std::thread::sleep(Duration::from_millis(70 + 37 * (i % 7)));
     }
 }
+
+/// aria2p's own suite: right after `remove`, `tellStatus` says `removed`, not `active`, even
+/// while the download's last writes are still going.
+#[test]
+fn a_removed_download_says_removed_at_once() {
+    let server = TestServer::plain();
+    let big = content(91, 4 * MIB);
+    server.route(
+        "/slow.bin",
+        Route::bytes(big).throttle(16 * 1024, Duration::from_millis(20)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let gid = gid_of(&d.call("aria2.addUri", json!([[server.url("/slow.bin")]])));
+    d.wait_for(&gid, Duration::from_secs(10), |s| s["status"] == "active");
+    // Both calls in one batch: nothing of the loop runs between them.
+    let answers = d.call(
+        "system.multicall",
+        json!([[
+            {"methodName": "aria2.remove", "params": [gid]},
+            {"methodName": "aria2.tellStatus", "params": [gid, ["status"]]}
+        ]]),
+    );
+    assert_eq!(answers[1][0]["status"], "removed", "{answers}");
+    let other = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/slow.bin")], {"out": "o.bin"}]),
+    ));
+    d.wait_for(&other, Duration::from_secs(10), |s| s["status"] == "active");
+    let answers = d.call(
+        "system.multicall",
+        json!([[
+            {"methodName": "aria2.pause", "params": [other]},
+            {"methodName": "aria2.tellStatus", "params": [other, ["status"]]}
+        ]]),
+    );
+    // A pause is not a result: it is active until it is in the queue again, as aria2c's is.
+    assert_eq!(answers[1][0]["status"], "active", "{answers}");
+    d.wait_for(&other, Duration::from_secs(10), |s| s["status"] == "paused");
+    d.wait_for(&gid, Duration::from_secs(10), |s| s["status"] == "removed");
+}
+
+/// aria2p's own suite: a session file named by `changeGlobalOption` is the one `saveSession`
+/// writes (before, "Filename is not given.").
+#[test]
+fn save_session_named_by_change_global_option() {
+    let server = TestServer::plain();
+    server.route("/missing", Route::status(404));
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let refused = d.call_err("aria2.saveSession", json!([]));
+    assert!(refused.contains("Filename is not given"), "{refused}");
+    let session = dir.join("named.session");
+    let set = d.call(
+        "aria2.changeGlobalOption",
+        json!([{"save-session": session.display().to_string()}]),
+    );
+    assert_eq!(set, "OK");
+    let got = d.call("aria2.getGlobalOption", json!([]));
+    assert_eq!(got["save-session"], session.display().to_string());
+    let failed = gid_of(&d.call("aria2.addUri", json!([[server.url("/missing")]])));
+    d.wait_for(&failed, Duration::from_secs(10), |s| s["status"] == "error");
+    assert_eq!(d.call("aria2.saveSession", json!([])), "OK");
+    let text = std::fs::read_to_string(&session).expect("the session named by changeGlobalOption");
+    // The failed download is in it (`--save-not-found` is on by default).
+    assert!(text.contains(&format!(" gid={failed}\n")), "{text}");
+}
+
+/// A shutdown arriving while a removed download's last writes are still going does not make it
+/// a download in progress (exit 7, kept for the session): it stays removed (exit 0, `RM`).
+#[test]
+fn a_shutdown_during_a_remove_keeps_it_removed() {
+    let server = TestServer::plain();
+    server.route(
+        "/slow.bin",
+        Route::bytes(content(93, 4 * MIB)).throttle(16 * 1024, Duration::from_millis(20)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/slow.bin")]])));
+    d.wait_for(&g, Duration::from_secs(10), |s| {
+        s["status"] == "active" && s["completedLength"] != "0"
+    });
+    let answers = d.call(
+        "system.multicall",
+        json!([[
+            {"methodName": "aria2.remove", "params": [g]},
+            {"methodName": "aria2.shutdown", "params": []}
+        ]]),
+    );
+    assert_eq!(answers[1][0], "OK", "{answers}");
+    let ended = d.wait_exit(Duration::from_secs(10));
+    assert_eq!(ended.code, Some(0), "{ended:?}");
+    assert!(
+        ended.stdout.contains(&format!("{}|RM  |", &g[..6])),
+        "{}",
+        ended.stdout
+    );
+}

@@ -106,6 +106,8 @@ pub(crate) struct Daemon {
     pub server: super::rpc::Server,
     /// `--save-session` and its rules.
     pub session: Option<SessionRules>,
+    /// The rules a session named later (`changeGlobalOption` with `save-session`) is saved by.
+    pub session_rules: SessionRules,
     /// The session save in flight, and the SHA-256 of the last text saved (an unchanged session
     /// is not written again by the interval).
     pub save_op: Option<OpId>,
@@ -328,6 +330,13 @@ impl Daemon {
                 save_not_found: rpc.save_not_found,
                 command_line: rpc.command_line.clone(),
             }),
+            session_rules: SessionRules {
+                path: Default::default(),
+                interval: rpc.save_session_interval,
+                force_save: rpc.force_save,
+                save_not_found: rpc.save_not_found,
+                command_line: rpc.command_line.clone(),
+            },
             save_op: None,
             save_forced: false,
             save_again: false,
@@ -655,11 +664,26 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 (u.to_string(), state)
             })
             .collect();
+        // Removed, it is a removed download already while its last writes end, as aria2c says
+        // at once (its loop ends a removed download before the next call is read); what it
+        // holds is then what is written.
+        let removing = self
+            .daemon
+            .as_ref()
+            .and_then(|dm| dm.running.get(&d.gid))
+            .is_some_and(|r| r.stop == Some(Stop::Remove));
+        let status = match removing {
+            true => Status::Removed,
+            false => Status::Active,
+        };
         StatusView {
             gid: d.gid,
-            status: Status::Active,
+            status,
             total,
-            completed: d.received(),
+            completed: match removing {
+                true => d.written.len(),
+                false => d.received(),
+            },
             speed: d.speed(now),
             connections: self.conn_count(dl) as u64,
             dir: d.opts.dir.display().to_string(),
@@ -667,7 +691,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             uris,
             piece_length: piece,
             bitfield,
-            error: None,
+            error: removing.then(|| (ExitCode::REMOVED.0, String::new())),
         }
     }
 
@@ -692,7 +716,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         if let Some(r) = self.daemon().and_then(|d| d.running.get_mut(&gid)) {
-            r.stop = Some(why);
+            // A stop already under way (a remove, a pause) is what the download ends as: a
+            // shutdown arriving meanwhile does not turn a removed download into one in progress.
+            r.stop = r.stop.or(Some(why));
         }
         let d = &mut self.dls[dl];
         d.halted = true;

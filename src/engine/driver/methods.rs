@@ -565,6 +565,16 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                         dm.max_concurrent = v.parse().unwrap_or(dm.max_concurrent).max(1);
                     }
                 }
+                "save-session" => {
+                    // From now on the session is saved there (`saveSession`, the interval, the
+                    // end); an empty name saves none.
+                    if let Some(dm) = e.daemon.as_deref_mut() {
+                        dm.session = (!v.is_empty()).then(|| super::daemon::SessionRules {
+                            path: v.into(),
+                            ..dm.session_rules.clone()
+                        });
+                    }
+                }
                 "max-download-result" => {
                     if let Some(dm) = e.daemon.as_deref_mut() {
                         dm.max_results = v.parse().unwrap_or(dm.max_results);
