@@ -16,6 +16,20 @@ const ANY: Case = Case {
 };
 
 cases! {
+    // ---- input lists that are not regular files ----
+    input_from_a_pipe = Case {
+        args: &["-i", "list.fifo"],
+        routes: LIST,
+        pre: &[Pre::Fifo("list.fifo", "{url}/f.bin\n{url}/g.bin\n  out=renamed.bin\n")],
+        cmp: Cmp::EventsAnyOrder,
+        ..Case::DEFAULT
+    };
+    input_from_dev_null = Case {
+        args: &["-i", "/dev/null"],
+        routes: LIST,
+        cmp: Cmp::Exact,
+        ..Case::DEFAULT
+    };
     // ---- configuration files ----
     conf_path_missing = Case {
         args: &["--conf-path={dir}/nonexistent.conf", "{url}/f.bin"],

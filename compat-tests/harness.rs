@@ -95,6 +95,8 @@ pub enum Pre {
     /// `len` pseudo-random bytes (seeded by the name).
     Bytes(&'static str, usize),
     Dir(&'static str),
+    /// A named pipe that gives the text once to whoever opens it (as `-i <(echo URL)` does).
+    Fifo(&'static str, &'static str),
 }
 
 /// How the output is compared (exit codes and files are always compared).
@@ -508,6 +510,23 @@ fn run_side(
                 std::fs::create_dir_all(resolve(&dir, &home, rel)).expect("pre dir");
                 continue;
             }
+            Pre::Fifo(rel, text) => {
+                let target = resolve(&dir, &home, rel);
+                let c = std::ffi::CString::new(target.as_os_str().as_encoded_bytes())
+                    .expect("fifo path");
+                // SAFETY: mkfifo(3) on a NUL-terminated path this function owns.
+                let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+                assert_eq!(made, 0, "mkfifo {}", target.display());
+                let text = ph.apply(text);
+                // Blocks until the program opens it; a program that never does leaves the
+                // thread waiting, harmlessly, until the test binary ends.
+                thread::spawn(move || {
+                    if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&target) {
+                        let _ = std::io::Write::write_all(&mut f, text.as_bytes());
+                    }
+                });
+                continue;
+            }
         };
         let target = resolve(&dir, &home, rel);
         if let Some(parent) = target.parent() {
@@ -741,6 +760,9 @@ fn list_files(root: &Path) -> BTreeMap<String, String> {
             if meta.is_dir() {
                 out.insert(format!("{rel}/"), "dir".into());
                 walk(root, &path, out);
+            } else if !meta.is_file() {
+                // A pipe is not read: that would take what the program is to read.
+                out.insert(rel, "not a regular file".into());
             } else {
                 let sha = support::sha256_file(&path);
                 out.insert(rel, format!("{} bytes, sha256 {}", meta.len(), &sha[..16]));

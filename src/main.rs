@@ -374,28 +374,35 @@ struct InputList {
 
 fn open_list(path: &str) -> Result<(std::fs::File, String), String> {
     if path == "-" {
-        let spool = std::env::temp_dir().join(format!("ringdl-input-{}", std::process::id()));
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&spool)
-            .map_err(|e| format!("Failed to read the input list from stdin, cause: {e}"))?;
-        let _ = std::fs::remove_file(&spool);
-        std::io::copy(&mut std::io::stdin().lock(), &mut file)
-            .map_err(|e| format!("Failed to read the input list from stdin, cause: {e}"))?;
-        return Ok((file, "-".to_string()));
+        return spool(&mut std::io::stdin().lock(), "-")
+            .map_err(|e| format!("Failed to read the input list from stdin, cause: {e}"));
     }
-    let is_file = std::fs::metadata(path)
-        .map(|m| m.is_file())
-        .unwrap_or(false);
-    let file = std::fs::File::open(path)
-        .ok()
-        .filter(|_| is_file)
-        .ok_or_else(|| {
-            format!("Failed to open the file {path}, cause: File not found or it is a directory")
-        })?;
-    Ok((file, path.to_string()))
+    let not_found =
+        || format!("Failed to open the file {path}, cause: File not found or it is a directory");
+    let meta = std::fs::metadata(path).map_err(|_| not_found())?;
+    if meta.is_dir() {
+        return Err(not_found());
+    }
+    let mut file = std::fs::File::open(path).map_err(|_| not_found())?;
+    if meta.is_file() {
+        return Ok((file, path.to_string()));
+    }
+    // A pipe (`-i <(...)`), a device (`/dev/null`): read once, as aria2c reads them, into a
+    // private file the list can be read from twice (its count, then its entries).
+    spool(&mut file, path).map_err(|e| format!("Failed to read the file {path}, cause: {e}"))
+}
+
+/// Copies a list that can be read only once into an unnamed temporary file.
+fn spool(from: &mut impl std::io::Read, name: &str) -> std::io::Result<(std::fs::File, String)> {
+    let spool = std::env::temp_dir().join(format!("ringdl-input-{}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&spool)?;
+    let _ = std::fs::remove_file(&spool);
+    std::io::copy(from, &mut file)?;
+    Ok((file, name.to_string()))
 }
 
 /// A reader of the list from its start.
