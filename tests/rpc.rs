@@ -2137,3 +2137,55 @@ fn a_shutdown_during_a_remove_keeps_it_removed() {
         ended.stdout
     );
 }
+
+/// The RPC port taken on one family is said (clients of that family reach whatever holds it);
+/// taken on both, the daemon stops with aria2c's error, not one about the reactor.
+#[test]
+fn an_rpc_port_taken_is_said() {
+    let port = crate::support::ports::port_for_child();
+    let v4 = std::net::TcpListener::bind(("127.0.0.1", port)).expect("hold the IPv4 port");
+    let dir = TestDir::new();
+    let home = dir.join(".home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |dir: &TestDir| {
+        let mut child = crate::support::isolated_command(
+            &crate::support::binary_under_test(),
+            dir.path(),
+            &home,
+        )
+        .args([
+            "--no-conf",
+            "--enable-rpc",
+            &format!("--rpc-listen-port={port}"),
+        ])
+        .spawn()
+        .expect("spawn");
+        let out = crate::support::drain(child.stdout.take().unwrap());
+        let err = crate::support::drain(child.stderr.take().unwrap());
+        std::thread::sleep(Duration::from_millis(700));
+        // SAFETY: kill(2) on a child this test started and has not reaped.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let status = child.wait().unwrap();
+        (status.code(), out.join().unwrap() + &err.join().unwrap())
+    };
+    let (_, text) = run(&dir);
+    assert!(
+        text.contains(&format!("IPv4 RPC: failed to bind TCP port {port}")),
+        "{text}"
+    );
+    let Ok(_v6) = std::net::TcpListener::bind(("::1", port)) else {
+        eprintln!("SKIPPED (partly): no IPv6 loopback here");
+        return;
+    };
+    assert!(
+        text.contains(&format!("IPv6 RPC: listening on TCP port {port}")),
+        "{text}"
+    );
+    let (code, text) = run(&dir);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("Failed to setup RPC server"), "{text}");
+    assert!(!text.contains("io_uring failed"), "{text}");
+    drop(v4);
+}

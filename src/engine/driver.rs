@@ -437,13 +437,35 @@ fn start(
             Chosen::Portable(_) => "engine: portable reactor (epoll)",
         },
     );
+    // An error of the reactor names it; one of the run itself (`RunError`) is said as it is.
+    let said = |e: std::io::Error, reactor: &str| {
+        let run = e.get_ref().and_then(|i| i.downcast_ref::<RunError>());
+        StartError::Other(match run {
+            Some(RunError(m)) => m.clone(),
+            None => format!("{reactor} failed: {e}"),
+        })
+    };
     match reactor {
-        Chosen::Uring(r) => run_on(r, settings, jobs, console, outside)
-            .map_err(|e| StartError::Other(format!("io_uring failed: {e}"))),
-        Chosen::Portable(r) => run_on(r, settings, jobs, console, outside)
-            .map_err(|e| StartError::Other(format!("epoll failed: {e}"))),
+        Chosen::Uring(r) => {
+            run_on(r, settings, jobs, console, outside).map_err(|e| said(e, "io_uring"))
+        }
+        Chosen::Portable(r) => {
+            run_on(r, settings, jobs, console, outside).map_err(|e| said(e, "epoll"))
+        }
     }
 }
+
+/// A run that could not start for a reason of its own (the RPC port taken), not its reactor's.
+#[derive(Debug)]
+struct RunError(String);
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RunError {}
 
 /// The reactor a run got.
 enum Chosen {
@@ -554,7 +576,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
     engine.load_credentials();
     if let Err(e) = engine.rpc_start() {
         engine.drain();
-        return Err(std::io::Error::other(e));
+        return Err(std::io::Error::other(RunError(e)));
     }
     let result = engine.run_loop();
     engine.drain();

@@ -184,9 +184,22 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut errors = Vec::new();
         let mut bound = Vec::new();
         for a in addrs {
+            // Each family said as aria2c says it: a port taken on one is an error a user must
+            // see (clients of that family reach whatever holds it), not a silent fallback.
+            let family = if a.is_ipv4() { "IPv4" } else { "IPv6" };
             match self.reactor.listen(&a) {
-                Ok(fd) => bound.push(Listener { fd, op: None }),
-                Err(e) => errors.push(format!("{a}: {}", sys::cause(&e))),
+                Ok(fd) => {
+                    bound.push(Listener { fd, op: None });
+                    self.console
+                        .notice(&format!("{family} RPC: listening on TCP port {port}"));
+                }
+                Err(e) => {
+                    self.console.error(&format!(
+                        "{family} RPC: failed to bind TCP port {port}, cause: {}",
+                        sys::cause(&e)
+                    ));
+                    errors.push(format!("{a}: {}", sys::cause(&e)));
+                }
             }
         }
         if bound.is_empty() {
