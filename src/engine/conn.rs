@@ -748,6 +748,8 @@ pub struct Download {
     /// or `-V`'s file; 0 for one it created): a run that fails never leaves it shorter, so no
     /// byte a user or an earlier run had is cut away.
     pub found_len: u64,
+    /// Bytes counted done from disk when this run's plan was made (see `received_here`).
+    pub done_at_start: u64,
     pub failures: u32,
     /// Mirrors that answered a resuming request with the whole file (`--max-resume-failure-tries`).
     pub resume_failures: u32,
@@ -864,6 +866,7 @@ impl Download {
             checking_existing: false,
             preallocated: false,
             found_len: 0,
+            done_at_start: 0,
             failures: 0,
             resume_failures: 0,
             version_restarts: 0,
@@ -895,6 +898,7 @@ impl Download {
         self.preallocated = false;
         // The next first response empties the file: nothing found in it is left to keep.
         self.found_len = 0;
+        self.done_at_start = 0;
         self.piece_length = self.opts.piece_length;
         self.last_save = None;
         self.hash_pos = 0;
@@ -1019,9 +1023,15 @@ impl Download {
         self.plan.as_ref().map_or(0, Plan::received)
     }
 
+    /// Bytes received by this run: what was on disk when it began (a control file's claims,
+    /// `-c`'s file) is not counted in its speed or its average.
+    pub fn received_here(&self) -> u64 {
+        self.received().saturating_sub(self.done_at_start)
+    }
+
     /// Records the byte count now and returns the speed over the last ~3 seconds (bytes/s).
     pub fn sample_speed(&mut self, now: Instant) -> u64 {
-        let got = self.received();
+        let got = self.received_here();
         self.samples.push_back((now, got));
         while self.samples.len() > 2
             && now.duration_since(self.samples[0].0) > std::time::Duration::from_secs(3)
@@ -1045,7 +1055,7 @@ impl Download {
         if secs < 0.05 {
             return 0;
         }
-        (self.received().saturating_sub(b0) as f64 / secs) as u64
+        (self.received_here().saturating_sub(b0) as f64 / secs) as u64
     }
 
     /// The file length, when known.

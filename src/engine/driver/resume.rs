@@ -219,6 +219,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.opts.min_split_size,
             &done,
         ));
+        d.done_at_start = done.len();
         d.written = done;
         d.length_known = true;
         d.ranges_ok = true;
@@ -317,6 +318,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             plan.assign(seg, conn_id);
             d.wanted += plan.presplit(d.connections_wanted()).saturating_sub(1);
         }
+        d.done_at_start = from;
         d.written = done;
         d.plan = Some(plan);
         d.length_known = true;

@@ -504,7 +504,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }),
             path: d.path.clone(),
             first_uri: d.first_uri.clone(),
-            bytes: if d.no_data { 0 } else { d.received() },
+            bytes: if d.no_data { 0 } else { d.received_here() },
             total: d.total(),
             seconds,
         };
