@@ -545,6 +545,27 @@ pub fn help_shape(text: &str) -> Vec<String> {
     out
 }
 
+/// ringdl's own options (`--engine`, listed after aria2c's; see K-HELPTEXT) left out of a help
+/// shape: aria2c has nothing to compare them with.
+pub fn without_own_options(shape: Vec<String>) -> Vec<String> {
+    const OWN: &[&str] = &["--engine"];
+    let mut out: Vec<String> = Vec::new();
+    let mut skipping = false;
+    for line in shape {
+        if let Some(head) = line.strip_prefix("OPTION ") {
+            skipping = OWN
+                .iter()
+                .any(|o| head.split([',', '=', ' ']).any(|w| w == *o));
+        } else if !line.starts_with("  Default:") {
+            skipping = false;
+        }
+        if !skipping {
+            out.push(line);
+        }
+    }
+    out
+}
+
 /// For `-v`: the first line with the version number replaced (`PROG version V`), whether an
 /// `Enabled Features: ` line follows (its list is each program's own), and the `Hash Algorithms:`
 /// line as it is (programs read it to decide which checksums they can ask for).

@@ -74,8 +74,8 @@ _ringdl() {
             --bt-enable-hook-after-hash-check --bt-load-saved-metadata --metalink-file \
             --metalink-version --metalink-language --metalink-os --metalink-location \
             --follow-metalink --metalink-preferred-protocol --metalink-enable-unique-protocol \
-            --metalink-base-uri -v -h -t -m -l -d -o -s -D -a -V -c -n -i -j -Z -P -q -R -x -k -p \
-            -U -S -u -T -O -M
+            --metalink-base-uri --engine -v -h -t -m -l -d -o -s -D -a -V -c -n -i -j -Z -P -q -R \
+            -x -k -p -U -S -u -T -O -M
         return 0
     else
         case $prev in
@@ -109,7 +109,7 @@ _ringdl() {
                 --bt-tracker-connect-timeout|--dht-message-timeout|--on-bt-download-complete| \
                 --bt-tracker|--bt-exclude-tracker|-M|--metalink-file|--metalink-version| \
                 --metalink-language|--metalink-os|--metalink-location|--follow-metalink| \
-                --metalink-preferred-protocol|--metalink-base-uri)
+                --metalink-preferred-protocol|--metalink-base-uri|--engine)
                 opt=$prev
                 ;;
         esac
@@ -182,6 +182,9 @@ _ringdl() {
                 ;;
             --metalink-preferred-protocol)
                 _ringdl_words "$prefix" "$cur" http https ftp none
+                ;;
+            --engine)
+                _ringdl_words "$prefix" "$cur" auto uring portable
                 ;;
         esac
         return 0

@@ -213,6 +213,7 @@ complete -c ringdl -l 'follow-metalink' -d 'What to do with a downloaded Metalin
 complete -c ringdl -l 'metalink-preferred-protocol' -d 'Protocol to prefer among Metalink mirrors: http, https, ftp, none' -x -a 'http https ftp none'
 complete -c ringdl -l 'metalink-enable-unique-protocol' -d 'Use only one protocol of a Metalink mirror that offers several' -f -a 'true false'
 complete -c ringdl -l 'metalink-base-uri' -d 'Base URI for relative URLs in a local Metalink file' -x
+complete -c ringdl -l 'engine' -d 'Which reactor runs the downloads: io_uring, or the portable epoll one' -x -a 'auto uring portable'
 if not command -q aria2c
     complete -c aria2c --wraps ringdl
 end

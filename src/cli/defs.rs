@@ -47,7 +47,7 @@ pub enum Support {
 }
 
 /// One aria2c option.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct OptDef {
     pub name: &'static str,
     pub short: Option<char>,
@@ -174,7 +174,7 @@ const MIB: u64 = 1024 * 1024;
 /// Highest `-x` ringdl accepts. aria2c stops at 16; lifting that cap is its users' most common request.
 pub const MAX_CONN_PER_SERVER: i64 = 64;
 
-pub use super::table::OPTIONS;
+pub use super::table::{OPTIONS, OWN_OPTIONS};
 
 /// Looks an option up by its full long name.
 pub fn by_name(name: &str) -> Option<&'static OptDef> {

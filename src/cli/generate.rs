@@ -63,7 +63,16 @@ const KNOWN_DIFFERENCES: &str = include_str!("../../compat-tests/KNOWN_DIFFERENC
 
 /// The text of `t`, generated from the option table.
 pub fn generate(t: Target) -> String {
-    generate_from(t, defs::OPTIONS)
+    generate_from(t, &all_options())
+}
+
+/// aria2c's options, then ringdl's own.
+fn all_options() -> Vec<OptDef> {
+    defs::OPTIONS
+        .iter()
+        .chain(defs::OWN_OPTIONS)
+        .cloned()
+        .collect()
 }
 
 fn generate_from(t: Target, opts: &[OptDef]) -> String {
@@ -816,8 +825,10 @@ page cache as it found it: a large file does not push other programs' data out o
 filesystem refuses `O_DIRECT` (FUSE, some network filesystems), ringdl writes through the cache \
 instead, drops what it wrote behind itself, and says so once.
 
-ringdl needs Linux with io_uring (5.6 or later). Where io_uring is refused (a container's seccomp \
-profile, `kernel.io_uring_disabled`, gVisor), ringdl says so in one line and exits with status 1.
+ringdl runs on io_uring (Linux 5.6 or later) where it works. Where io_uring is refused (a \
+container's seccomp profile, `kernel.io_uring_disabled`, gVisor), it says why in one line and runs on \
+its portable epoll reactor instead, with the same O_DIRECT writes and memory budget; only \
+`--engine=uring` makes that refusal an error (exit status 1). See ENGINE below.
 ";
 
 const UNSUPPORTED: &str = "\
@@ -874,7 +885,7 @@ were left unfinished, it is 7.
 const EXIT_CODES: [&str; 33] = [
     "Every download finished.",
     "An error with no code of its own: a refused connection, a command line without a URI, an \
-     unreadable input or configuration file, io_uring refused by the system.",
+     unreadable input or configuration file, io_uring refused with `--engine=uring`.",
     "A connection timed out.",
     "The server answered that the file does not exist (404).",
     "As many \"not found\" answers as `--max-file-not-found` allows were received.",
@@ -1666,8 +1677,8 @@ mod tests {
     fn every_option_is_in_the_man_page_once() {
         let m = generate(Target::Man);
         let heads = option_heads(&m);
-        assert_eq!(heads.len(), defs::OPTIONS.len());
-        for o in defs::OPTIONS {
+        assert_eq!(heads.len(), all_options().len());
+        for o in &all_options() {
             let long = bold(&format!("--{}", o.name));
             let n = heads
                 .iter()
@@ -1693,7 +1704,7 @@ mod tests {
         let bash_words: Vec<&str> = bash
             .split(|c: char| c.is_whitespace() || c == '|' || c == ')')
             .collect();
-        for o in defs::OPTIONS {
+        for o in &all_options() {
             let long = format!("--{}", o.name);
             assert!(bash_words.contains(&long.as_str()), "bash lacks {long}");
             assert!(

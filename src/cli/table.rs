@@ -13,6 +13,25 @@ const ANY_SIZE: u64 = i64::MAX as u64;
 const MIB: u64 = 1024 * 1024;
 const GIB: u64 = 1024 * MIB;
 
+/// ringdl's own options, which aria2c does not have: listed after aria2c's in `--help`, the manual
+/// and the completions (the parser takes them before looking in [`OPTIONS`]).
+pub static OWN_OPTIONS: &[OptDef] = &[opt(
+    "engine",
+    ValueKind::Choice(&["auto", "uring", "portable"]),
+    "Which reactor runs the downloads: io_uring, or the portable epoll one",
+)
+.value_name("ENGINE")
+.possible("auto, uring, portable")
+.default("auto")
+.tags(&["#basic", "#advanced"])
+.long(
+    "'auto' runs on io_uring where it works and on the portable epoll reactor where it \
+        does not (a seccomp profile, a disabled io_uring, an old kernel, a low \
+        RLIMIT_MEMLOCK), saying why once. 'uring' fails instead (exit 1). 'portable' never \
+        tries io_uring. The RINGDL_ENGINE environment variable gives the default. ringdl -v \
+        says which reactor runs.",
+)];
+
 pub static OPTIONS: &[OptDef] = &[
     opt("version", ValueKind::Text, "Print the version and exit")
         .short('v')

@@ -508,7 +508,9 @@ fn uring_reactor(
 /// Which reactor `choice` would run on here, and why not io_uring when it is not: what `-v` says.
 pub fn engine_report(choice: EngineChoice) -> String {
     match choice {
-        EngineChoice::Portable => "portable (epoll), O_DIRECT; chosen by --engine=portable".into(),
+        EngineChoice::Portable => {
+            "portable (epoll), O_DIRECT; asked for by --engine or RINGDL_ENGINE".into()
+        }
         EngineChoice::Auto | EngineChoice::Uring => {
             match uring_reactor(1, Duration::from_secs(1), Duration::from_secs(1)) {
                 Ok(_) => "io_uring, O_DIRECT".into(),
