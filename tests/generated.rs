@@ -137,7 +137,7 @@ fn man_page_renders_without_warnings() {
             "no {heading} section"
         );
     }
-    for o in defs::OPTIONS {
+    for o in defs::OPTIONS.iter().chain(defs::OWN_OPTIONS) {
         assert!(
             shown.contains(&format!("--{}", o.name)),
             "--{} not in the rendered page",
@@ -161,6 +161,7 @@ fn choice_option() -> Option<(&'static OptDef, Vec<&'static str>)> {
 fn longs_starting(prefix: &str) -> Vec<String> {
     let mut v: Vec<String> = defs::OPTIONS
         .iter()
+        .chain(defs::OWN_OPTIONS)
         .map(|o| format!("--{}", o.name))
         .filter(|n| n.starts_with(prefix))
         .collect();
@@ -249,7 +250,7 @@ fn bash_completion_loads_and_completes() {
     );
     assert_eq!(
         bash_complete(&dir, &["ringdl", "--"]).len(),
-        defs::OPTIONS.len()
+        defs::OPTIONS.len() + defs::OWN_OPTIONS.len()
     );
     // Values after `=`, split off by COMP_WORDBREAKS or not, and in the next word.
     if let Some((o, words)) = choice_option() {
