@@ -306,8 +306,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .path
             .clone()
             .unwrap_or_else(|| d.opts.dir.join(http::filename_from_url(&url)));
-        let (out, found) = open_existing(&path)?;
-        d.found_len = found;
+        let (out, _) = open_existing(&path)?;
         let done = RangeSet::single(0..from);
         let mut plan = Plan::from_done(total, d.opts.min_split_size, &done);
         let seg = plan
@@ -319,6 +318,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.wanted += plan.presplit(d.connections_wanted()).saturating_sub(1);
         }
         d.done_at_start = from;
+        // What follows `from` is fetched again and written over: only the bytes before it are
+        // the user's to keep whatever happens.
+        d.found_len = from;
         d.written = done;
         d.plan = Some(plan);
         d.length_known = true;
@@ -562,8 +564,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // Claims withdrawn since this save was queued: it would claim them again (a later
             // save, queued with the withdrawal, says what is left).
             let stale = withdrawals.load(std::sync::atomic::Ordering::SeqCst) != epoch;
+            // (Skipped as stale, it is not a save: ESTALE tells `on_control_saved` so, without
+            // a message. Nothing on disk describes the file because of it.)
             let saved = synced.and_then(|()| match stale {
-                true => Ok(()),
+                true => Err(std::io::Error::from_raw_os_error(libc::ESTALE)),
                 false => control::save(&ctl, &cf),
             });
             if let Some(s) = settle {
@@ -621,7 +625,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
             }
         }
-        if res < 0 {
+        if res < 0 && res != -libc::ESTALE {
             let path = self.dls[dl]
                 .control
                 .as_ref()

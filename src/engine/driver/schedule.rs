@@ -335,8 +335,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     .max(d.high_water);
                 // Never shorter than the file was when this run found it: its bytes beyond what
                 // this run can vouch for were the user's or an earlier run's, and no option said
-                // to drop them (a control file, when saved, says which are claimed).
-                let prefix = d.written.prefix_end().max(d.found_len);
+                // to drop them (a control file, when saved, says which are claimed). Unless a
+                // lost writeback made this run's own writes anything: a file no control file
+                // describes must then be right up to its length, and only what is proven stays.
+                let found = if d.claims_lost { 0 } else { d.found_len };
+                let prefix = d.written.prefix_end().max(found);
                 // A checksum that failed disowned the bytes written, which are the server's:
                 // they stay for the user to see, as aria2c leaves them (a kill before the control
                 // file saying so is saved leaves them as aria2c does, with none). Bytes a lost
@@ -351,7 +354,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     // The padding of the last block goes, nothing that arrived does.
                     _ => arrived,
                 }
-                .max(d.found_len);
+                .max(found);
                 // No control file of this file is on disk yet: until the last one is, a kill
                 // leaves the file to be judged by its length, so it is cut to the gap-free prefix
                 // now (it grew only there: nothing is lost but padding, or disowned bytes).
@@ -371,7 +374,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                             saved: if undescribed { prefix } else { kept },
                             unsaved: if standing { kept } else { prefix },
                             stale_lies: withdrawn,
-                            lost: if standing { kept } else { d.found_len },
+                            lost: if standing { kept } else { found },
                         });
                 let cut_later = settle.is_some();
                 let described = self.save_control_then(dl, settle);
