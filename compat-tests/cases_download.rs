@@ -105,6 +105,21 @@ cases! {
         ..Case::DEFAULT
     };
 
+    // ---- event hooks: the start hook's arguments (the GID's length, the number of files, the
+    // file's name), written before the download ends (the body is slow) ----
+    hook_start_arguments = Case {
+        args: &["--on-download-start={dir}/hook.sh", "-o", "named.bin", "{url}/f.bin"],
+        routes: &[R::FileWith("/f.bin", 100_000, &[M::Throttle(20_000, 100)])],
+        pre: &[Pre::Script("hook.sh", "#!/bin/sh\necho \"$# ${#1} $2 $(basename \"$3\")\" > {dir}/hook.out\n")],
+        ..Case::DEFAULT
+    };
+    hook_start_arguments_unnamed = Case {
+        args: &["--on-download-start={dir}/hook.sh", "{url}/f.bin"],
+        routes: &[R::FileWith("/f.bin", 100_000, &[M::Throttle(20_000, 100)])],
+        pre: &[Pre::Script("hook.sh", "#!/bin/sh\necho \"$# ${#1} $2 [$3]\" > {dir}/hook.out\n")],
+        ..Case::DEFAULT
+    };
+
     // ---- splitting: -x, -s, -k (the server counts connections) ----
     split_x4_k1m = Case { args: &["-x4", "-s4", "-k1M", "{url}/big.bin"], routes: BIG, conns: true, req_headers: &["Range"], ..Case::DEFAULT };
     split_default_k_no_split = Case {

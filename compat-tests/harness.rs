@@ -97,6 +97,8 @@ pub enum Pre {
     Dir(&'static str),
     /// A named pipe that gives the text once to whoever opens it (as `-i <(echo URL)` does).
     Fifo(&'static str, &'static str),
+    /// An executable file (a hook script).
+    Script(&'static str, &'static str),
 }
 
 /// How the output is compared (exit codes and files are always compared).
@@ -504,7 +506,9 @@ fn run_side(
 
     for p in case.pre {
         let (rel, bytes) = match p {
-            Pre::Text(rel, text) | Pre::Private(rel, text) => (*rel, ph.apply(text).into_bytes()),
+            Pre::Text(rel, text) | Pre::Private(rel, text) | Pre::Script(rel, text) => {
+                (*rel, ph.apply(text).into_bytes())
+            }
             Pre::Bytes(rel, len) => (*rel, support::content(seed_of(rel), *len)),
             Pre::Dir(rel) => {
                 std::fs::create_dir_all(resolve(&dir, &home, rel)).expect("pre dir");
@@ -533,9 +537,14 @@ fn run_side(
             std::fs::create_dir_all(parent).expect("pre parent");
         }
         std::fs::write(&target, bytes).expect("pre file");
-        if matches!(p, Pre::Private(..)) {
+        if let Pre::Private(..) | Pre::Script(..) = p {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::Permissions::from_mode(0o600);
+            let mode = if matches!(p, Pre::Script(..)) {
+                0o755
+            } else {
+                0o600
+            };
+            let mode = std::fs::Permissions::from_mode(mode);
             std::fs::set_permissions(&target, mode).expect("pre file mode");
         }
     }

@@ -13,6 +13,7 @@ mod faults;
 mod findings;
 mod fuzz_regressions;
 mod generated;
+mod hooks;
 mod integrity;
 mod mirrors;
 mod nginx;

@@ -257,6 +257,8 @@ pub struct Settings {
     pub tls13_only: bool,
     /// `--engine` (else `RINGDL_ENGINE`): which reactor runs the downloads.
     pub engine: EngineChoice,
+    /// `--on-download-*`: the event hooks.
+    pub hooks: Hooks,
     /// `--enable-rpc`: the RPC server's settings.
     pub rpc: Option<RpcSettings>,
     /// `--save-session` without `--enable-rpc`: where the downloads that did not finish are
@@ -300,6 +302,16 @@ pub struct RpcSettings {
     /// The per-download options given on the command line (a session writes them into every
     /// entry, as aria2 does).
     pub command_line: Vec<(&'static str, String)>,
+}
+
+/// aria2's event hooks: the command each event runs (see engine/driver/hooks.rs).
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    pub start: Option<String>,
+    pub pause: Option<String>,
+    pub stop: Option<String>,
+    pub complete: Option<String>,
+    pub error: Option<String>,
 }
 
 /// ringdl's own `--engine=auto|uring|portable`: io_uring where it works and the portable (epoll)
@@ -1430,6 +1442,20 @@ fn build(
             .text("private-key")
             .map(|p| PathBuf::from(expand_home(&p, env))),
         tls13_only: r.raw("min-tls-version") == Some("TLSv1.3"),
+        hooks: {
+            let hook = |name: &str| {
+                r.text(name)
+                    .filter(|c| !c.is_empty())
+                    .map(|c| expand_home(&c, env))
+            };
+            Hooks {
+                start: hook("on-download-start"),
+                pause: hook("on-download-pause"),
+                stop: hook("on-download-stop"),
+                complete: hook("on-download-complete"),
+                error: hook("on-download-error"),
+            }
+        },
         engine: EngineChoice::Auto,
         rpc: rpc_settings(&r)?,
         session_out: match r.text("save-session") {

@@ -772,7 +772,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("COMMAND")
     .possible("/path/to/command")
     .tags(&["#advanced", "#hook"])
-    .unsupported("event hooks")
     .long(
         "COMMAND gets three arguments: the GID, the number of files, and the path \
             of the first file.",
@@ -785,7 +784,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("COMMAND")
     .possible("/path/to/command")
     .tags(&["#advanced", "#hook"])
-    .unsupported("event hooks")
     .long("Arguments as for --on-download-start."),
     opt(
         "on-download-stop",
@@ -795,7 +793,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("COMMAND")
     .possible("/path/to/command")
     .tags(&["#advanced", "#hook"])
-    .unsupported("event hooks")
     .long(
         "Skipped when --on-download-complete or --on-download-error covers the \
             outcome. Arguments as for --on-download-start.",
@@ -808,7 +805,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("COMMAND")
     .possible("/path/to/command")
     .tags(&["#advanced", "#hook"])
-    .unsupported("event hooks")
     .long("Arguments as for --on-download-start. See also --on-download-stop."),
     opt(
         "on-download-error",
@@ -818,7 +814,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("COMMAND")
     .possible("/path/to/command")
     .tags(&["#advanced", "#hook"])
-    .unsupported("event hooks")
     .long("Arguments as for --on-download-start. See also --on-download-stop."),
     opt(
         "interface",
@@ -2111,7 +2106,7 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("COMMAND")
     .possible("/path/to/command")
     .tags(&["#advanced", "#hook"])
-    .unsupported("event hooks")
+    .unsupported("BitTorrent")
     .long(
         "--on-download-complete runs only once seeding is over. Arguments as for \
             --on-download-start.",

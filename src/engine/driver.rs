@@ -30,6 +30,7 @@ mod body;
 mod connection;
 mod credentials;
 pub(crate) mod daemon;
+mod hooks;
 mod methods;
 mod pace;
 mod proxy;
@@ -248,6 +249,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     proxy_addrs: proxy::ProxyAddrs,
     /// Daemon mode (`--enable-rpc`): the queue and the RPC server.
     daemon: Option<Box<daemon::Daemon>>,
+    /// Event hooks still running (`hooks.rs`): reaped when they end, never waited for.
+    hooks_running: Vec<std::process::Child>,
 }
 
 fn random_gid() -> u64 {
@@ -555,6 +558,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         jobs,
         jobs_done: false,
         summary: Summary::default(),
+        hooks_running: Vec::new(),
         tls: None,
         pace: pace::Pacer::new(settings.max_overall_download_limit, now),
         resolver: outside.resolver,
@@ -1001,6 +1005,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     fn on_tick(&mut self) {
         self.autosave();
+        self.reap_hooks();
         self.rpc_tick();
         // A verification that found no free block waits for one here.
         for dl in 0..self.dls.len() {

@@ -777,6 +777,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             Some(Stop::Pause) if outcome.code == ExitCode::OK => {
                 dm.waiting.push_front(back(true));
                 self.notify("aria2.onDownloadPause", gid);
+                self.hook(dl, super::hooks::Event::Pause);
                 return true;
             }
             Some(Stop::Restart) if outcome.code == ExitCode::OK => {
@@ -787,6 +788,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 // In progress when the daemon stopped: exit code 7 unless a failure wins.
                 dm.in_progress += 1;
                 dm.waiting.push_front(back(false));
+                self.hook(dl, super::hooks::Event::Stop);
                 return false;
             }
             Some(Stop::Remove) => (Status::Removed, ExitCode::REMOVED, "aria2.onDownloadStop"),
@@ -814,6 +816,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             bitfield: known.bitfield,
         });
         self.notify(note, gid);
+        let event = match status {
+            Status::Complete => super::hooks::Event::Complete,
+            Status::Error => super::hooks::Event::Error,
+            _ => super::hooks::Event::Stop,
+        };
+        self.hook(dl, event);
         false
     }
 

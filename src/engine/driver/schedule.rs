@@ -112,6 +112,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // Named by -o: failures show the path it would have had, as aria2 does.
             d.path = Some(d.opts.dir.join(out));
         }
+        self.hook(i, hooks::Event::Start);
         if let Err(f) = self.prepare_resume(i) {
             self.fail_download(i, f, None);
             return;
@@ -514,6 +515,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if self.daemon.is_some() && self.ended(dl, &outcome) {
             // Paused or restarted: back in the queue, not a result.
             return;
+        }
+        if self.daemon.is_none() {
+            let event = match (outcome.code, outcome.finished) {
+                (ExitCode::OK, true) => hooks::Event::Complete,
+                // Stopped part-way (Ctrl-C, SIGTERM): in progress.
+                (ExitCode::OK, false) => hooks::Event::Stop,
+                _ => hooks::Event::Error,
+            };
+            self.hook(dl, event);
         }
         self.keep_for_session(dl, &outcome);
         let sum = &mut self.summary;
