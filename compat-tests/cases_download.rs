@@ -105,6 +105,31 @@ cases! {
         ..Case::DEFAULT
     };
 
+    // ---- -P: parameterized URIs ----
+    parameterized_each = Case {
+        args: &["-P", "-Z", "{url}/{a,b}/f.bin", "{url}/n[08-10:2].bin", "{url}/[x-y]z.bin"],
+        routes: &[
+            R::File("/a/f.bin", 3000),
+            R::File("/b/f.bin", 4000),
+            R::File("/n08.bin", 100),
+            R::File("/n10.bin", 200),
+            R::File("/xz.bin", 300),
+            R::File("/yz.bin", 400),
+        ],
+        cmp: Cmp::EventsAnyOrder,
+        ..Case::DEFAULT
+    };
+    parameterized_mirrors = Case {
+        args: &["-P", "-s2", "-k1M", "{url}/{a,b}/big.bin"],
+        routes: &[R::File("/a/big.bin", 4 << 20), R::Copy("/b/big.bin", "/a/big.bin", 4 << 20)],
+        ..Case::DEFAULT
+    };
+    parameterized_malformed = Case {
+        args: &["-P", "{url}/x[1-3"],
+        cmp: Cmp::Nothing,
+        ..Case::DEFAULT
+    };
+
     // ---- event hooks: the start hook's arguments (the GID's length, the number of files, the
     // file's name), written before the download ends (the body is slow) ----
     hook_start_arguments = Case {

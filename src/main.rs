@@ -1,7 +1,7 @@
 //! Wiring only: settings from `cli`, the job list (command line, then `-i`), the engine run, the
 //! report, the exit code.
 use ringdl::cli::input::InputReader;
-use ringdl::cli::{self, Command, Settings};
+use ringdl::cli::{self, Command, DownloadOptions, Settings};
 use ringdl::engine::{self, Job};
 use ringdl::ui::exit::ExitCode;
 use ringdl::ui::{emit, Console, ConsoleOptions, LogTarget, ResultRow, Status};
@@ -72,12 +72,19 @@ fn real_main() -> i32 {
         }
     };
     // As aria2c: with -i, the URIs on the command line are not downloaded.
-    let mut jobs = if input.is_some() {
-        Vec::new()
+    let (jobs, count) = if input.is_some() {
+        (CommandLineJobs::None, 0)
     } else {
-        command_line_jobs(&settings)
+        match command_line_jobs(&settings) {
+            Ok(j) => j,
+            Err(msg) => {
+                console.finish();
+                eprintln!("{msg}");
+                return 1;
+            }
+        }
     };
-    let expected = jobs.len() + input.as_ref().map_or(0, |i| i.count);
+    let expected = count + input.as_ref().map_or(0, |i| i.count);
     if expected == 0 {
         emit("No files to download.\n");
         return 0;
@@ -89,7 +96,7 @@ fn real_main() -> i32 {
         let base = settings.download.clone();
         move |list| list.jobs(base.clone(), input_error.clone())
     });
-    let mut all_jobs = jobs.drain(..).chain(entry_jobs);
+    let mut all_jobs = jobs.chain(entry_jobs);
     let summary = match engine::run(&settings, &mut all_jobs, Some(expected), &mut console) {
         Ok(s) => s,
         Err(e) => {
@@ -338,29 +345,78 @@ fn version_text(engine: cli::EngineChoice) -> String {
     )
 }
 
-/// The command line's URIs: mirrors of one file, or with `-Z` one download each (`-o` ignored).
-fn command_line_jobs(s: &Settings) -> Vec<Job> {
-    if s.uris.is_empty() {
-        return Vec::new();
+/// Mirrors of one file for `-P` without `-Z` past this many are refused: one download with a
+/// million mirrors is no use, and `-Z` makes each its own download, made as it is needed.
+const MAX_PATTERN_MIRRORS: u64 = 10_000;
+
+/// The command line's downloads, made as they are needed (`-P -Z` may stand for millions).
+enum CommandLineJobs {
+    None,
+    One(Option<Job>),
+    Each {
+        uris: Box<dyn Iterator<Item = String>>,
+        opts: DownloadOptions,
+    },
+}
+
+impl Iterator for CommandLineJobs {
+    type Item = Job;
+
+    fn next(&mut self) -> Option<Job> {
+        match self {
+            CommandLineJobs::None => None,
+            CommandLineJobs::One(j) => j.take(),
+            CommandLineJobs::Each { uris, opts } => uris.next().map(|u| Job {
+                uris: vec![u],
+                opts: opts.clone(),
+                own: Vec::new(),
+            }),
+        }
     }
+}
+
+/// The command line's URIs: mirrors of one file, or with `-Z` one download each (`-o` ignored);
+/// with `-P` each URI is a pattern standing for many. The downloads and how many there are; `Err`
+/// is a pattern aria2c would refuse, in its words.
+fn command_line_jobs(s: &Settings) -> Result<(CommandLineJobs, usize), String> {
+    if s.uris.is_empty() {
+        return Ok((CommandLineJobs::None, 0));
+    }
+    let (uris, count): (Box<dyn Iterator<Item = String>>, u64) = if s.parameterized_uri {
+        let expansions = s
+            .uris
+            .iter()
+            .map(|u| cli::paramed::expand(u))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("ringdl: {e}"))?;
+        let count = expansions
+            .iter()
+            .map(cli::paramed::Expansion::count)
+            .fold(0u64, u64::saturating_add);
+        (Box::new(expansions.into_iter().flatten()), count)
+    } else {
+        (Box::new(s.uris.clone().into_iter()), s.uris.len() as u64)
+    };
+    if count == 0 {
+        return Ok((CommandLineJobs::None, 0));
+    }
+    let count_usize = usize::try_from(count).unwrap_or(usize::MAX);
     if s.force_sequential {
         let mut opts = s.download.clone();
         opts.out = None;
-        s.uris
-            .iter()
-            .map(|u| Job {
-                uris: vec![u.clone()],
-                opts: opts.clone(),
-                own: Vec::new(),
-            })
-            .collect()
-    } else {
-        vec![Job {
-            uris: s.uris.clone(),
-            opts: s.download.clone(),
-            own: Vec::new(),
-        }]
+        return Ok((CommandLineJobs::Each { uris, opts }, count_usize));
     }
+    if count > MAX_PATTERN_MIRRORS {
+        return Err(format!(
+            "ringdl: the URIs stand for {count} mirrors of one file; give -Z to make each its own download"
+        ));
+    }
+    let job = Job {
+        uris: uris.collect(),
+        opts: s.download.clone(),
+        own: Vec::new(),
+    };
+    Ok((CommandLineJobs::One(Some(job)), 1))
 }
 
 /// An `-i` list, open. It is read once to check every entry (so nothing starts half-configured) and

@@ -5,6 +5,7 @@ pub mod defs;
 pub mod generate;
 pub mod help;
 pub mod input;
+pub mod paramed;
 pub(crate) mod parse;
 mod table;
 

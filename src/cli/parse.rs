@@ -217,6 +217,8 @@ pub struct Settings {
     pub download: DownloadOptions,
     pub max_concurrent: usize,
     pub force_sequential: bool,
+    /// `-P`: the command line's URIs are patterns (`cli::paramed`).
+    pub parameterized_uri: bool,
     pub ca_certificate: Option<PathBuf>,
     pub check_certificate: bool,
     pub console_log_level: LogLevel,
@@ -1397,6 +1399,7 @@ fn build(
         download: download_options(&r, env),
         max_concurrent: r.int("max-concurrent-downloads") as usize,
         force_sequential: r.bool("force-sequential"),
+        parameterized_uri: r.bool("parameterized-uri"),
         ca_certificate: r
             .text("ca-certificate")
             .map(|p| PathBuf::from(expand_home(&p, env))),

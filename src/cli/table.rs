@@ -456,7 +456,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#advanced"])
     .input()
-    .unsupported("parameterized URIs")
     .long(
         "http://{sv1,sv2}/f.iso names two mirrors of one file; \
             http://host/img[000-100:2].png counts from 000 to 100 in steps of 2 (the \
