@@ -24,5 +24,6 @@ mod requests;
 mod resume;
 mod rpc;
 mod soak;
+mod stops;
 mod support;
 mod tls;

@@ -110,6 +110,8 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "save-session-interval",
     "show-console-readout",
     "split",
+    "stop",
+    "stop-with-process",
     "summary-interval",
     "timeout",
     "use-head",
@@ -225,6 +227,10 @@ pub struct Settings {
     pub force_sequential: bool,
     /// `-P`: the command line's URIs are patterns (`cli::paramed`).
     pub parameterized_uri: bool,
+    /// `--stop`: seconds after which the run stops as on Ctrl-C (0: never).
+    pub stop_after: u64,
+    /// `--stop-with-process`: the run stops as on Ctrl-C once this process is gone.
+    pub stop_with_process: Option<u32>,
     pub ca_certificate: Option<PathBuf>,
     pub check_certificate: bool,
     pub console_log_level: LogLevel,
@@ -1406,6 +1412,11 @@ fn build(
         max_concurrent: r.int("max-concurrent-downloads") as usize,
         force_sequential: r.bool("force-sequential"),
         parameterized_uri: r.bool("parameterized-uri"),
+        stop_after: r.int("stop").max(0) as u64,
+        stop_with_process: r
+            .text("stop-with-process")
+            .and_then(|p| p.parse::<u32>().ok())
+            .filter(|p| *p > 0),
         ca_certificate: r
             .text("ca-certificate")
             .map(|p| PathBuf::from(expand_home(&p, env))),

@@ -508,8 +508,7 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("SEC")
     .possible("0-2147483647")
     .default("0")
-    .tags(&["#advanced"])
-    .unsupported("auto stop"),
+    .tags(&["#advanced"]),
     opt("quiet", ValueKind::Bool, "Print nothing on the console")
         .short('q')
         .default("false")
@@ -1085,7 +1084,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("PID")
     .possible("0-*")
     .tags(&["#advanced"])
-    .unsupported("auto stop")
     .long(
         "A parent process can pass its own PID so that the download stops when \
             the parent exits.",

@@ -251,6 +251,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     daemon: Option<Box<daemon::Daemon>>,
     /// Event hooks still running (`hooks.rs`): reaped when they end, never waited for.
     hooks_running: Vec<std::process::Child>,
+    /// When the run began (`--stop`).
+    began: Instant,
 }
 
 fn random_gid() -> u64 {
@@ -559,6 +561,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         jobs_done: false,
         summary: Summary::default(),
         hooks_running: Vec::new(),
+        began: now,
         tls: None,
         pace: pace::Pacer::new(settings.max_overall_download_limit, now),
         resolver: outside.resolver,
@@ -975,10 +978,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             return;
         }
-        self.stopping = true;
-        self.jobs_done = true;
         self.console
             .notice("Shutdown sequence commencing... Press Ctrl-C again for emergency shutdown.");
+        self.halt();
+    }
+
+    /// Stops every download where it is, after its writes complete (the first Ctrl-C, `--stop`,
+    /// `--stop-with-process`).
+    fn halt(&mut self) {
+        if let Some(d) = self.daemon.as_deref_mut() {
+            d.shutdown.get_or_insert(Instant::now());
+        }
+        self.stopping = true;
+        self.jobs_done = true;
         for dl in 0..self.dls.len() {
             if self.dls[dl].state == DlState::Finished {
                 continue;
@@ -995,6 +1007,32 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
     }
 
+    /// `--stop` and `--stop-with-process`: the run stops as on a first Ctrl-C once the time has
+    /// passed or the process is gone (checked at each tick, about once a second, as aria2c does).
+    fn auto_stop(&mut self) {
+        if self.stopping {
+            return;
+        }
+        let now = self.reactor.now();
+        let secs = self.s.stop_after;
+        if secs > 0 && now.saturating_duration_since(self.began).as_secs() >= secs {
+            self.console.notice(&format!(
+                "{secs} second(s) has passed. Stopping application."
+            ));
+            self.halt();
+            return;
+        }
+        if let Some(pid) = self.s.stop_with_process {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                self.console.log(
+                    LogLevel::Info,
+                    &format!("Process {pid} is not running. Commencing shutdown."),
+                );
+                self.halt();
+            }
+        }
+    }
+
     fn arm_wake(&mut self) {
         if self.wake_op.is_some() {
             return;
@@ -1006,6 +1044,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     fn on_tick(&mut self) {
         self.autosave();
         self.reap_hooks();
+        self.auto_stop();
         self.rpc_tick();
         // A verification that found no free block waits for one here.
         for dl in 0..self.dls.len() {
