@@ -105,6 +105,18 @@ cases! {
         ..Case::DEFAULT
     };
 
+    // ---- --stderr: the console on standard error ----
+    console_on_stderr = Case {
+        args: &["--stderr", "{url}/f.bin"],
+        routes: &[R::File("/f.bin", 100_000)],
+        ..Case::DEFAULT
+    };
+    console_on_stderr_error = Case {
+        args: &["--stderr=true", "{url}/missing.bin"],
+        routes: &[R::Status("/missing.bin", 404)],
+        ..Case::DEFAULT
+    };
+
     // ---- -P: parameterized URIs ----
     parameterized_each = Case {
         args: &["-P", "-Z", "{url}/{a,b}/f.bin", "{url}/n[08-10:2].bin", "{url}/[x-y]z.bin"],

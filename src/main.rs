@@ -48,6 +48,9 @@ fn real_main() -> i32 {
             }
         },
     };
+    if settings.stderr {
+        ringdl::ui::console_to_stderr();
+    }
     let mut console = Console::new(ConsoleOptions {
         level: settings.console_log_level,
         quiet: settings.quiet,

@@ -110,6 +110,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "save-session-interval",
     "show-console-readout",
     "split",
+    "stderr",
     "stop",
     "stop-with-process",
     "summary-interval",
@@ -227,6 +228,8 @@ pub struct Settings {
     pub force_sequential: bool,
     /// `-P`: the command line's URIs are patterns (`cli::paramed`).
     pub parameterized_uri: bool,
+    /// `--stderr`: console output on standard error.
+    pub stderr: bool,
     /// `--stop`: seconds after which the run stops as on Ctrl-C (0: never).
     pub stop_after: u64,
     /// `--stop-with-process`: the run stops as on Ctrl-C once this process is gone.
@@ -1412,6 +1415,7 @@ fn build(
         max_concurrent: r.int("max-concurrent-downloads") as usize,
         force_sequential: r.bool("force-sequential"),
         parameterized_uri: r.bool("parameterized-uri"),
+        stderr: r.bool("stderr"),
         stop_after: r.int("stop").max(0) as u64,
         stop_with_process: r
             .text("stop-with-process")

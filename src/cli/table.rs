@@ -1263,8 +1263,7 @@ pub static OPTIONS: &[OptDef] = &[
         "Print console output on standard error instead of standard output",
     )
     .default("false")
-    .tags(&["#advanced"])
-    .unsupported("stderr output"),
+    .tags(&["#advanced"]),
     opt(
         "keep-unfinished-download-result",
         ValueKind::Bool,

@@ -74,9 +74,28 @@ pub struct Console {
     log_level: LogLevel,
 }
 
-/// Writes console text to stdout. A closed stdout (a pipe whose reader left) is not an error worth
-/// stopping a download for, so write errors are dropped.
+/// `--stderr`: console text goes to standard error instead (set once, before anything is
+/// printed).
+static TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sends console text to standard error from now on (`--stderr`).
+pub fn console_to_stderr() {
+    TO_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn to_stderr() -> bool {
+    TO_STDERR.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Writes console text to stdout (stderr with `--stderr`). A closed stdout (a pipe whose reader
+/// left) is not an error worth stopping a download for, so write errors are dropped.
 pub fn emit(text: &str) {
+    if to_stderr() {
+        let mut out = std::io::stderr().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
@@ -91,7 +110,10 @@ fn timestamp() -> String {
 impl Console {
     /// A console writing to stdout.
     pub fn new(o: ConsoleOptions) -> Console {
-        let tty = std::io::stdout().is_terminal();
+        let tty = match to_stderr() {
+            true => std::io::stderr().is_terminal(),
+            false => std::io::stdout().is_terminal(),
+        };
         Console {
             level: o.level,
             quiet: o.quiet,
@@ -229,9 +251,10 @@ struct Bars {
 
 impl Bars {
     fn new() -> Bars {
-        let multi = indicatif::MultiProgress::with_draw_target(
-            indicatif::ProgressDrawTarget::stdout_with_hz(10),
-        );
+        let multi = indicatif::MultiProgress::with_draw_target(match to_stderr() {
+            true => indicatif::ProgressDrawTarget::stderr_with_hz(10),
+            false => indicatif::ProgressDrawTarget::stdout_with_hz(10),
+        });
         let style = indicatif::ProgressStyle::with_template("{prefix} {wide_bar} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
         Bars {
