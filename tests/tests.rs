@@ -15,6 +15,7 @@ mod fuzz_regressions;
 mod generated;
 mod hooks;
 mod integrity;
+mod interfaces;
 mod mirrors;
 mod nginx;
 mod portable;

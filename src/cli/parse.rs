@@ -34,6 +34,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "continue",
     "daemon",
     "dir",
+    "disable-ipv6",
     "download-result",
     "dry-run",
     "enable-color",
@@ -58,6 +59,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "https-proxy-user",
     "human-readable",
     "input-file",
+    "interface",
     "keep-unfinished-download-result",
     "load-cookies",
     "log",
@@ -73,6 +75,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "max-tries",
     "min-split-size",
     "min-tls-version",
+    "multiple-interface",
     "netrc-path",
     "no-conf",
     "no-file-allocation-limit",
@@ -228,6 +231,11 @@ pub struct Settings {
     pub force_sequential: bool,
     /// `-P`: the command line's URIs are patterns (`cli::paramed`).
     pub parameterized_uri: bool,
+    /// `--interface` (else `--multiple-interface`'s list): what connections leave from, each an
+    /// interface name, an IP address or a host name; connections take them in turn.
+    pub interfaces: Vec<String>,
+    /// `--disable-ipv6`: IPv6 addresses are never connected to.
+    pub disable_ipv6: bool,
     /// `--stderr`: console output on standard error.
     pub stderr: bool,
     /// `--stop`: seconds after which the run stops as on Ctrl-C (0: never).
@@ -1416,6 +1424,17 @@ fn build(
         force_sequential: r.bool("force-sequential"),
         parameterized_uri: r.bool("parameterized-uri"),
         stderr: r.bool("stderr"),
+        interfaces: match (r.text("interface"), r.text("multiple-interface")) {
+            (Some(i), _) if !i.is_empty() => vec![i],
+            (_, Some(list)) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+            _ => Vec::new(),
+        },
+        disable_ipv6: r.bool("disable-ipv6"),
         stop_after: r.int("stop").max(0) as u64,
         stop_with_process: r
             .text("stop-with-process")

@@ -820,8 +820,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("INTERFACE")
     .possible("interface, IP address, hostname")
-    .tags(&["#advanced"])
-    .unsupported("interface binding"),
+    .tags(&["#advanced"]),
     opt(
         "multiple-interface",
         ValueKind::Text,
@@ -830,15 +829,13 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("INTERFACES")
     .possible("interface, IP address, hostname")
     .tags(&["#advanced"])
-    .unsupported("interface binding")
     .long(
         "Entries are interface names, IP addresses or host names; requests are \
             shared among them to combine links. Ignored when --interface is given.",
     ),
     opt("disable-ipv6", ValueKind::Bool, "Do not use IPv6")
         .default("false")
-        .tags(&["#advanced"])
-        .unsupported("DNS options"),
+        .tags(&["#advanced"]),
     opt(
         "human-readable",
         ValueKind::Bool,
@@ -1183,7 +1180,7 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("0-*")
     .default("0")
     .tags(&["#advanced"])
-    .unsupported("socket tuning")
+    .no_effect("aria2c sets it on BitTorrent traffic only, which ringdl does not have yet")
     .long(
         "Only the DSCP bits of the TOS field are set. Divide values taken from \
             <netinet/ip.h> by 4; use values from RFCs or vendor documentation \

@@ -253,6 +253,9 @@ struct Engine<'a, R: Reactor<Tag>> {
     hooks_running: Vec<std::process::Child>,
     /// When the run began (`--stop`).
     began: Instant,
+    /// `--interface`/`--multiple-interface`: each entry's addresses; connections take the
+    /// entries in turn.
+    binds: Vec<Vec<std::net::IpAddr>>,
 }
 
 fn random_gid() -> u64 {
@@ -393,6 +396,7 @@ fn start(
     console: &mut Console,
     daemon: Option<Box<daemon::Daemon>>,
 ) -> Result<Summary, StartError> {
+    let binds = interface_addresses(&settings.interfaces).map_err(StartError::Other)?;
     let slots = wanted_slots(settings, expected);
     let io_timeout = Duration::from_secs(settings.timeout_secs);
     let connect_timeout = Duration::from_secs(settings.connect_timeout_secs);
@@ -433,6 +437,7 @@ fn start(
     let outside = Outside {
         signals,
         resolver: Some(resolver),
+        binds,
         daemon,
     };
     console.log(
@@ -471,6 +476,32 @@ impl std::fmt::Display for RunError {
 }
 
 impl std::error::Error for RunError {}
+
+/// Each `--interface`/`--multiple-interface` entry's addresses: an interface's own, an IP
+/// address, or a host name's; `Err` is aria2c's message for one that has none.
+fn interface_addresses(names: &[String]) -> Result<Vec<Vec<std::net::IpAddr>>, String> {
+    names
+        .iter()
+        .map(|name| {
+            let mut addrs = sys::interface_addresses(name);
+            if addrs.is_empty() {
+                if let Ok(ip) = name.parse::<std::net::IpAddr>() {
+                    addrs.push(ip);
+                } else if let Ok(found) =
+                    std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), 0))
+                {
+                    addrs.extend(found.map(|a| a.ip()));
+                }
+            }
+            match addrs.is_empty() {
+                true => Err(format!(
+                    "Failed to find given interface {name}, cause: not available"
+                )),
+                false => Ok(addrs),
+            }
+        })
+        .collect()
+}
 
 /// The reactor a run got.
 enum Chosen {
@@ -531,6 +562,9 @@ pub fn engine_report(choice: EngineChoice) -> String {
 pub(crate) struct Outside {
     pub signals: Option<Fd>,
     pub resolver: Option<Resolver>,
+    /// `--interface`/`--multiple-interface`: the addresses of each, for connections to leave
+    /// from in turn (empty: no binding).
+    pub binds: Vec<Vec<std::net::IpAddr>>,
     /// Daemon mode's queue and RPC server.
     pub daemon: Option<Box<daemon::Daemon>>,
 }
@@ -565,6 +599,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         tls: None,
         pace: pace::Pacer::new(settings.max_overall_download_limit, now),
         resolver: outside.resolver,
+        binds: outside.binds,
         wake,
         wake_op: None,
         signals: outside.signals,

@@ -315,6 +315,76 @@ pub fn signal_fd() -> io::Result<OwnedFd> {
 /// Size of one `signalfd_siginfo` record.
 pub const SIGINFO_SIZE: usize = std::mem::size_of::<libc::signalfd_siginfo>();
 
+/// The addresses of network interface `name` (`getifaddrs`), IPv4 and IPv6; empty when there is
+/// no such interface or it has no address.
+pub fn interface_addresses(name: &str) -> Vec<std::net::IpAddr> {
+    let mut out = Vec::new();
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list it allocates; freed below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return out;
+    }
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, alive until freeifaddrs.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_name.is_null() || ifa.ifa_addr.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let ifname = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        if ifname.to_bytes() != name.as_bytes() {
+            continue;
+        }
+        // SAFETY: ifa_addr points to a sockaddr whose family says which struct it is.
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        if family == libc::AF_INET {
+            // SAFETY: an AF_INET address is a sockaddr_in.
+            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+            out.push(std::net::IpAddr::V4(std::net::Ipv4Addr::from(
+                u32::from_be(sin.sin_addr.s_addr),
+            )));
+        } else if family == libc::AF_INET6 {
+            // SAFETY: an AF_INET6 address is a sockaddr_in6.
+            let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+            out.push(std::net::IpAddr::V6(std::net::Ipv6Addr::from(
+                sin6.sin6_addr.s6_addr,
+            )));
+        }
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    out
+}
+
+/// Binds `fd` (not yet connected) to `ip`, any port: the connection leaves from that address.
+pub fn bind_to(fd: std::os::fd::RawFd, ip: std::net::IpAddr) -> io::Result<()> {
+    let a = raw_addr(&SocketAddr::new(ip, 0));
+    // SAFETY: bind reads the address from the box, borrowed for the call.
+    let r = unsafe {
+        libc::bind(
+            fd,
+            &a.storage as *const libc::sockaddr_storage as *const libc::sockaddr,
+            a.len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `--dscp`: the DSCP value in the IP header of the connection's packets (its TOS / traffic class
+/// byte's upper six bits).
+pub fn set_dscp(fd: std::os::fd::RawFd, v6: bool, dscp: u8) -> io::Result<()> {
+    let tos = libc::c_int::from(dscp) << 2;
+    match v6 {
+        false => set_int_option(fd, libc::IPPROTO_IP, libc::IP_TOS, tos),
+        true => set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, tos),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

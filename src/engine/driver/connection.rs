@@ -127,6 +127,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 
     pub(super) fn connect_to(&mut self, slot: usize, addrs: Vec<SocketAddr>) {
+        let mut addrs = addrs;
+        if self.s.disable_ipv6 {
+            addrs.retain(SocketAddr::is_ipv4);
+            if addrs.is_empty() {
+                if let Some(c) = self.conns[slot].as_mut() {
+                    c.connect_error = -libc::EAFNOSUPPORT;
+                }
+            }
+        }
         if let Some(c) = self.conns[slot].as_mut() {
             c.state = ConnState::Connecting { addrs, next: 0 };
         }
@@ -169,7 +178,28 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         self.console
             .log(LogLevel::Info, &format!("CUID#{id} - Connecting to {addr}"));
-        match self.reactor.socket(&addr) {
+        let socket = self.reactor.socket(&addr).and_then(|fd| {
+            // `--interface`: the connection leaves from an address of its entry (connections
+            // take the entries in turn) of the target's family; none is a failed connect, and
+            // the next address is tried.
+            if !self.binds.is_empty() {
+                let entry = &self.binds[(id as usize) % self.binds.len()];
+                let from = entry
+                    .iter()
+                    .find(|ip| ip.is_ipv4() == addr.is_ipv4())
+                    .copied()
+                    .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EADDRNOTAVAIL))?;
+                sys::bind_to(fd.as_raw_fd(), from)?;
+            }
+            Ok(fd)
+        });
+        match socket {
+            Err(e) if !self.binds.is_empty() => {
+                if let Some(c) = self.conns[slot].as_mut() {
+                    c.connect_error = -e.raw_os_error().unwrap_or(libc::EADDRNOTAVAIL);
+                }
+                self.connect_next(slot);
+            }
             Ok(fd) => {
                 let op = self
                     .reactor

@@ -94,7 +94,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 if !self.open_extra(i) {
                     break;
                 }
-                self.dls[i].wanted -= 1;
+                // (A connection that failed at once, with no address to try, may have ended the
+                // download and its wants already.)
+                self.dls[i].wanted = self.dls[i].wanted.saturating_sub(1);
             }
             self.check_stalled(i);
         }

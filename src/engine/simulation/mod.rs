@@ -531,6 +531,7 @@ fn run_with(
     let outside = Outside {
         signals: Some(signal_fd()),
         resolver: None,
+        binds: Vec::new(),
         daemon,
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
