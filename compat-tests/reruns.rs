@@ -159,6 +159,9 @@ pub const OPTIONS: &[&[&str]] = &[
     &["--remove-control-file=true"],
     &["-c", "-x4", "-s4", "--min-split-size=1M"],
     &["--conditional-get=true"],
+    &["--hash-check-only"],
+    &["-c", "--hash-check-only"],
+    &["-V", "--hash-check-only", "--checksum=sha-256={sha}"],
 ];
 
 /// The option sets run against the remotes other than `Same`.

@@ -44,6 +44,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "force-save",
     "force-sequential",
     "gid",
+    "hash-check-only",
     "header",
     "help",
     "http-accept-gzip",
@@ -211,6 +212,8 @@ pub struct DownloadOptions {
     pub conditional_get: bool,
     /// `-V`: check an existing file against `--checksum` before fetching anything.
     pub check_integrity: bool,
+    /// `--hash-check-only`: stop once the file is found and checked, without fetching.
+    pub hash_check_only: bool,
     /// `--file-allocation`: none, prealloc, trunc or falloc.
     pub file_allocation: String,
     /// Files smaller than this are not allocated ahead.
@@ -1199,6 +1202,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         remote_time: r.bool("remote-time"),
         conditional_get: r.bool("conditional-get"),
         check_integrity: r.bool("check-integrity"),
+        hash_check_only: r.bool("hash-check-only"),
         file_allocation: r.raw("file-allocation").unwrap_or("prealloc").to_string(),
         no_file_allocation_limit: r.size("no-file-allocation-limit"),
         // `build` has refused values that are not proxies.
@@ -1377,6 +1381,7 @@ impl DownloadOptions {
                 "conditional-get" => o.conditional_get = v == "true",
                 "file-allocation" => o.file_allocation = v.clone(),
                 "check-integrity" => o.check_integrity = v == "true",
+                "hash-check-only" => o.hash_check_only = v == "true",
                 "no-file-allocation-limit" => {
                     o.no_file_allocation_limit =
                         defs::parse_size(v).unwrap_or(o.no_file_allocation_limit)

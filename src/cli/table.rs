@@ -1058,7 +1058,12 @@ pub static OPTIONS: &[OptDef] = &[
         "#checksum",
     ])
     .input()
-    .unsupported("integrity check"),
+    .long(
+        "For an HTTP(S) download, as aria2c: the server is asked for the file's length \
+            and the file found (or made) as for a download, then the download stops \
+            without fetching (not complete, exit 1). A whole file checked against \
+            --checksum is checked, and fetched again if wrong, as without it.",
+    ),
     opt(
         "checksum",
         ValueKind::Text,

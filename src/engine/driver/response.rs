@@ -376,6 +376,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
             }
         }
+        if self.dls[dl].opts.hash_check_only && !self.dls[dl].checking_existing {
+            // --hash-check-only: the file is found (or made) as for the download, and nothing
+            // is fetched (aria2c's rule for a download no digest checks): not complete, exit 1.
+            self.fail_conn(slot, hash_check_only_stop());
+            return;
+        }
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
@@ -760,6 +766,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             )
         })
     }
+}
+
+/// How `--hash-check-only` ends a download it does not let fetch.
+fn hash_check_only_stop() -> Failure {
+    Failure::fatal(
+        ExitCode::UNKNOWN,
+        "Stopped after the check (--hash-check-only): nothing was fetched",
+    )
 }
 
 /// What `-c`'s first answer says of the file already there.

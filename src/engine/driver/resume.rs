@@ -306,7 +306,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .path
             .clone()
             .unwrap_or_else(|| d.opts.dir.join(http::filename_from_url(&url)));
-        let (out, _) = open_existing(&path)?;
+        let (out, found) = open_existing(&path)?;
         let done = RangeSet::single(0..from);
         let mut plan = Plan::from_done(total, d.opts.min_split_size, &done);
         let seg = plan
@@ -318,9 +318,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.wanted += plan.presplit(d.connections_wanted()).saturating_sub(1);
         }
         d.done_at_start = from;
-        // What follows `from` is fetched again and written over: only the bytes before it are
-        // the user's to keep whatever happens.
-        d.found_len = from;
+        d.found_len = found;
         d.written = done;
         d.plan = Some(plan);
         d.length_known = true;

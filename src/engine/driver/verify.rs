@@ -97,8 +97,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.no_data = false;
             d.length_known = false;
             d.opts.check_integrity = false;
-            // The file found is not the server's: this attempt takes nothing of it.
+            // The file found is not the server's: this attempt takes nothing of it, and fetches
+            // it whole (`--hash-check-only` stops downloads no digest checks, not this one).
             d.opts.continue_partial = false;
+            d.opts.hash_check_only = false;
             self.start_download(dl);
         } else {
             // Nothing of this file can be trusted for a resume.
