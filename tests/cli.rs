@@ -35,10 +35,11 @@ fn help_all_lists_the_same_options_as_aria2c() {
     let (a, b) = (listed_names(&ours.stdout), listed_names(&theirs));
     assert!(b.len() >= 190, "aria2c listed only {}", b.len());
     let missing: Vec<_> = b.difference(&a).collect();
-    // The one aria2 1.37 option the 1.36 oracle lacks (K-VERSION).
+    // The one aria2 1.37 option the 1.36 oracle lacks (K-VERSION), and ringdl's own
+    // (K-HELPTEXT).
     let extra: Vec<_> = a
         .difference(&b)
-        .filter(|n| n.as_str() != "no-want-digest-header")
+        .filter(|n| !["no-want-digest-header", "engine"].contains(&n.as_str()))
         .collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
@@ -490,4 +491,23 @@ fn tuning_options_are_accepted_without_a_warning() {
     );
     assert_eq!(run.code(), 0, "{run}");
     assert_eq!(run.lines_with("WARN").len(), 1, "{run}");
+}
+
+/// `-P` without `-Z`: a pattern standing for more than 10,000 mirrors of one file is refused in
+/// one line (K-PMIRRORS), before any connection; with `-Z` the same pattern is accepted.
+#[test]
+fn a_pattern_of_too_many_mirrors_is_refused_in_one_line() {
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-P",
+            "http://127.0.0.1:9/[0000-9999]/[0-9].bin",
+        ],
+    );
+    assert_eq!(run.code(), 1, "{run}");
+    assert_eq!(run.lines_with("give -Z").len(), 1, "{run}");
+    assert!(run.lines_with("100000 mirrors").len() == 1, "{run}");
+    assert!(dir.entries().is_empty());
 }
