@@ -117,6 +117,14 @@ cases! {
         ..Case::DEFAULT
     };
 
+    // ---- --reuse-uri=false: a URI is not used again for a second connection ----
+    reuse_uri_false_one_uri = Case {
+        args: &["--reuse-uri=false", "-x4", "-s4", "-k1M", "{url}/big.bin"],
+        routes: &[R::File("/big.bin", 4 << 20)],
+        conns: true,
+        ..Case::DEFAULT
+    };
+
     // ---- -P: parameterized URIs ----
     parameterized_each = Case {
         args: &["-P", "-Z", "{url}/{a,b}/f.bin", "{url}/n[08-10:2].bin", "{url}/[x-y]z.bin"],

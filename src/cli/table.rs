@@ -761,7 +761,10 @@ pub static OPTIONS: &[OptDef] = &[
     .default("true")
     .tags(&["#http", "#ftp"])
     .input()
-    .unsupported("retries"),
+    .no_effect(
+        "a download's connections take its usable mirrors in turn; aria2c splits a download \
+            among its URIs (-s) the same with either value",
+    ),
     opt(
         "on-download-start",
         ValueKind::Path,
@@ -1021,7 +1024,10 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .default("true")
     .tags(&["#advanced"])
-    .unsupported("readout truncation"),
+    .no_effect(
+        "on a terminal ringdl draws one bar per download to the terminal's width; off a \
+            terminal, as aria2c, the readout lines are never cut",
+    ),
     opt(
         "pause",
         ValueKind::Bool,
