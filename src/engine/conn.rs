@@ -750,6 +750,10 @@ pub struct Download {
     pub found_len: u64,
     /// Bytes counted done from disk when this run's plan was made (see `received_here`).
     pub done_at_start: u64,
+    /// How much of the file's start this run never writes (`-c`'s resume offset, a control
+    /// file's gap-free claims): what stays even when a lost writeback makes this run's own
+    /// writes anything.
+    pub untouched: u64,
     pub failures: u32,
     /// Mirrors that answered a resuming request with the whole file (`--max-resume-failure-tries`).
     pub resume_failures: u32,
@@ -867,6 +871,7 @@ impl Download {
             preallocated: false,
             found_len: 0,
             done_at_start: 0,
+            untouched: 0,
             failures: 0,
             resume_failures: 0,
             version_restarts: 0,
@@ -899,6 +904,7 @@ impl Download {
         // The next first response empties the file: nothing found in it is left to keep.
         self.found_len = 0;
         self.done_at_start = 0;
+        self.untouched = 0;
         self.piece_length = self.opts.piece_length;
         self.last_save = None;
         self.hash_pos = 0;

@@ -163,6 +163,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let out = match open_existing(&path) {
             Ok((out, found)) => {
                 d.found_len = found;
+                d.untouched = found;
                 out
             }
             Err(f) => {
@@ -220,6 +221,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             &done,
         ));
         d.done_at_start = done.len();
+        d.untouched = done.prefix_end();
         d.written = done;
         d.length_known = true;
         d.ranges_ok = true;
@@ -319,6 +321,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         d.done_at_start = from;
         d.found_len = found;
+        d.untouched = from;
         d.written = done;
         d.plan = Some(plan);
         d.length_known = true;

@@ -340,8 +340,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 // this run can vouch for were the user's or an earlier run's, and no option said
                 // to drop them (a control file, when saved, says which are claimed). Unless a
                 // lost writeback made this run's own writes anything: a file no control file
-                // describes must then be right up to its length, and only what is proven stays.
-                let found = if d.claims_lost { 0 } else { d.found_len };
+                // describes must then be right up to its length, and only what this run never
+                // wrote (and what is proven) stays.
+                let found = if d.claims_lost {
+                    d.untouched.min(d.found_len)
+                } else {
+                    d.found_len
+                };
                 let prefix = d.written.prefix_end().max(found);
                 // A checksum that failed disowned the bytes written, which are the server's:
                 // they stay for the user to see, as aria2c leaves them (a kill before the control

@@ -66,11 +66,20 @@ mod lists;
 /// 205: a one-block file whose every writeback failed (its claims lost, its bytes zeroed) was
 /// killed while the engine waited for its last control-file save; the file had been kept at its
 /// length for that save, and `-c` took the zeros for data.
+/// 735: `-c` over a 2 MB prefix left by the user; the first control-file save's data sync failed
+/// (a lost writeback), and the failed download's file was cut to what this run had proven,
+/// nothing: the user's 2 MB were lost. Only what this run rewrote (from the last whole block) is
+/// suspect now.
 /// 493071: a control-file save skipped as stale (a writeback failed after it was queued) was
 /// answered as saved, so the file counted as described; the failed download's file was then not
 /// cut at once, a kill before its last save left it with zeroed bytes and no control file, and
 /// `-c` took the zeros for data.
 const REGRESSIONS: &[u64] = &[
+    3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071, 735,
+];
+
+/// The regression seeds recorded before prior states on disk were drawn: they replay without one.
+const RECORDED_WITHOUT_PRIORS: &[u64] = &[
     3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071,
 ];
 
@@ -92,6 +101,67 @@ struct Scenario {
     args: Vec<String>,
     faults: Faults,
     budget: usize,
+    /// What is on disk before the first run (the run then has `-c`).
+    prior: Prior,
+}
+
+/// A state a user or an earlier run left on disk before the first run: every byte of it is the
+/// source's, so the run must never lose one (cut the file below its length, or write bytes that
+/// are not the source's into it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prior {
+    Nothing,
+    /// The source's first bytes, no control file.
+    Prefix(usize),
+    /// The whole source, no control file.
+    Complete,
+    /// The source's first bytes (whole 16 KiB blocks) and a control file claiming them.
+    Claimed(usize),
+    /// The whole source and a control file claiming all of it.
+    CompleteClaimed,
+}
+
+/// The prior state of a seed, from a stream of its own (one seed in five has one; none for the
+/// regression seeds, which replay what they were recorded with).
+fn prior_state(seed: u64, len: usize, changed: bool) -> Prior {
+    let mut rng = Rng::new(seed ^ 0x1a7e_d4a5_0000_000b);
+    // (Not where the file changes between the runs: a file made outside ringdl carries no
+    // validator, so nothing can tell its bytes from the new version's, in ringdl or in aria2c.)
+    if RECORDED_WITHOUT_PRIORS.contains(&seed) || len == 0 || changed || rng.below(5) != 0 {
+        return Prior::Nothing;
+    }
+    let n = rng.below(len as u64) as usize;
+    match rng.below(4) {
+        0 => Prior::Prefix(n),
+        1 => Prior::Complete,
+        2 => Prior::Claimed(n / 16384 * 16384),
+        _ => Prior::CompleteClaimed,
+    }
+}
+
+impl Prior {
+    /// Makes the state in `dir`; the bytes the file then has.
+    fn make(self, dir: &Path, data: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let path = dir.join(NAME);
+        let claimed = |n: usize| -> Result<(), String> {
+            let done = std::iter::once(0..n as u64).collect::<Vec<_>>();
+            let cf = control::ControlFile::from_done(data.len() as u64, 1 << 20, &done);
+            control::save(&control::control_path(&path), &cf)
+                .map_err(|e| format!("the prior control file: {e}"))
+        };
+        let bytes = match self {
+            Prior::Nothing => return Ok(None),
+            Prior::Prefix(n) | Prior::Claimed(n) => data[..n].to_vec(),
+            Prior::Complete | Prior::CompleteClaimed => data.to_vec(),
+        };
+        std::fs::write(&path, &bytes).map_err(|e| format!("the prior file: {e}"))?;
+        match self {
+            Prior::Claimed(n) if n > 0 => claimed(n)?,
+            Prior::CompleteClaimed => claimed(data.len())?,
+            _ => {}
+        }
+        Ok(Some(bytes))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -383,6 +453,10 @@ impl Scenario {
             }
         }
         let tls = https(seed, &mut args);
+        let prior = prior_state(seed, data.len(), changed.is_some());
+        if prior != Prior::Nothing {
+            args.push("-c".into());
+        }
         Scenario {
             seed,
             data,
@@ -392,6 +466,7 @@ impl Scenario {
             args,
             faults,
             budget,
+            prior,
         }
     }
 
@@ -678,8 +753,9 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
     let seed = sc.seed;
     if verbose {
         eprintln!(
-            "seed {seed}: {} bytes, mirrors {:?}, args {:?}, faults {:?}, changed: {}, budget {}",
+            "seed {seed}: {} bytes, prior {:?}, mirrors {:?}, args {:?}, faults {:?}, changed: {}, budget {}",
             sc.data.len(),
+            sc.prior,
             sc.mirrors,
             sc.args,
             sc.faults,
@@ -688,6 +764,7 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
         );
     }
     let dir = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+    let before = sc.prior.make(dir.path(), &sc.data)?;
     let uris: Vec<String> = (0..sc.mirrors.len()).map(|i| sc.url(i)).collect();
     let world = Rc::new(RefCell::new(World {
         servers: sc.servers(),
@@ -704,6 +781,13 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
             (false, false) => "https, TLS 1.2, AES-GCM",
         };
         *world.borrow_mut().fired.entry(class).or_default() += 1;
+    }
+    if sc.prior != Prior::Nothing {
+        *world
+            .borrow_mut()
+            .fired
+            .entry("a file on disk before the run")
+            .or_default() += 1;
     }
     if sc
         .args
@@ -729,6 +813,40 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
     if verbose {
         let w = world.borrow();
         eprintln!("first run requests: {:?}", w.requests);
+    }
+    // What was on disk before: every byte kept (it is the source's), the file never shorter,
+    // unless the run replaced it whole or a digest or a new version of the file said it is not
+    // the server's (then it is fetched again from nothing, as aria2c does).
+    let refetch_allowed = sc.faults.server.changed_to.is_some()
+        || sc.args.iter().any(|a| a.starts_with("--checksum"));
+    if let (Some(before), false) = (&before, refetch_allowed) {
+        let now = std::fs::read(dir.path().join(NAME)).unwrap_or_default();
+        // `-c` writes again from the last whole 16 KiB block of a file without a control file
+        // (O_DIRECT writes whole blocks); if a failed sync or writeback made those writes
+        // anything, only the part before them is proven, and the file may end there.
+        let lost_writes = sc.faults.job_errors > 0 || sc.faults.writeback_error > 0;
+        let rewritten_from = match sc.prior {
+            Prior::Prefix(_) | Prior::Complete if lost_writes => before.len() / 16384 * 16384,
+            _ => before.len(),
+        }
+        .min(before.len());
+        let kept = now.len() >= rewritten_from
+            && now[..rewritten_from] == before[..rewritten_from]
+            && (now.len() >= before.len() || lost_writes);
+        if !kept && now != *sc.data {
+            return Err(format!(
+                "first run over {:?}: the file went from {} to {} bytes, its first {} bytes {}",
+                sc.prior,
+                before.len(),
+                now.len(),
+                before.len().min(now.len()),
+                if now.len() >= before.len() {
+                    "changed"
+                } else {
+                    "cut"
+                }
+            ));
+        }
     }
     match &first {
         Ended::Stopped(Stop::Hung(why)) => {
@@ -976,6 +1094,7 @@ fn custom(seed: u64, len: usize, mirrors: Vec<Mirror>, args: &[&str], faults: Fa
         args: all,
         faults,
         budget: 2 << 20,
+        prior: Prior::Nothing,
     }
 }
 
