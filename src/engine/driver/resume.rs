@@ -561,6 +561,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             if let Err(e) = &synced {
                 let errno = e.raw_os_error().unwrap_or(libc::EIO);
                 sync_error.store(errno, std::sync::atomic::Ordering::SeqCst);
+                // The writes may be lost: their claims are withdrawn from here, on this thread,
+                // so that a save queued behind this one (before the loop hears of the failure)
+                // skips as stale instead of claiming them.
+                withdrawals.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }
             // Claims withdrawn since this save was queued: it would claim them again (a later
             // save, queued with the withdrawal, says what is left).

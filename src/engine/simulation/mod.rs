@@ -70,12 +70,17 @@ mod lists;
 /// (a lost writeback), and the failed download's file was cut to what this run had proven,
 /// nothing: the user's 2 MB were lost. Only what this run rewrote (from the last whole block) is
 /// suspect now.
+/// 992702: two saves queued; the first one's data sync failed, and the second, run before the
+/// loop heard of it, synced and saved claims over the lost writes; the failed download's file was
+/// cut to nothing, and a kill left that control file claiming 160 KiB of an empty file. A failed
+/// sync now withdraws the claims on the file-job thread at once.
 /// 493071: a control-file save skipped as stale (a writeback failed after it was queued) was
 /// answered as saved, so the file counted as described; the failed download's file was then not
 /// cut at once, a kill before its last save left it with zeroed bytes and no control file, and
 /// `-c` took the zeros for data.
 const REGRESSIONS: &[u64] = &[
     3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071, 735,
+    992702,
 ];
 
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
