@@ -84,7 +84,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.console
                 .notice(&format!("Verification finished successfully. file={path}"));
             self.maybe_finish(dl);
-        } else if d.checking_existing {
+        } else if d.checking_existing && !d.halted && !self.stopping {
+            // (Not once the run is stopping: a download told to stop starts nothing new.)
             // -V found a bad file: fetch it all again, over the network this time.
             self.console.notice(&format!(
                 "Checksum error detected. file={path}; downloading it again"

@@ -74,13 +74,16 @@ mod lists;
 /// loop heard of it, synced and saved claims over the lost writes; the failed download's file was
 /// cut to nothing, and a kill left that control file claiming 160 KiB of an empty file. A failed
 /// sync now withdraws the claims on the file-job thread at once.
+/// 82567, 156812: a control file claiming the whole file, a digest that fails it, and Ctrl-C
+/// while the file was read back: the failed check started the download again in a stopping run
+/// (an engine check: a stopped download wanting a connection).
 /// 493071: a control-file save skipped as stale (a writeback failed after it was queued) was
 /// answered as saved, so the file counted as described; the failed download's file was then not
 /// cut at once, a kill before its last save left it with zeroed bytes and no control file, and
 /// `-c` took the zeros for data.
 const REGRESSIONS: &[u64] = &[
     3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071, 735,
-    992702,
+    992702, 82567, 156812,
 ];
 
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
