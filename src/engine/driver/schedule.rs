@@ -347,7 +347,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 } else {
                     d.found_len
                 };
-                let prefix = d.written.prefix_end().max(found);
+                // Judged by its length (no control file), the file keeps found bytes only where
+                // this run never wrote: its last block, padded for O_DIRECT, may have covered
+                // found bytes past what arrived.
+                let rewrote = d.high_water > d.untouched;
+                let by_length = if rewrote {
+                    d.untouched.min(found)
+                } else {
+                    found
+                };
+                let prefix = d.written.prefix_end().max(by_length);
                 // A checksum that failed disowned the bytes written, which are the server's:
                 // they stay for the user to see, as aria2c leaves them (a kill before the control
                 // file saying so is saved leaves them as aria2c does, with none). Bytes a lost
