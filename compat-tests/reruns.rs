@@ -15,7 +15,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::support::server::{Route, TestServer};
-use crate::support::{content, isolated_command, require_peer, sha256_hex, TestDir};
+use crate::support::{
+    aria2_control_file, content, isolated_command, require_peer, sha256_hex, TestDir,
+};
 
 /// The remote file's length: more than one write block and more than one 1 MiB piece.
 const LEN: usize = 1_500_000;
@@ -169,6 +171,7 @@ pub const FEW_OPTIONS: &[&[&str]] = &[
     &[],
     &["-c"],
     &["-V", "--checksum=sha-256={sha}"],
+    &["-c", "--checksum=sha-256={bad}"],
     &["--allow-overwrite=true"],
 ];
 
@@ -228,26 +231,6 @@ fn server() -> &'static TestServer {
         );
         s
     })
-}
-
-/// An aria2 control file (version 1) for a file of `total` bytes whose `done` pieces are claimed.
-fn control_file(total: u64, done: &[u64]) -> Vec<u8> {
-    let pieces = total.div_ceil(PIECE);
-    let mut bits = vec![0u8; pieces.div_ceil(8) as usize];
-    for &p in done {
-        bits[(p / 8) as usize] |= 0x80 >> (p % 8);
-    }
-    let mut out = Vec::new();
-    out.extend(1u16.to_be_bytes());
-    out.extend([0u8; 4]);
-    out.extend(0u32.to_be_bytes());
-    out.extend((PIECE as u32).to_be_bytes());
-    out.extend(total.to_be_bytes());
-    out.extend(0u64.to_be_bytes());
-    out.extend((bits.len() as u32).to_be_bytes());
-    out.extend(bits);
-    out.extend(0u32.to_be_bytes());
-    out
 }
 
 /// The files `program` leaves when `signal` stops it part-way (`-x4` against the slow copy), made
@@ -327,7 +310,10 @@ fn prepare(state: State, dir: &Path) {
         State::Complete => write(NAME, &orig),
         State::CompleteClaimed => {
             write(NAME, &orig);
-            write(CTL, &control_file(LEN as u64, &[0, 1]));
+            write(
+                CTL,
+                &aria2_control_file(LEN as u64, PIECE as u32, &[0, 1], &[]),
+            );
         }
         State::Corrupt => {
             let mut b = orig.clone();
@@ -338,7 +324,10 @@ fn prepare(state: State, dir: &Path) {
         }
         State::ZerosClaimed => {
             write(NAME, &vec![0; LEN]);
-            write(CTL, &control_file(LEN as u64, &[0, 1]));
+            write(
+                CTL,
+                &aria2_control_file(LEN as u64, PIECE as u32, &[0, 1], &[]),
+            );
         }
         State::Half => write(NAME, &orig[..LEN / 2]),
         State::Tiny => write(NAME, &orig[..5000]),
@@ -352,18 +341,30 @@ fn prepare(state: State, dir: &Path) {
             let mut b = orig[..PIECE as usize].to_vec();
             b.resize(LEN, 0);
             write(NAME, &b);
-            write(CTL, &control_file(LEN as u64, &[0]));
+            write(
+                CTL,
+                &aria2_control_file(LEN as u64, PIECE as u32, &[0], &[]),
+            );
         }
         State::PieceClaimedShort => {
             write(NAME, &orig[..PIECE as usize]);
-            write(CTL, &control_file(LEN as u64, &[0]));
+            write(
+                CTL,
+                &aria2_control_file(LEN as u64, PIECE as u32, &[0], &[]),
+            );
         }
-        State::ControlAlone => write(CTL, &control_file(LEN as u64, &[0])),
+        State::ControlAlone => write(
+            CTL,
+            &aria2_control_file(LEN as u64, PIECE as u32, &[0], &[]),
+        ),
         State::ControlOtherLength => {
             let mut b = orig[..PIECE as usize].to_vec();
             b.resize(LEN, 0);
             write(NAME, &b);
-            write(CTL, &control_file(LEN as u64 + 300_000, &[0]));
+            write(
+                CTL,
+                &aria2_control_file(LEN as u64 + 300_000, PIECE as u32, &[0], &[]),
+            );
         }
         State::Directory => {
             std::fs::create_dir(dir.join(NAME)).expect("prepare dir");

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::server::{Fault, Route, TestServer, When};
 use crate::support::{
-    content, have_program, require_peer, ringdl, sha256_file, sha256_hex, TestDir,
+    aria2_control_file, content, have_program, require_peer, ringdl, sha256_file, sha256_hex,
+    TestDir,
 };
 
 const MIB: usize = 1 << 20;
@@ -1285,4 +1286,46 @@ fn a_resumed_download_averages_only_what_it_received() {
     // 512 KiB/s; 1 MiB/s leaves room for a burst at the start, and is half of what counting
     // the 3 MiB already there would show.
     assert!(bytes_per_s < 1024.0 * 1024.0, "{row}\n{run}");
+}
+
+/// A control file that claims every piece, rerun with `-c` and a digest the file does not match,
+/// against mirrors that no longer have the file: aria2c asks a server before it believes the
+/// control file, so the 404s decide (exit 3) and both files stay as they were. The first mirror's
+/// 404 once let the check of the file begin while the others were still being asked, and its
+/// mismatch, arriving after the last 404, ended the download with exit 32 instead (the file is
+/// large enough that hashing it outlasts the other answers).
+#[test]
+fn a_claimed_whole_file_on_mirrors_that_lost_it_exits_3_unhashed() {
+    let server = TestServer::plain();
+    for path in ["/gone.bin", "/a/gone.bin", "/b/gone.bin"] {
+        server.route(path, Route::status(404));
+    }
+    let len = 48 * MIB;
+    let data = content(0x0c1a_1e3d, len);
+    let dir = TestDir::new();
+    std::fs::write(dir.join("gone.bin"), &data).expect("file");
+    let pieces: Vec<u32> = (0..(len as u64).div_ceil(MIB as u64) as u32).collect();
+    let ctl = aria2_control_file(len as u64, MIB as u32, &pieces, &[]);
+    std::fs::write(dir.join("gone.bin.aria2"), &ctl).expect("control file");
+    let wrong = format!("--checksum=sha-256={}", "0".repeat(64));
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-c",
+            &wrong,
+            "-d",
+            &dir.arg(),
+            &server.url("/gone.bin"),
+            &server.url("/a/gone.bin"),
+            &server.url("/b/gone.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 3, "{run}");
+    assert!(!run.stdout.contains("Checksum error"), "{run}");
+    assert_eq!(sha256_file(&dir.join("gone.bin")), sha256_hex(&data));
+    assert_eq!(
+        std::fs::read(dir.join("gone.bin.aria2")).expect("kept"),
+        ctl
+    );
 }

@@ -363,6 +363,48 @@ pub fn apt_fast_args(dir: &TestDir, list: &str) -> Vec<String> {
     .collect()
 }
 
+/// Writes the bytes of a version 1 `.aria2` control file (aria2's DefaultBtProgressInfoFile format,
+/// big-endian) for an HTTP download of `total` bytes in pieces of `piece_len`: `done` pieces complete,
+/// `in_flight` pieces with the listed 16 KiB blocks (counted from the piece's start) complete.
+pub fn aria2_control_file(
+    total: u64,
+    piece_len: u32,
+    done: &[u32],
+    in_flight: &[(u32, &[u32])],
+) -> Vec<u8> {
+    let plen = u64::from(piece_len);
+    let pieces = total.div_ceil(plen);
+    let mut bitfield = vec![0u8; pieces.div_ceil(8) as usize];
+    for &p in done {
+        bitfield[p as usize / 8] |= 0x80 >> (p % 8);
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(&1u16.to_be_bytes()); // version
+    out.extend_from_slice(&[0; 4]); // extension flags
+    out.extend_from_slice(&0u32.to_be_bytes()); // info hash length
+    out.extend_from_slice(&piece_len.to_be_bytes());
+    out.extend_from_slice(&total.to_be_bytes());
+    out.extend_from_slice(&0u64.to_be_bytes()); // upload length
+    out.extend_from_slice(&(bitfield.len() as u32).to_be_bytes());
+    out.extend_from_slice(&bitfield);
+    out.extend_from_slice(&(in_flight.len() as u32).to_be_bytes());
+    for &(index, blocks) in in_flight {
+        let start = u64::from(index) * plen;
+        let length = (total - start).min(plen) as u32;
+        let nblocks = u64::from(length).div_ceil(16 * 1024);
+        let mut bits = vec![0u8; nblocks.div_ceil(8) as usize];
+        for &b in blocks {
+            assert!(u64::from(b) < nblocks);
+            bits[b as usize / 8] |= 0x80 >> (b % 8);
+        }
+        out.extend_from_slice(&index.to_be_bytes());
+        out.extend_from_slice(&length.to_be_bytes());
+        out.extend_from_slice(&(bits.len() as u32).to_be_bytes());
+        out.extend_from_slice(&bits);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

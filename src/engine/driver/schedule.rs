@@ -299,7 +299,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .flatten()
             .any(|c| c.fill.is_some() && c.ex.as_ref().is_some_and(|e| e.dl == dl));
         let d = &mut self.dls[dl];
-        let complete = d.length_known && d.plan.as_ref().is_some_and(Plan::is_complete);
+        // A control file that claims every byte is believed only once a server has answered
+        // that the file is still there, of that length (`on_claimed_whole`): until then nothing
+        // is in, and no digest is taken of bytes a 404 will leave as they are.
+        let awaiting_server = d.resumed && !d.ranges_confirmed;
+        let complete =
+            d.length_known && !awaiting_server && d.plan.as_ref().is_some_and(Plan::is_complete);
         let all_in = complete && !pending_fill;
         // Every byte is written (and, with a digest, verified): what is left is finishing the
         // file (its final writeback, its cut), and a stop arriving meanwhile, as one arriving

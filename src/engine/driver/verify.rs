@@ -15,6 +15,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Issues the next read-back, or compares the digest once the whole file is hashed.
     fn verify_next(&mut self, dl: usize) {
         let d = &mut self.dls[dl];
+        if d.error.is_some() {
+            // The download failed while its file was being hashed (its last mirror, a stop): that
+            // failure is its end, and a digest of bytes it keeps as they are decides nothing.
+            d.verifying = false;
+            self.maybe_finish(dl);
+            return;
+        }
         let total = d.plan.as_ref().map_or(0, Plan::total);
         if d.hash_pos >= total {
             self.verify_done(dl);
@@ -43,6 +50,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// A read-back of download `dl`'s current file completed (`file_op_done` counted it).
     pub(super) fn on_verify_read(&mut self, dl: usize, block: Block, off: u64, res: i32) {
         let total = self.dls[dl].plan.as_ref().map_or(0, Plan::total);
+        if self.dls[dl].error.is_some() {
+            // Failed meanwhile: `verify_next` ends the check without another read.
+            drop(block);
+            self.verify_next(dl);
+            return;
+        }
         if res <= 0 {
             let path = self.dls[dl].path_text();
             let why = if res < 0 {
@@ -75,6 +88,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     fn verify_done(&mut self, dl: usize) {
         let d = &mut self.dls[dl];
         d.verifying = false;
+        if d.error.is_some() {
+            self.maybe_finish(dl);
+            return;
+        }
         let (Some(expected), Some(hasher)) = (d.expected.clone(), d.hasher.take()) else {
             return;
         };
