@@ -7,6 +7,7 @@ mod cli;
 mod clients;
 #[path = "../compat-tests/mod.rs"]
 mod compat;
+mod dns;
 mod download;
 mod engine;
 mod faults;

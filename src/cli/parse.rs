@@ -19,6 +19,8 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "allow-overwrite",
     "allow-piece-length-change",
     "always-resume",
+    "async-dns",
+    "async-dns-server",
     "auto-file-renaming",
     "auto-save-interval",
     "ca-certificate",
@@ -37,6 +39,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "disable-ipv6",
     "download-result",
     "dry-run",
+    "enable-async-dns6",
     "enable-color",
     "enable-http-keep-alive",
     "enable-rpc",
@@ -239,6 +242,11 @@ pub struct Settings {
     pub interfaces: Vec<String>,
     /// `--disable-ipv6`: IPv6 addresses are never connected to.
     pub disable_ipv6: bool,
+    /// `--async-dns-server` (with `--async-dns=true`): names are looked up by these servers on the
+    /// ring, the system resolver asked only when they give no address. Empty: the system resolver.
+    pub dns_servers: Vec<std::net::SocketAddr>,
+    /// `--enable-async-dns6`: those lookups ask for IPv6 addresses too.
+    pub dns_ipv6: bool,
     /// `--stderr`: console output on standard error.
     pub stderr: bool,
     /// `--stop`: seconds after which the run stops as on Ctrl-C (0: never).
@@ -1423,7 +1431,20 @@ fn build(
         .text("input-file")
         .map(|p| if p == "-" { p } else { expand_home(&p, env) });
     proxy_routes(&r)?;
+    let dns_servers = match r.text("async-dns-server") {
+        Some(v) if r.bool("async-dns") && !v.trim().is_empty() => crate::dns::parse_servers(&v)
+            .map_err(|why| match defs::by_name("async-dns-server") {
+                Some(def) => UsageError {
+                    message: bad_value(def, &why),
+                    exit_code: 28,
+                },
+                None => usage_error(why, 28),
+            })?,
+        _ => Vec::new(),
+    };
     let settings = Settings {
+        dns_servers,
+        dns_ipv6: r.bool("enable-async-dns6") && !r.bool("disable-ipv6"),
         download: download_options(&r, env),
         max_concurrent: r.int("max-concurrent-downloads") as usize,
         force_sequential: r.bool("force-sequential"),

@@ -521,7 +521,11 @@ pub static OPTIONS: &[OptDef] = &[
     .default("true")
     .tags(&["#advanced"])
     .input()
-    .no_effect("ringdl always resolves names off its loop, with the system resolver"),
+    .long(
+        "Names are always looked up off the loop. With --async-dns-server, true asks \
+            those servers on the ring (falling back to the system resolver); false \
+            ignores them.",
+    ),
     opt(
         "summary-interval",
         ValueKind::Int {
@@ -946,8 +950,10 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .tags(&["#advanced", "#deprecated"])
     .input()
-    .no_effect("ringdl always resolves names off its loop, with the system resolver")
-    .long("Has no effect with --async-dns=false."),
+    .long(
+        "Applies to lookups through --async-dns-server (the system resolver returns \
+            what it has). Has no effect with --async-dns=false or --disable-ipv6.",
+    ),
     opt(
         "max-download-result",
         ValueKind::Int { min: 0, max: ANY },
@@ -980,10 +986,11 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("IPADDRESS[,...]")
     .tags(&["#advanced"])
-    .unsupported("DNS options")
     .long(
-        "Used instead of the servers in /etc/resolv.conf. IPv4 and IPv6 addresses \
-            both work.",
+        "Used instead of the system resolver: names are looked up by these servers, \
+            in turn, over UDP on ringdl's own ring. IPv4 and IPv6 addresses both work, \
+            each optionally with a port (192.0.2.1:5353, [2001:db8::1]:5353). When no \
+            server gives an address, the system resolver is asked.",
     ),
     // Documented as [=true|false], but aria2c 1.36 takes a required argument.
     opt(

@@ -31,6 +31,7 @@ mod connection;
 mod credentials;
 pub(crate) mod daemon;
 mod hooks;
+mod lookup;
 mod methods;
 mod pace;
 mod proxy;
@@ -194,6 +195,12 @@ pub(crate) enum Tag {
     },
     /// The session file saved (or not) by the file-job thread.
     SessionSaved,
+    /// A lookup through `--async-dns-server`: connection `conn`'s, its try `try_no`.
+    Dns {
+        conn: u64,
+        try_no: u64,
+        op: lookup::DnsOp,
+    },
     Tick,
     Wake,
     Signal,
@@ -226,6 +233,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     pace: pace::Pacer,
     /// Name resolution off the loop (none in the simulation, whose URLs name addresses).
     resolver: Option<Resolver>,
+    /// `--async-dns-server`'s lookups on the ring (`lookup.rs`).
+    ring_dns: Option<lookup::RingDns>,
     wake: Option<Fd>,
     wake_op: Option<OpId>,
     signals: Option<Fd>,
@@ -599,6 +608,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         tls: None,
         pace: pace::Pacer::new(settings.max_overall_download_limit, now),
         resolver: outside.resolver,
+        ring_dns: lookup::RingDns::new(settings.dns_servers.clone(), settings.dns_ipv6),
         binds: outside.binds,
         wake,
         wake_op: None,
@@ -863,6 +873,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             Tag::RpcSent { slot, id, sent } => self.on_rpc_sent(slot, id, sent, res, owned),
             Tag::RpcHeld { slot, id } => self.on_rpc_held(slot, id),
             Tag::SessionSaved => self.on_session_saved(op, res),
+            Tag::Dns { conn, try_no, op } => self.on_dns(conn, try_no, op, res, owned),
             Tag::Tick => {
                 self.tick_op = None;
                 self.on_tick();
@@ -946,35 +957,40 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .map(|r| r.answers().collect())
             .unwrap_or_default();
         for (id, result) in answers {
-            let Some(slot) = self.conns.iter().position(|c| {
-                c.as_ref()
-                    .is_some_and(|c| c.id == id && c.state == ConnState::Resolving)
-            }) else {
-                continue;
-            };
-            let (host, port) = match &self.conns[slot] {
-                Some(c) => (c.server.host.clone(), c.server.port),
-                None => continue,
-            };
-            match result {
-                Ok(addrs) => {
-                    self.dns.insert(host, port, addrs.clone());
-                    let socks = self.conns[slot].as_mut().filter(|c| c.proxy.is_some());
-                    if let Some(c) = socks {
-                        // socks5://: the target's address goes to the proxy.
-                        c.socks_target = addrs.first().map(SocketAddr::ip);
-                        self.connect_to_proxy(slot);
-                    } else {
-                        self.connect_to(slot, addrs);
-                    }
+            self.on_resolved(id, result);
+        }
+    }
+
+    /// The addresses found for connection `id`'s server (or why there are none).
+    fn on_resolved(&mut self, id: u64, result: Result<Vec<SocketAddr>, String>) {
+        let Some(slot) = self.conns.iter().position(|c| {
+            c.as_ref()
+                .is_some_and(|c| c.id == id && c.state == ConnState::Resolving)
+        }) else {
+            return;
+        };
+        let (host, port) = match &self.conns[slot] {
+            Some(c) => (c.server.host.clone(), c.server.port),
+            None => return,
+        };
+        match result {
+            Ok(addrs) => {
+                self.dns.insert(host, port, addrs.clone());
+                let socks = self.conns[slot].as_mut().filter(|c| c.proxy.is_some());
+                if let Some(c) = socks {
+                    // socks5://: the target's address goes to the proxy.
+                    c.socks_target = addrs.first().map(SocketAddr::ip);
+                    self.connect_to_proxy(slot);
+                } else {
+                    self.connect_to(slot, addrs);
                 }
-                Err(e) => {
-                    let f = Failure::retry(
-                        ExitCode::RESOLVE,
-                        format!("Name resolution for {host} failed: {e}"),
-                    );
-                    self.fail_conn(slot, f);
-                }
+            }
+            Err(e) => {
+                let f = Failure::retry(
+                    ExitCode::RESOLVE,
+                    format!("Name resolution for {host} failed: {e}"),
+                );
+                self.fail_conn(slot, f);
             }
         }
     }

@@ -51,6 +51,36 @@ pub fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// A UDP socket connected to `peer` (a DNS server): its sends go there, and only datagrams from
+/// there are received. Connecting a datagram socket sends nothing.
+pub fn udp_connected(peer: &SocketAddr) -> io::Result<OwnedFd> {
+    let domain = if peer.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain syscall; on success we take sole ownership of the returned descriptor.
+    let fd = unsafe { libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let raw = raw_addr(peer);
+    // SAFETY: `raw` holds a valid address of `raw.len` bytes for the socket's family.
+    let rc = unsafe {
+        libc::connect(
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            &raw.storage as *const libc::sockaddr_storage as *const libc::sockaddr,
+            raw.len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
 /// Sets an integer socket option.
 pub fn set_int_option(
     fd: std::os::fd::RawFd,

@@ -6,6 +6,7 @@
 //! against aria2c itself, to check what they expect of aria2's behaviour.
 #![allow(dead_code)]
 
+pub mod dns;
 pub mod nginx;
 pub mod ports;
 pub mod proxy;

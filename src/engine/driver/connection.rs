@@ -112,8 +112,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 if let Some(addrs) = self.dns.get(&key.host, key.port) {
                     let addrs = addrs.to_vec();
                     self.connect_to(slot, addrs);
-                } else if let Some(r) = self.resolver.as_ref() {
-                    r.lookup(id, &key.host, key.port);
+                } else if self.look_up(id, &key.host, key.port) {
                 } else {
                     let f = Failure::retry(
                         ExitCode::RESOLVE,

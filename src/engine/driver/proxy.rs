@@ -53,8 +53,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     if let Some(c) = self.conns[slot].as_mut() {
                         c.socks_target = ip;
                     }
-                } else if let Some(r) = self.resolver.as_ref() {
-                    r.lookup(id, &name, port);
+                } else if self.look_up(id, &name, port) {
                     return;
                 }
             }

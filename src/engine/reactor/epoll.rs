@@ -576,6 +576,12 @@ impl<T> Reactor<T> for Epoll<T> {
         Ok(Rc::new(sock))
     }
 
+    fn udp_socket(&mut self, peer: &SocketAddr) -> io::Result<Fd> {
+        let sock = super::super::sys::udp_connected(peer)?;
+        set_nonblocking(sock.as_raw_fd());
+        Ok(Rc::new(sock))
+    }
+
     fn accept(&mut self, tag: T, listener: Fd) -> OpId {
         let ud = self.insert(tag, Owned::Accept(listener.clone(), None), Op::Accept);
         self.submit_on(&listener, ud);

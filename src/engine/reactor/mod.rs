@@ -124,6 +124,11 @@ pub trait Reactor<T> {
     fn socket(&mut self, addr: &SocketAddr) -> io::Result<Fd>;
     /// A listening TCP socket bound to `addr` (the RPC server's).
     fn listen(&mut self, addr: &SocketAddr) -> io::Result<Fd>;
+    /// A UDP socket connected to `peer`: `send` sends one datagram, `read` receives one. A
+    /// reactor without datagrams (the simulation's) says `Unsupported`.
+    fn udp_socket(&mut self, _peer: &SocketAddr) -> io::Result<Fd> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
     /// Accepts one connection on `listener`; a result of 0 or more means the completion's
     /// `Owned::Accept` holds the new socket. No deadline.
     fn accept(&mut self, tag: T, listener: Fd) -> OpId;

@@ -329,6 +329,10 @@ impl<T> Reactor<T> for Uring<T> {
         Ok(Rc::new(super::super::sys::tcp_listener(addr)?))
     }
 
+    fn udp_socket(&mut self, peer: &SocketAddr) -> io::Result<Fd> {
+        Ok(Rc::new(super::super::sys::udp_connected(peer)?))
+    }
+
     fn accept(&mut self, tag: T, listener: Fd) -> OpId {
         let raw: RawFd = listener.as_raw_fd();
         let ud = self.insert(tag, Owned::Accept(listener, None));
