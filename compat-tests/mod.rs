@@ -20,6 +20,7 @@ mod cases_unsupported;
 mod control;
 mod reruns;
 mod rpc;
+mod serverstat;
 
 /// Every case of the suite, with its name.
 fn all_cases() -> Vec<(&'static str, harness::Case)> {

@@ -25,6 +25,7 @@ mod proxies;
 mod requests;
 mod resume;
 mod rpc;
+mod serverstat;
 mod soak;
 mod stops;
 mod support;

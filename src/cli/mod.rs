@@ -11,5 +11,5 @@ mod table;
 
 pub use parse::{
     check_uri, check_value, parse_args, parse_gid, parse_with, Command, DownloadOptions,
-    EngineChoice, Env, LogLevel, ResultMode, RpcSettings, Settings, UsageError,
+    EngineChoice, Env, LogLevel, ResultMode, RpcSettings, Settings, UriSelector, UsageError,
 };

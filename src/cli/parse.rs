@@ -115,6 +115,9 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "save-not-found",
     "save-session",
     "save-session-interval",
+    "server-stat-if",
+    "server-stat-of",
+    "server-stat-timeout",
     "show-console-readout",
     "split",
     "stderr",
@@ -122,6 +125,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "stop-with-process",
     "summary-interval",
     "timeout",
+    "uri-selector",
     "use-head",
     "user-agent",
     "version",
@@ -217,6 +221,8 @@ pub struct DownloadOptions {
     pub check_integrity: bool,
     /// `--hash-check-only`: stop once the file is found and checked, without fetching.
     pub hash_check_only: bool,
+    /// `--uri-selector`: how a connection's mirror is picked.
+    pub uri_selector: UriSelector,
     /// `--file-allocation`: none, prealloc, trunc or falloc.
     pub file_allocation: String,
     /// Files smaller than this are not allocated ahead.
@@ -226,6 +232,28 @@ pub struct DownloadOptions {
     pub proxies: crate::http::proxy::Routes,
     /// The proxy options' values the routes were made from.
     pub proxy_values: Vec<(&'static str, String)>,
+}
+
+/// `--uri-selector`: which mirror a new connection takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UriSelector {
+    /// The mirrors in the order given, in turn.
+    InOrder,
+    /// The fastest known server not in use, then unmeasured ones; failed ones skipped.
+    Feedback,
+    /// The best known servers for the first connections, unmeasured ones for the extra ones.
+    Adaptive,
+}
+
+impl UriSelector {
+    fn parse(v: &str) -> Option<UriSelector> {
+        match v {
+            "inorder" => Some(UriSelector::InOrder),
+            "feedback" => Some(UriSelector::Feedback),
+            "adaptive" => Some(UriSelector::Adaptive),
+            _ => None,
+        }
+    }
 }
 
 /// Everything the engine and the UI need to know, validated.
@@ -286,6 +314,11 @@ pub struct Settings {
     pub load_cookies: Option<PathBuf>,
     /// `--save-cookies`: where the cookies are written at the end.
     pub save_cookies: Option<PathBuf>,
+    /// `--server-stat-if`, `--server-stat-of`, `--server-stat-timeout`: the server performance
+    /// profile read at the start and written at the end, and how old an entry may be.
+    pub server_stat_if: Option<PathBuf>,
+    pub server_stat_of: Option<PathBuf>,
+    pub server_stat_timeout: i64,
     /// `--certificate` and `--private-key`: the client certificate presented to servers.
     pub certificate: Option<PathBuf>,
     pub private_key: Option<PathBuf>,
@@ -1179,6 +1212,10 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         out: r.text("out").as_deref().and_then(out_name),
         gid: r.text("gid").as_deref().and_then(parse_gid),
         max_conn_per_server: r.int("max-connection-per-server") as usize,
+        uri_selector: r
+            .raw("uri-selector")
+            .and_then(UriSelector::parse)
+            .unwrap_or(UriSelector::Feedback),
         split: r.int("split") as usize,
         min_split_size: r.size("min-split-size"),
         allow_overwrite: r.bool("allow-overwrite"),
@@ -1346,6 +1383,7 @@ impl DownloadOptions {
                     o.max_conn_per_server = v.parse().unwrap_or(o.max_conn_per_server)
                 }
                 "split" => o.split = v.parse().unwrap_or(o.split),
+                "uri-selector" => o.uri_selector = UriSelector::parse(v).unwrap_or(o.uri_selector),
                 "min-split-size" => {
                     o.min_split_size = defs::parse_size(v).unwrap_or(o.min_split_size)
                 }
@@ -1444,6 +1482,15 @@ fn build(
     };
     let settings = Settings {
         dns_servers,
+        server_stat_if: r
+            .text("server-stat-if")
+            .filter(|p| !p.is_empty())
+            .map(|p| PathBuf::from(expand_home(&p, env))),
+        server_stat_of: r
+            .text("server-stat-of")
+            .filter(|p| !p.is_empty())
+            .map(|p| PathBuf::from(expand_home(&p, env))),
+        server_stat_timeout: r.int("server-stat-timeout"),
         dns_ipv6: r.bool("enable-async-dns6") && !r.bool("disable-ipv6"),
         download: download_options(&r, env),
         max_concurrent: r.int("max-concurrent-downloads") as usize,

@@ -566,7 +566,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("feedback")
     .tags(&["#http", "#ftp"])
     .input()
-    .no_effect("ringdl uses every usable mirror at once and drops one that fails")
     .long(
         "'inorder' tries URIs in the order given. 'feedback' prefers the server \
             that was fastest in earlier downloads, which also skips dead mirrors. \
@@ -585,8 +584,7 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("SEC")
     .possible("0-2147483647")
     .default("86400")
-    .tags(&["#http", "#ftp"])
-    .no_effect("ringdl keeps no server statistics between runs"),
+    .tags(&["#http", "#ftp"]),
     opt(
         "server-stat-if",
         ValueKind::Path,
@@ -595,8 +593,11 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("FILE")
     .possible("/path/to/file")
     .tags(&["#http", "#ftp"])
-    .no_effect("ringdl keeps no server statistics between runs")
-    .long("Mirror selectors such as 'feedback' use it; see --uri-selector."),
+    .long(
+        "Mirror selectors such as 'feedback' use it; see --uri-selector. aria2c's \
+            profiles are read as they are, and entries older than \
+            --server-stat-timeout are dropped.",
+    ),
     opt(
         "server-stat-of",
         ValueKind::Path,
@@ -605,8 +606,10 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("FILE")
     .possible("/path/to/file")
     .tags(&["#http", "#ftp"])
-    .unsupported("mirror selection")
-    .long("Load it in a later run with --server-stat-if."),
+    .long(
+        "Written when the run ends, in aria2c's format: each server's last and average \
+            speeds and whether it failed. Load it in a later run with --server-stat-if.",
+    ),
     opt(
         "remote-time",
         ValueKind::Bool,

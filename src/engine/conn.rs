@@ -254,6 +254,10 @@ pub struct Exchange {
     pub decoder: Option<crate::http::decode::Decoder>,
     pub inflated: Vec<u8>,
     pub inflated_waiting: std::ops::Range<usize>,
+    /// Body bytes placed for the file, and when the request went out: the server's speed for
+    /// the performance profile (`driver/select.rs`).
+    pub body_bytes: u64,
+    pub began: Option<std::time::Instant>,
 }
 
 /// Most inflated bytes made at a time: what an encoded body can hold in memory beyond its blocks.
@@ -328,6 +332,8 @@ impl Exchange {
             decoder: None,
             inflated: Vec::new(),
             inflated_waiting: 0..0,
+            body_bytes: 0,
+            began: None,
         }
     }
 
@@ -627,6 +633,11 @@ pub struct Download {
     pub head_done: bool,
     pub uris: Vec<Url>,
     pub bad_uris: Vec<bool>,
+    /// The best speed (bytes/s) an exchange of this attempt had from each mirror, and how many
+    /// exchanges brought body bytes (one: a single-connection download): the server profile's
+    /// measurements (`driver/select.rs`).
+    pub mirror_speeds: Vec<u32>,
+    pub exchanges_with_body: u32,
     /// Mirrors taken away by `aria2.changeUri`: never used again (also marked bad) and no longer
     /// listed. A connection already on one finishes its range.
     pub dropped_uris: Vec<bool>,
@@ -816,6 +827,8 @@ impl Download {
             head_done: false,
             uris,
             bad_uris: vec![false; n],
+            mirror_speeds: vec![0; n],
+            exchanges_with_body: 0,
             dropped_uris: vec![false; n],
             first_uri,
             opts,
@@ -1364,6 +1377,7 @@ impl BodySink<'_> {
             fill.block.put(fill.filled, &data[used..used + n]);
             used += n;
             plan.advance(self.ex.seg, n as u64);
+            self.ex.body_bytes += n as u64;
             fill.filled += n;
             let end = fill.off + fill.filled as u64;
             if fill.filled == write_size || end == seg.end {

@@ -41,6 +41,7 @@ mod results;
 mod resume;
 mod rpc;
 mod schedule;
+mod select;
 mod verify;
 mod writer;
 use resume::CannotResume;
@@ -235,6 +236,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     resolver: Option<Resolver>,
     /// `--async-dns-server`'s lookups on the ring (`lookup.rs`).
     ring_dns: Option<lookup::RingDns>,
+    /// The server performance profile (`select.rs`).
+    server_stats: crate::store::serverstat::ServerStats,
     wake: Option<Fd>,
     wake_op: Option<OpId>,
     signals: Option<Fd>,
@@ -609,6 +612,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         pace: pace::Pacer::new(settings.max_overall_download_limit, now),
         resolver: outside.resolver,
         ring_dns: lookup::RingDns::new(settings.dns_servers.clone(), settings.dns_ipv6),
+        server_stats: Default::default(),
         binds: outside.binds,
         wake,
         wake_op: None,
@@ -628,6 +632,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         daemon: outside.daemon,
     };
     engine.load_credentials();
+    engine.load_server_stats();
     if let Err(e) = engine.rpc_start() {
         engine.drain();
         return Err(std::io::Error::other(RunError(e)));
@@ -637,6 +642,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
     result?;
     engine.check_pool();
     engine.save_cookies();
+    engine.save_server_stats();
     Ok(std::mem::take(&mut engine.summary))
 }
 

@@ -6,6 +6,7 @@ pub mod checksum;
 pub mod control;
 pub mod gidmap;
 pub mod records;
+pub mod serverstat;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;

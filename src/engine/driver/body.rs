@@ -30,6 +30,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         plan.advance(ex.seg, n as u64);
+        ex.body_bytes += n as u64;
         let seg_end = plan.segment(ex.seg).end;
         let end = fill.off + fill.filled as u64;
         if fill.filled == write_size || end == seg_end {
@@ -410,6 +411,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let done = c.ex.take();
             if reusable {
                 c.want = None;
+            }
+            if let Some(ex) = &done {
+                self.credit(ex);
+            }
+            if reusable {
                 let (url, mirror) = done.map(|e| (e.url, e.mirror)).unzip();
                 self.next_work(slot, dl, url, mirror.unwrap_or(0));
             } else {
@@ -434,7 +440,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 ex.parked = true;
                 return;
             }
-            c.ex = None;
+            let done = c.ex.take();
+            if let Some(ex) = &done {
+                self.credit(ex);
+            }
             self.close_conn(slot);
             if self.needs_another_connection(dl) {
                 self.dls[dl].wanted += 1;

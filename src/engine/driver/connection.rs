@@ -358,9 +358,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 && c.fd.is_some()
         });
         if reusable {
+            if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.take()) {
+                self.credit(&ex);
+            }
             if let Some(c) = self.conns[slot].as_mut() {
                 c.state = ConnState::Idle;
-                c.ex = None;
                 c.want = None;
             }
         } else {
@@ -432,6 +434,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
+        let mut ex = ex;
+        ex.began = Some(self.reactor.now());
         c.ex = Some(ex);
         c.eof = false;
         if c.tls.is_some() {
@@ -863,6 +867,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns.get_mut(slot).and_then(Option::take) else {
             return;
         };
+        if let Some(ex) = &c.ex {
+            self.credit(ex);
+        }
         let dl =
             c.ex.as_ref()
                 .map(|e| e.dl)
@@ -900,6 +907,22 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 
     pub(super) fn fail_conn(&mut self, slot: usize, f: Failure) {
+        // A server that could not be reached (its name, its port) or that went silent is marked
+        // failed in the server profile; through a proxy, the proxy may be what failed.
+        if let Some(c) = self.conns[slot].as_ref() {
+            let unreachable =
+                matches!(c.state, ConnState::Resolving | ConnState::Connecting { .. })
+                    || f.code == ExitCode::TIMEOUT
+                    || f.code == ExitCode::RESOLVE;
+            let url =
+                c.ex.as_ref()
+                    .map(|e| &e.url)
+                    .or(c.want.as_ref().map(|w| &w.url));
+            if let (true, None, Some(url)) = (unreachable, &c.proxy, url) {
+                let url = url.clone();
+                self.profile_failure(&url);
+            }
+        }
         let (dl, mirror, conn_id) = match self.conns[slot].as_ref() {
             Some(c) => match (&c.ex, &c.want) {
                 (Some(ex), _) => (Some(ex.dl), ex.mirror, c.id),

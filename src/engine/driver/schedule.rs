@@ -119,10 +119,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.fail_download(i, f, None);
             return;
         }
-        let d = &mut self.dls[i];
-        let Some(mirror) = d.bad_uris.iter().position(|b| !b) else {
+        let Some(mirror) = self.pick_mirror(i) else {
             return;
         };
+        let d = &mut self.dls[i];
         let url = d.uris[mirror].clone();
         d.wanted = 0;
         if !self.open(Want {
@@ -137,13 +137,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     /// Opens (or reuses) a connection for one more worker on download `i`. False if no slot is free.
     pub(super) fn open_extra(&mut self, i: usize) -> bool {
-        let working = self.conn_count(i);
-        let d = &self.dls[i];
-        let usable: Vec<usize> = (0..d.uris.len()).filter(|&m| !d.bad_uris[m]).collect();
-        if usable.is_empty() {
+        let Some(mirror) = self.pick_mirror(i) else {
             return true;
-        }
-        let mirror = usable[working % usable.len()];
+        };
+        let d = &self.dls[i];
         let url = match (&d.split_url, d.plan.is_some()) {
             (Some((m, u)), true) if *m == mirror => u.clone(),
             _ => d.uris[mirror].clone(),
@@ -513,6 +510,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     /// Adds the ended download `dl` to the summary; its place can then take the next job.
     pub(super) fn record(&mut self, dl: usize) {
+        self.profile_download(dl);
         let d = &self.dls[dl];
         let seconds = match (d.started, d.ended) {
             (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
