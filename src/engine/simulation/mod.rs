@@ -89,8 +89,10 @@ mod lists;
 /// all answer 404: the first 404 let the check begin while the others were still asked, and its
 /// mismatch, after the last 404, overwrote that failure (exit 32 where aria2c exits 3).
 /// 139619 (the model; 105172 too): `-c` over a part of the file, servers without ranges and a full
-/// disk: the first answer ends the run (exit 8) before any write fails. 139048 (the model): a
-/// file found complete, read back for its digest with every read failing: exit 17 first.
+/// disk: the first answer ends the run (exit 8) before any write fails; 200655, 99205 (not listed:
+/// a listed seed runs without its slow disk) showed that is certain only when no failing file job,
+/// reset or slow server can end the run first. 139048 (the model): a file found complete, read
+/// back for its digest with every read failing: exit 17 first.
 const REGRESSIONS: &[u64] = &[
     3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071, 735,
     992702, 82567, 156812, 153497, 133303, 79186, 139619, 139048,
@@ -1065,7 +1067,13 @@ fn expect_code(sc: &Scenario, code: u8) -> Result<(), String> {
         && sc.args.iter().any(|a| a.starts_with("--checksum"));
     let expected = if all_404 {
         Some(3)
-    } else if resumes_part && no_ranges && !has("--always-resume=false") {
+    } else if resumes_part
+        && no_ranges
+        && !has("--always-resume=false")
+        && clean_network
+        && sc.faults.job_errors == 0
+    {
+        // (Unless a failing file job, a reset or a slow server ends it first.)
         Some(8)
     } else if reads_found && code == ExitCode::FILE_IO.0 {
         None
