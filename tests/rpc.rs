@@ -2095,6 +2095,69 @@ fn a_removed_download_says_removed_at_once() {
     d.wait_for(&gid, Duration::from_secs(10), |s| s["status"] == "removed");
 }
 
+/// aria2p's own suite (`remove_all`): `removeDownloadResult` right after `remove` of an active
+/// download succeeds, and the download ends without becoming a result. (Before, the result was
+/// not there yet while the download's last writes went on, the call failed, and the download
+/// showed up in `tellStopped` afterwards.) Both calls in one batch, so nothing of the loop runs
+/// between them.
+#[test]
+fn a_result_removed_right_after_remove_never_shows() {
+    let server = TestServer::plain();
+    let big = content(92, 4 * MIB);
+    server.route(
+        "/slow.bin",
+        Route::bytes(big).throttle(16 * 1024, Duration::from_millis(20)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let gid = gid_of(&d.call("aria2.addUri", json!([[server.url("/slow.bin")]])));
+    d.wait_for(&gid, Duration::from_secs(10), |s| s["status"] == "active");
+    let answers = d.call(
+        "system.multicall",
+        json!([[
+            {"methodName": "aria2.remove", "params": [gid]},
+            {"methodName": "aria2.removeDownloadResult", "params": [gid]}
+        ]]),
+    );
+    assert_eq!(answers[1][0], "OK", "{answers}");
+    // A result that was removed cannot be removed again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let active = match d.try_call("aria2.tellActive", json!([["gid"]])) {
+            Ok(v) => v["result"].clone(),
+            Err(e) => {
+                let ended = d.wait_exit(Duration::from_secs(5));
+                panic!("{e}: {ended:?}");
+            }
+        };
+        if active.as_array().is_some_and(|a| a.is_empty()) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still active: {active}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stopped = d.call("aria2.tellStopped", json!([0, 10, ["gid"]]));
+    assert_eq!(stopped, json!([]), "{stopped}");
+    let gone = d.call_err("aria2.tellStatus", json!([gid]));
+    assert!(gone.contains("is not found"), "{gone}");
+    let stat = d.call("aria2.getGlobalStat", json!([]));
+    assert_eq!(stat["numStopped"], "0", "{stat}");
+    // An active download that is not being removed keeps its result.
+    let other = gid_of(&d.call(
+        "aria2.addUri",
+        json!([[server.url("/slow.bin")], {"out": "o.bin"}]),
+    ));
+    d.wait_for(&other, Duration::from_secs(10), |s| s["status"] == "active");
+    let refused = d.call_err("aria2.removeDownloadResult", json!([other]));
+    assert!(
+        refused.contains("Could not remove download result"),
+        "{refused}"
+    );
+}
+
 /// aria2p's own suite: a session file named by `changeGlobalOption` is the one `saveSession`
 /// writes (before, "Filename is not given.").
 #[test]

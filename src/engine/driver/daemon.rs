@@ -55,6 +55,9 @@ pub(crate) struct Running {
     pub uris: Vec<String>,
     pub options: Vec<(&'static OptDef, String)>,
     pub stop: Option<Stop>,
+    /// Being removed, and its result removed too (`removeDownloadResult` right after `remove`,
+    /// as aria2p does): it ends without becoming a result.
+    pub forget: bool,
 }
 
 /// A download that ended.
@@ -379,6 +382,7 @@ impl Daemon {
                 uris: p.uris.clone(),
                 options: p.options,
                 stop: None,
+                forget: false,
             },
         );
         Some((
@@ -797,24 +801,30 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             _ => (Status::Error, outcome.code, "aria2.onDownloadError"),
         };
-        dm.keep(Stopped {
-            gid,
-            status,
-            code,
-            message: if status == Status::Removed {
-                String::new()
-            } else {
-                message
-            },
-            total: known.total,
-            completed: known.completed,
-            dir,
-            path: known.path,
-            uris: run.uris,
-            options: run.options,
-            piece_length,
-            bitfield: known.bitfield,
-        });
+        if run.forget {
+            // Its result was removed in advance: its GID goes from the index as a removed
+            // result's does.
+            dm.waiting.forget(gid);
+        } else {
+            dm.keep(Stopped {
+                gid,
+                status,
+                code,
+                message: if status == Status::Removed {
+                    String::new()
+                } else {
+                    message
+                },
+                total: known.total,
+                completed: known.completed,
+                dir,
+                path: known.path,
+                uris: run.uris,
+                options: run.options,
+                piece_length,
+                bitfield: known.bitfield,
+            });
+        }
         self.notify(note, gid);
         let event = match status {
             Status::Complete => super::hooks::Event::Complete,

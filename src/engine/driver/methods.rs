@@ -633,6 +633,18 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                 }
                 Ok(json!("OK"))
             }
+            // Removed, and still ending (its last writes): it already reads as removed
+            // (`tellStatus`), so its result can go too; it ends without becoming one.
+            Some(Place::Active(_)) => {
+                let run = self.0.daemon().and_then(|d| d.running.get_mut(&g));
+                match run {
+                    Some(r) if r.stop == Some(Stop::Remove) => {
+                        r.forget = true;
+                        Ok(json!("OK"))
+                    }
+                    _ => Err(gid_err("Could not remove download result of GID#{}", g)),
+                }
+            }
             _ => Err(gid_err("Could not remove download result of GID#{}", g)),
         }
     }
