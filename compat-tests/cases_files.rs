@@ -30,6 +30,29 @@ cases! {
         cmp: Cmp::Exact,
         ..Case::DEFAULT
     };
+    // ---- -P over a list: each entry's URIs are patterns ----
+    input_patterns_each_their_own_download = Case {
+        args: &["-P", "-Z", "-i", "list.txt"],
+        routes: LIST,
+        pre: &[Pre::Text("list.txt", "{url}/{f,g,h}.bin\n")],
+        cmp: Cmp::EventsAnyOrder,
+        ..Case::DEFAULT
+    };
+    input_patterns_as_mirrors = Case {
+        args: &["-P", "-i", "list.txt"],
+        routes: LIST,
+        pre: &[Pre::Text("list.txt", "{url}/[f-f].bin\t{url}/mirror/f.bin\n{url}/{g,g}.bin\n")],
+        cmp: Cmp::EventsAnyOrder,
+        ..Case::DEFAULT
+    };
+    input_pattern_broken = Case {
+        args: &["-P", "-i", "list.txt"],
+        routes: LIST,
+        pre: &[Pre::Text("list.txt", "{url}/{f,g.bin\n")],
+        // Exit code and files: the message is one line (K-ONELINE), naming the list.
+        cmp: Cmp::Nothing,
+        ..Case::DEFAULT
+    };
     // ---- configuration files ----
     conf_path_missing = Case {
         args: &["--conf-path={dir}/nonexistent.conf", "{url}/f.bin"],

@@ -97,7 +97,12 @@ fn real_main() -> i32 {
     let entry_jobs = input.into_iter().flat_map({
         let input_error = input_error.clone();
         let base = settings.download.clone();
-        move |list| list.jobs(base.clone(), input_error.clone())
+        let patterns = match (settings.parameterized_uri, settings.force_sequential) {
+            (false, _) => Patterns::Off,
+            (true, false) => Patterns::Mirrors,
+            (true, true) => Patterns::Each,
+        };
+        move |list| list.jobs(base.clone(), patterns, input_error.clone())
     });
     let mut all_jobs = jobs.chain(entry_jobs);
     let summary = match engine::run(&settings, &mut all_jobs, Some(expected), &mut console) {
@@ -425,6 +430,16 @@ fn command_line_jobs(s: &Settings) -> Result<(CommandLineJobs, usize), String> {
 /// An `-i` list, open. It is read once to check every entry (so nothing starts half-configured) and
 /// count them, then again lazily as downloads start. Standard input is first spooled to an unlinked
 /// temporary file, so it can be read twice too; memory stays flat either way.
+/// What `-P` makes of an `-i` list's URIs.
+#[derive(Clone, Copy)]
+enum Patterns {
+    Off,
+    /// Each entry's patterns stand for mirrors of its one file.
+    Mirrors,
+    /// `-Z`: each URI they stand for is a download.
+    Each,
+}
+
 struct InputList {
     name: String,
     file: std::fs::File,
@@ -484,10 +499,32 @@ fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, 
     };
     let (file, name) = open_list(&path).map_err(|m| (m, 1))?;
     let mut reader = rewound(&file, &name).map_err(|m| (m, 1))?;
-    let mut count = 0;
+    let mut count = 0usize;
     while let Some(entry) = reader.next_entry() {
         say_notes(&mut reader, console);
         match entry {
+            // With -P each URI is a pattern: the entry stands for its expansions (downloads of
+            // their own with -Z, else mirrors of one file, as on the command line).
+            Ok(e) if s.parameterized_uri => {
+                let n = e
+                    .uris
+                    .iter()
+                    .map(|u| cli::paramed::expand(u).map(|x| cli::paramed::Expansion::count(&x)))
+                    .try_fold(0u64, |acc, n| n.map(|n| acc.saturating_add(n)))
+                    .map_err(|e| (format!("{name}: {e}"), 1))?;
+                if s.force_sequential {
+                    count = count.saturating_add(usize::try_from(n).unwrap_or(usize::MAX));
+                } else if n > MAX_PATTERN_MIRRORS {
+                    return Err((
+                        format!(
+                            "{name}: an entry's URIs stand for {n} mirrors of one file; give -Z to make each its own download"
+                        ),
+                        1,
+                    ));
+                } else if n > 0 {
+                    count += 1;
+                }
+            }
             Ok(_) => count += 1,
             Err(e) => {
                 let code = if e.starts_with("We encountered") {
@@ -519,6 +556,7 @@ impl InputList {
     fn jobs(
         self,
         base: cli::DownloadOptions,
+        patterns: Patterns,
         error: Rc<RefCell<Option<String>>>,
     ) -> Box<dyn Iterator<Item = Job>> {
         let reader = match rewound(&self.file, &self.name) {
@@ -529,7 +567,7 @@ impl InputList {
             }
         };
         let env = cli::Env::from_process();
-        Box::new(reader.map_while(move |entry| match entry {
+        let entries = reader.map_while(move |entry| match entry {
             Ok(e) => Some(Job {
                 opts: base.with_entry(&e.options, &env),
                 uris: e.uris,
@@ -539,6 +577,32 @@ impl InputList {
                 *error.borrow_mut() = Some(msg);
                 None
             }
-        }))
+        });
+        match patterns {
+            Patterns::Off => Box::new(entries),
+            // Every pattern was checked when the list was counted.
+            Patterns::Mirrors => Box::new(entries.filter_map(|job| {
+                let uris: Vec<String> = job
+                    .uris
+                    .iter()
+                    .filter_map(|u| cli::paramed::expand(u).ok())
+                    .flatten()
+                    .collect();
+                (!uris.is_empty()).then_some(Job { uris, ..job })
+            })),
+            // -Z: each URI an entry's patterns stand for is its own download, made only as the
+            // engine takes it.
+            Patterns::Each => Box::new(entries.flat_map(|job| {
+                let Job { uris, opts, own } = job;
+                uris.into_iter()
+                    .filter_map(|u| cli::paramed::expand(&u).ok())
+                    .flatten()
+                    .map(move |u| Job {
+                        uris: vec![u],
+                        opts: opts.clone(),
+                        own: own.clone(),
+                    })
+            })),
+        }
     }
 }

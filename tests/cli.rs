@@ -441,8 +441,8 @@ fn version_lists_the_hash_algorithms_checksum_verifies() {
 
 /// Options programs pass to aria2c on every run that tune what ringdl does its own way (yt-dlp,
 /// apt-fast, download managers' aria2.conf files): no value of them changes a file, the output or
-/// the exit status here, so they must not print a warning aria2c does not print. An option whose
-/// loss the user would notice (a file it asks for, here `--server-stat-of`) still warns.
+/// the exit status here, so they must not print a warning aria2c does not print. `--server-stat-of`
+/// (which once warned, a file it asks for not being written) writes its file.
 #[test]
 fn tuning_options_are_accepted_without_a_warning() {
     let server = TestServer::plain();
@@ -490,7 +490,12 @@ fn tuning_options_are_accepted_without_a_warning() {
         ],
     );
     assert_eq!(run.code(), 0, "{run}");
-    assert_eq!(run.lines_with("WARN").len(), 1, "{run}");
+    assert!(run.lines_with("WARN").is_empty(), "{run}");
+    let stats = std::fs::read_to_string(dir.join("stats")).expect("the profile is written");
+    assert!(
+        stats.starts_with("host=127.0.0.1, protocol=http, "),
+        "{stats}"
+    );
 }
 
 /// `-P` without `-Z`: a pattern standing for more than 10,000 mirrors of one file is refused in
@@ -510,4 +515,16 @@ fn a_pattern_of_too_many_mirrors_is_refused_in_one_line() {
     assert_eq!(run.lines_with("give -Z").len(), 1, "{run}");
     assert!(run.lines_with("100000 mirrors").len() == 1, "{run}");
     assert!(dir.entries().is_empty());
+
+    // The same in an -i list's entry (-P applies to lists too, as in aria2c).
+    let dir = TestDir::new();
+    std::fs::write(
+        dir.join("list.txt"),
+        "http://127.0.0.1:9/[0000-9999]/[0-9].bin\n",
+    )
+    .expect("list");
+    let run = ringdl(&dir, &["--no-conf", "-P", "-i", "list.txt"]);
+    assert_eq!(run.code(), 1, "{run}");
+    assert_eq!(run.lines_with("give -Z").len(), 1, "{run}");
+    assert_eq!(dir.entries(), vec!["list.txt".to_string()]);
 }
