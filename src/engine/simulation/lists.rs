@@ -23,6 +23,8 @@ pub(super) struct ListJob {
     pub(super) mirrors: Vec<(usize, Mirror)>,
     /// `checksum=`: `Some(true)` the right digest, `Some(false)` a wrong one.
     pub(super) checksum: Option<bool>,
+    /// What is on disk under its name before the run.
+    pub(super) prior: Prior,
 }
 
 impl ListJob {
@@ -65,7 +67,7 @@ fn mirror(rng: &mut Rng) -> Mirror {
 impl ListScenario {
     pub(super) fn draw(seed: u64) -> ListScenario {
         let mut rng = Rng::new(seed ^ 0x5ca1_ab1e_0000_0002);
-        let jobs = (0..2 + rng.below(5))
+        let jobs: Vec<ListJob> = (0..2 + rng.below(5))
             .map(|j| {
                 let len = match rng.below(6) {
                     0 => [0, 1, 4096, 16_385][rng.below(4) as usize],
@@ -93,6 +95,7 @@ impl ListScenario {
                     data: Rc::new(content(&mut rng, len)),
                     mirrors,
                     checksum,
+                    prior: super::list_prior(seed, j, len),
                 }
             })
             .collect();
@@ -108,6 +111,11 @@ impl ListScenario {
         args.push(format!("--retry-wait={}", rng.below(2)));
         let alloc = ["none", "prealloc", "trunc", "falloc"][rng.below(4) as usize];
         args.push(format!("--file-allocation={alloc}"));
+        // Files left on disk are gone on from, as a script rerunning its list with -c does (a
+        // file without a control file would otherwise be kept and the download renamed).
+        if jobs.iter().any(|j| j.prior != Prior::Nothing) {
+            args.push("-c".into());
+        }
         let mut faults = draw_faults(&mut rng);
         match rng.below(6) {
             0 | 1 => faults.kill_at = Some(1 + rng.below(600)),
@@ -202,21 +210,33 @@ fn run_list_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), Stri
         );
         for job in &sc.jobs {
             eprintln!(
-                "  {}: {} bytes, mirrors {:?}, checksum {:?}",
+                "  {}: {} bytes, mirrors {:?}, checksum {:?}, prior {:?}",
                 job.name,
                 job.data.len(),
                 job.mirrors,
-                job.checksum
+                job.checksum,
+                job.prior
             );
         }
     }
     let dir = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+    let mut before = Vec::new();
+    for job in &sc.jobs {
+        before.push(job.prior.make_at(&dir.path().join(&job.name), &job.data)?);
+    }
     let world = Rc::new(RefCell::new(World {
         servers: sc.servers(),
         blackholes: vec![addr(SILENT)],
         faults: sc.faults.clone(),
         ..World::default()
     }));
+    if before.iter().any(Option::is_some) {
+        *world
+            .borrow_mut()
+            .fired
+            .entry("a file on disk before a list's run")
+            .or_default() += 1;
+    }
     // The options every job starts from are the command line's (with its `-d`).
     let mut argv = sc.args.clone();
     argv.extend(["-d".to_string(), dir.path().display().to_string()]);
@@ -247,7 +267,22 @@ fn run_list_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), Stri
         Ended::Done(summary) => Some(summary),
     };
     let interrupted = !sc.faults.interrupts.is_empty();
-    for job in &sc.jobs {
+    let lost_writes = sc.faults.job_errors > 0 || sc.faults.writeback_error > 0;
+    for (job, before) in sc.jobs.iter().zip(&before) {
+        // No byte a file had before the run is lost, unless a digest said the file is not the
+        // server's (then it is fetched again from nothing, as aria2c does).
+        if let (Some(before), None) = (before, job.checksum) {
+            let now = std::fs::read(dir.path().join(&job.name)).unwrap_or_default();
+            if !super::kept_prior(job.prior, before, &now, &job.data, lost_writes) {
+                return Err(format!(
+                    "{} over {:?}: the file went from {} to {} bytes, its bytes not kept",
+                    job.name,
+                    job.prior,
+                    before.len(),
+                    now.len()
+                ));
+            }
+        }
         let first = job.uris().into_iter().next().unwrap_or_default();
         let outcome = summary
             .as_ref()

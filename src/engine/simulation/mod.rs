@@ -159,10 +159,47 @@ fn prior_state(seed: u64, len: usize, changed: bool) -> Prior {
     }
 }
 
+/// The prior state of job `job` of list seed `seed` (a stream of its own: one job in five has one).
+fn list_prior(seed: u64, job: u64, len: usize) -> Prior {
+    let mut rng = Rng::new((seed ^ 0x1a7e_d4a5_0000_000c).wrapping_add(job << 40));
+    if len == 0 || rng.below(5) != 0 {
+        return Prior::Nothing;
+    }
+    let n = rng.below(len as u64) as usize;
+    match rng.below(4) {
+        0 => Prior::Prefix(n),
+        1 => Prior::Complete,
+        2 => Prior::Claimed(n / 16384 * 16384),
+        _ => Prior::CompleteClaimed,
+    }
+}
+
+/// Whether `now`, the file after a run, kept every byte of `before`, what a prior state put there:
+/// `-c` writes again from the last whole 16 KiB block of a file without a control file (O_DIRECT
+/// writes whole blocks; a padded last block may cover bytes past what arrived), and a failed sync
+/// or writeback (`lost_writes`) may cut the file back to what it had before those writes. A file
+/// that became the source whole kept them too.
+fn kept_prior(prior: Prior, before: &[u8], now: &[u8], source: &[u8], lost_writes: bool) -> bool {
+    let rewritten_from = match prior {
+        Prior::Prefix(_) | Prior::Complete => before.len() / 16384 * 16384,
+        _ => before.len(),
+    }
+    .min(before.len());
+    let kept = now.len() >= rewritten_from
+        && now[..rewritten_from] == before[..rewritten_from]
+        && (now.len() >= before.len() || rewritten_from < before.len() || lost_writes);
+    kept || now == source
+}
+
 impl Prior {
     /// Makes the state in `dir`; the bytes the file then has.
     fn make(self, dir: &Path, data: &[u8]) -> Result<Option<Vec<u8>>, String> {
-        let path = dir.join(NAME);
+        self.make_at(&dir.join(NAME), data)
+    }
+
+    /// Makes the state at `path`; the bytes the file then has.
+    fn make_at(self, path: &Path, data: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let path = path.to_path_buf();
         let claimed = |n: usize| -> Result<(), String> {
             let done = std::iter::once(0..n as u64).collect::<Vec<_>>();
             let cf = control::ControlFile::from_done(data.len() as u64, 1 << 20, &done);
@@ -845,16 +882,7 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
         // (O_DIRECT writes whole blocks); if a failed sync or writeback made those writes
         // anything, only the part before them is proven, and the file may end there.
         let lost_writes = sc.faults.job_errors > 0 || sc.faults.writeback_error > 0;
-        let rewritten_from = match sc.prior {
-            // (Written again at all, a padded last block may cover bytes past what arrived.)
-            Prior::Prefix(_) | Prior::Complete => before.len() / 16384 * 16384,
-            _ => before.len(),
-        }
-        .min(before.len());
-        let kept = now.len() >= rewritten_from
-            && now[..rewritten_from] == before[..rewritten_from]
-            && (now.len() >= before.len() || rewritten_from < before.len() || lost_writes);
-        if !kept && now != *sc.data {
+        if !kept_prior(sc.prior, before, &now, &sc.data, lost_writes) {
             return Err(format!(
                 "first run over {:?}: the file went from {} to {} bytes, its first {} bytes {}",
                 sc.prior,
