@@ -301,6 +301,39 @@ fn a_last_record_straddling_a_block_end_before_close_notify_ends_the_download() 
     }
 }
 
+/// A close-delimited HTTPS body ended by close_notify from a server that then waits for the
+/// client's close_notify before it closes TCP (RFC 8446 6.1 allows it; OpenSSL servers calling
+/// `SSL_shutdown()` twice do it): the body is complete at the close_notify, at once, on TLS 1.3
+/// and 1.2, whatever the block layout. (Before, ringdl waited for a FIN that never came, until
+/// `--timeout`, and exited 2.) aria2c finishes at once too.
+#[test]
+fn close_notify_ends_a_close_delimited_body_without_waiting_for_the_close() {
+    for versions in [TlsVersions::Both, TlsVersions::Tls12Only] {
+        let server = TestServer::builder().tls().tls_versions(versions).start();
+        for (i, len) in [1usize, 70_000, 1_300_000].into_iter().enumerate() {
+            let data = content(1200 + i as u64, len);
+            let path = format!("/n{i}.bin");
+            server.route(&path, Route::bytes(data.clone()).close_notify_then_wait());
+            let dir = TestDir::new();
+            let opts = vec!["--timeout=8".to_string()];
+            let started = std::time::Instant::now();
+            let run = get(&dir, &server, &opts, &path);
+            let what = format!("{versions:?} {len} bytes");
+            assert_exact(&run, &dir, &path, &data, &what);
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(4),
+                "{what}: took {:?}",
+                started.elapsed()
+            );
+            if i == 2 {
+                if let Some((adir, arun)) = aria2c_get(&server, &opts, &path) {
+                    assert_exact(&arun, &adir, &path, &data, &format!("aria2c: {what}"));
+                }
+            }
+        }
+    }
+}
+
 /// A server that moves to new keys in the middle of bodies, and asks the client to do the same:
 /// the records after each key update are opened with the next keys, and the client's answer and
 /// its next request (a second file on the same connection) are under its own next keys.

@@ -1142,6 +1142,36 @@ mod tests {
         );
     }
 
+    /// A TLS 1.2 record whose version bytes were rewritten on the way is refused: they are part
+    /// of what its tag authenticates (RFC 5246 6.2.3.3). (Before, the additional data had 3,3
+    /// whatever the record said, and such a record was opened.)
+    #[test]
+    fn a_tls12_record_with_rewritten_version_bytes_is_refused() {
+        use rustls::crypto::ring::cipher_suite as cs;
+        for suite in [
+            cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+            cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        ] {
+            for version in [[3u8, 1], [3, 4], [0xfe, 0xfd]] {
+                let (srv, pem) = server_with_suite(suite);
+                let mut pair = Pair::new(&client_trusting(&pem, true), srv);
+                pair.exchange(b"GET / HTTP/1.1\r\n\r\n", b"first");
+                pair.srv.writer().write_all(&body_of(5000, 9)).unwrap();
+                while pair.srv.wants_write() {
+                    pair.srv.write_tls(&mut pair.s2c).unwrap();
+                }
+                assert_eq!(&pair.s2c[..3], &[23, 3, 3], "an application data record");
+                pair.s2c[1..3].copy_from_slice(&version);
+                let err = pair.run().unwrap_err();
+                assert!(
+                    err.to_string().contains("version"),
+                    "{suite:?} {version:?}: {err}"
+                );
+                assert_eq!(pair.sink.got, b"first", "{suite:?} {version:?}");
+            }
+        }
+    }
+
     #[test]
     fn a_second_connection_resumes_with_a_ticket_kept_after_the_handshake() {
         let (srv, pem) = server_config(&["localhost"]);

@@ -250,7 +250,11 @@ impl Traffic {
                     .open_within(nonce, Aad::from(header), buf, at + HEADER..)
                     .map_err(|_| protocol("a TLS record failed its integrity check"))?
                     .len();
-                // The inner plaintext: content, its real type, then zero padding.
+                // The inner plaintext: content, its real type, then zero padding; all of it at
+                // most 2^14 + 1 bytes (RFC 8446 5.4).
+                if plain > MAX_PLAIN + 1 {
+                    return Err(protocol("the server sent a record longer than TLS allows"));
+                }
                 let end = buf[..plain]
                     .iter()
                     .rposition(|&b| b != 0)
@@ -283,7 +287,15 @@ impl Traffic {
                 if plain_len > MAX_PLAIN {
                     return Err(protocol("the server sent a record longer than TLS allows"));
                 }
-                let aad = tls12_aad(self.rx.seq, outer, plain_len);
+                // The record's own version bytes: the negotiated version's, and part of what
+                // the tag authenticates (RFC 5246 6.2.3.3), so none can be rewritten on the way.
+                let version = [buf[at + 1], buf[at + 2]];
+                if version != TLS12_VERSION {
+                    return Err(protocol(
+                        "the server sent a TLS record of another version than the one negotiated",
+                    ));
+                }
+                let aad = tls12_aad(self.rx.seq, outer, version, plain_len);
                 let plain = self
                     .rx
                     .key
@@ -401,7 +413,7 @@ impl Traffic {
                         outgoing.extend_from_slice(&nonce[4..]);
                     }
                     outgoing.extend_from_slice(chunk);
-                    let aad = tls12_aad(self.tx.seq, kind, chunk.len());
+                    let aad = tls12_aad(self.tx.seq, kind, TLS12_VERSION, chunk.len());
                     let tag = self
                         .tx
                         .key
@@ -420,13 +432,17 @@ impl Traffic {
     }
 }
 
-/// TLS 1.2's additional data: sequence number, type, version, plaintext length (RFC 5246 6.2.3.3).
-fn tls12_aad(seq: u64, kind: u8, plain_len: usize) -> [u8; 13] {
+/// The record version of TLS 1.2.
+const TLS12_VERSION: [u8; 2] = [3, 3];
+
+/// TLS 1.2's additional data: sequence number, type, the record's version, plaintext length (RFC
+/// 5246 6.2.3.3).
+fn tls12_aad(seq: u64, kind: u8, version: [u8; 2], plain_len: usize) -> [u8; 13] {
     let mut aad = [0u8; 13];
     aad[..8].copy_from_slice(&seq.to_be_bytes());
     aad[8] = kind;
-    aad[9] = 3;
-    aad[10] = 3;
+    aad[9] = version[0];
+    aad[10] = version[1];
     aad[11] = (plain_len >> 8) as u8;
     aad[12] = plain_len as u8;
     aad

@@ -178,6 +178,10 @@ pub struct Route {
     gate: Option<(String, String, u16)>,
     /// TLS: a key update (asking the client for one too) between the body's pieces.
     key_updates: bool,
+    /// Over TLS, a close-delimited body ends with close_notify, and the connection stays open
+    /// until the client's close_notify (or its close), as OpenSSL servers calling
+    /// `SSL_shutdown()` twice do.
+    notify_then_wait: bool,
 }
 
 impl Route {
@@ -211,6 +215,7 @@ impl Route {
             then: None,
             gate: None,
             key_updates: false,
+            notify_then_wait: false,
         }
     }
 
@@ -248,6 +253,14 @@ impl Route {
 
     pub fn chunked(mut self) -> Route {
         self.framing = Framing::Chunked;
+        self
+    }
+
+    /// A close-delimited body whose end over TLS is a close_notify the server then waits to see
+    /// answered before it closes TCP (`Stats::client_close_notifies` counts the answers).
+    pub fn close_notify_then_wait(mut self) -> Route {
+        self.framing = Framing::CloseDelimited;
+        self.notify_then_wait = true;
         self
     }
 
@@ -313,6 +326,8 @@ pub struct Stats {
     pub tls_failures: u64,
     /// Request heads read.
     pub requests: u64,
+    /// close_notify alerts from clients seen by `Route::close_notify_then_wait`.
+    pub client_close_notifies: u64,
 }
 
 /// One request head as the server read it.
@@ -427,6 +442,7 @@ struct Shared {
     tls_handshakes: AtomicU64,
     tls_resumed: AtomicU64,
     tls_failures: AtomicU64,
+    client_close_notifies: AtomicU64,
     requests: AtomicU64,
     log: Mutex<Vec<RequestRecord>>,
     /// A clone of every open connection's socket, so Drop can shut them down.
@@ -491,6 +507,7 @@ impl TestServer {
             tls_handshakes: AtomicU64::new(0),
             tls_resumed: AtomicU64::new(0),
             tls_failures: AtomicU64::new(0),
+            client_close_notifies: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             log: Mutex::new(Vec::new()),
             live: Mutex::new(HashMap::new()),
@@ -655,6 +672,7 @@ impl TestServer {
             tls_resumed: s.tls_resumed.load(Ordering::SeqCst),
             tls_failures: s.tls_failures.load(Ordering::SeqCst),
             requests: s.requests.load(Ordering::SeqCst),
+            client_close_notifies: s.client_close_notifies.load(Ordering::SeqCst),
         }
     }
 
@@ -863,6 +881,8 @@ enum After {
     Close,
     /// Close without a TLS close_notify.
     CloseWithoutNotify,
+    /// Send close_notify, then wait for the client's before closing.
+    NotifyThenWait,
     Reset,
 }
 
@@ -884,7 +904,7 @@ fn serve_connection(shared: Arc<Shared>, id: u64, tcp: TcpStream, tls: Option<Ar
     let after = request_loop(&shared, id, &mut conn);
     // The clone must go before the close below, or the socket would stay open through it.
     lock(&shared.live).remove(&id);
-    finish(conn, after, &shared.stop);
+    finish(conn, after, &shared);
 }
 
 fn handshake(
@@ -906,8 +926,43 @@ fn handshake(
     Some(StreamOwned::new(tls, tcp))
 }
 
-fn finish(mut conn: Conn, after: After, stop: &AtomicBool) {
+fn finish(mut conn: Conn, after: After, shared: &Shared) {
+    let stop = &shared.stop;
     match after {
+        After::NotifyThenWait => {
+            let Conn::Tls(tls) = &mut conn else {
+                return finish(conn, After::Close, shared);
+            };
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+            // No FIN: the client must end the body on the close_notify alone.
+            let _ = tls.sock.set_read_timeout(Some(Duration::from_millis(100)));
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline && !stop.load(Ordering::SeqCst) {
+                match tls.conn.read_tls(&mut tls.sock) {
+                    Ok(0) => break,
+                    Ok(_) => match tls.conn.process_new_packets() {
+                        Ok(state) if state.peer_has_closed() => {
+                            shared.client_close_notifies.fetch_add(1, Ordering::SeqCst);
+                            break;
+                        }
+                        Ok(_) => continue,
+                        Err(_) => break,
+                    },
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock
+                                | io::ErrorKind::TimedOut
+                                | io::ErrorKind::Interrupted
+                        ) =>
+                    {
+                        continue
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
         After::Reset => {
             // Let the bytes already written reach the peer before the RST discards what is left.
             thread::sleep(Duration::from_millis(20));
@@ -1397,6 +1452,7 @@ fn body_response(
         Some(Fault::ResetAfter(_)) => After::Reset,
         Some(Fault::TruncateWithoutCloseNotify(_)) => After::CloseWithoutNotify,
         Some(Fault::TruncateAfter(_)) | Some(Fault::BadChunkSize) => After::Close,
+        _ if route.notify_then_wait && framing == Framing::CloseDelimited => After::NotifyThenWait,
         _ if clipped || framing == Framing::CloseDelimited => After::Close,
         _ => After::KeepAlive,
     })

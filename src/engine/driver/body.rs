@@ -370,6 +370,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if ex.phase != Phase::Body || ex.pending() {
             return;
         }
+        if c.tls_peer_closed && ex.framing == Framing::UntilClose && !ex.body_complete {
+            // close_notify ends a body framed by the close: every byte before it is
+            // authenticated, and a server may wait for our close_notify before it closes TCP
+            // (RFC 8446 6.1), so waiting for the FIN could wait until the timeout.
+            ex.body_complete = true;
+            ex.unusable = true;
+        }
         if ex.body_complete && ex.decoder.as_ref().is_some_and(|d| !d.finished()) {
             let f = Failure::retry(
                 ExitCode::UNKNOWN,
