@@ -1329,3 +1329,52 @@ fn a_claimed_whole_file_on_mirrors_that_lost_it_exits_3_unhashed() {
         ctl
     );
 }
+
+/// `-c` over a file shorter than one block (no control file) against a body of unknown length
+/// (chunked, or delimited by the close), as aria2c: an empty file is replaced by the body; a
+/// non-empty one is left alone and the body goes to `NAME.1.ext`. Found by the simulation (seed
+/// 284917), where both failed with exit 8 ("Invalid range header. Request: 0-0/0").
+#[test]
+fn continue_over_an_empty_file_takes_a_body_of_unknown_length() {
+    let server = TestServer::plain();
+    let data = content(0x0e11, 300_000);
+    server.route("/chunked.bin", Route::bytes(data.clone()).chunked());
+    server.route("/closed.bin", Route::bytes(data.clone()).close_delimited());
+    for name in ["chunked.bin", "closed.bin"] {
+        let dir = TestDir::new();
+        std::fs::write(dir.join(name), b"").expect("empty file");
+        let run = ringdl(
+            &dir,
+            &[
+                "--no-conf",
+                "-c",
+                "-d",
+                &dir.arg(),
+                &server.url(&format!("/{name}")),
+            ],
+        );
+        assert_eq!(run.code(), 0, "{name}: {run}");
+        assert_eq!(sha256_file(&dir.join(name)), sha256_hex(&data), "{name}");
+
+        let dir = TestDir::new();
+        std::fs::write(dir.join(name), b"mine").expect("short file");
+        let run = ringdl(
+            &dir,
+            &[
+                "--no-conf",
+                "-c",
+                "-d",
+                &dir.arg(),
+                &server.url(&format!("/{name}")),
+            ],
+        );
+        assert_eq!(run.code(), 0, "{name}: {run}");
+        assert_eq!(std::fs::read(dir.join(name)).expect("kept"), b"mine");
+        let renamed = name.replace(".bin", ".1.bin");
+        assert_eq!(
+            sha256_file(&dir.join(&renamed)),
+            sha256_hex(&data),
+            "{name}"
+        );
+    }
+}

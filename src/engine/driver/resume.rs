@@ -265,6 +265,25 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .content_range
             .and_then(|cr| cr.complete_length)
             .or(resp.content_length);
+        if resp.status == 200 && from == 0 && total.is_none() {
+            // A whole body of unknown length (chunked, or to the close) for a file found shorter
+            // than one block: nothing tells whether that file is a part of it. As aria2c: an
+            // empty file is replaced, any other is left alone and the download named as if it
+            // were not there (renamed, or refused without --auto-file-renaming).
+            let d = &mut self.dls[dl];
+            if let Some(p) = d.path.take() {
+                if std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0) {
+                    let _ = std::fs::remove_file(&p);
+                }
+            }
+            d.continue_from = None;
+            d.verify_found = false;
+            d.validator = None;
+            if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+                ex.range = None;
+            }
+            return self.accept_first_response(slot, resp, resp.framing(false), false);
+        }
         // (From 0, the file found was shorter than one block: a whole answer is as good.)
         let resumable = (resp.status == 206
             && resp.content_range.is_some_and(|cr| cr.first == from)

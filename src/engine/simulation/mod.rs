@@ -93,9 +93,11 @@ mod lists;
 /// a listed seed runs without its slow disk) showed that is certain only when no failing file job,
 /// reset or slow server can end the run first. 139048 (the model): a file found complete, read
 /// back for its digest with every read failing: exit 17 first.
+/// 284917: `-c` over an empty file, a chunked answer without ranges: exit 8 ("Invalid range
+/// header. Request: 0-0/0") where aria2c downloads into the empty file.
 const REGRESSIONS: &[u64] = &[
     3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071, 735,
-    992702, 82567, 156812, 153497, 133303, 79186, 139619, 139048,
+    992702, 82567, 156812, 153497, 133303, 79186, 139619, 139048, 284917,
 ];
 
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
