@@ -265,16 +265,20 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .content_range
             .and_then(|cr| cr.complete_length)
             .or(resp.content_length);
-        if resp.status == 200 && from == 0 && total.is_none() {
-            // A whole body of unknown length (chunked, or to the close) for a file found shorter
-            // than one block: nothing tells whether that file is a part of it. As aria2c: an
-            // empty file is replaced, any other is left alone and the download named as if it
-            // were not there (renamed, or refused without --auto-file-renaming).
+        let empty =
+            |p: &std::path::Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() == 0);
+        if resp.status == 200
+            && from == 0
+            && total.is_none()
+            && d.path.as_deref().is_some_and(empty)
+        {
+            // A whole body of unknown length (chunked, or to the close) for an empty file found
+            // on disk: there is nothing to keep, and the body replaces it, as aria2c's does. (A
+            // non-empty file shorter than one block is still refused below with exit 8, where
+            // aria2c leaves it alone and renames the download: KNOWN_DIFFERENCES, Open.)
             let d = &mut self.dls[dl];
             if let Some(p) = d.path.take() {
-                if std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0) {
-                    let _ = std::fs::remove_file(&p);
-                }
+                let _ = std::fs::remove_file(&p);
             }
             d.continue_from = None;
             d.verify_found = false;

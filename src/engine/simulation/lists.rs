@@ -90,12 +90,13 @@ impl ListScenario {
                     1..=3 => Some(true),
                     _ => None,
                 };
+                let prior = super::list_prior(seed, j, len);
                 ListJob {
                     name: format!("f{j}.bin"),
                     data: Rc::new(content(&mut rng, len)),
                     mirrors,
                     checksum,
-                    prior: super::list_prior(seed, j, len),
+                    prior,
                 }
             })
             .collect();
