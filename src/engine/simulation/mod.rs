@@ -152,6 +152,11 @@ fn prior_state(seed: u64, len: usize, changed: bool) -> Prior {
     if RECORDED_WITHOUT_PRIORS.contains(&seed) || len == 0 || changed || rng.below(5) != 0 {
         return Prior::Nothing;
     }
+    draw_prior(&mut rng, len)
+}
+
+/// One of the states on disk, for a source of `len` (> 0) bytes.
+fn draw_prior(rng: &mut Rng, len: usize) -> Prior {
     let n = rng.below(len as u64) as usize;
     match rng.below(4) {
         0 => Prior::Prefix(n),
@@ -167,13 +172,7 @@ fn list_prior(seed: u64, job: u64, len: usize) -> Prior {
     if len == 0 || rng.below(5) != 0 {
         return Prior::Nothing;
     }
-    let n = rng.below(len as u64) as usize;
-    match rng.below(4) {
-        0 => Prior::Prefix(n),
-        1 => Prior::Complete,
-        2 => Prior::Claimed(n / 16384 * 16384),
-        _ => Prior::CompleteClaimed,
-    }
+    draw_prior(&mut rng, len)
 }
 
 /// Whether `now`, the file after a run, kept every byte of `before`, what a prior state put there:
