@@ -27,20 +27,26 @@ pub fn memlock_soft_limit() -> Option<u64> {
     }
 }
 
-/// A new blocking TCP socket of the address's family, close-on-exec.
-pub fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
+/// A new blocking socket of `kind` (`SOCK_STREAM`, `SOCK_DGRAM`) for the address's family,
+/// close-on-exec.
+fn new_socket(addr: &SocketAddr, kind: libc::c_int) -> io::Result<OwnedFd> {
     let domain = if addr.is_ipv4() {
         libc::AF_INET
     } else {
         libc::AF_INET6
     };
     // SAFETY: plain syscall; on success we take sole ownership of the returned descriptor.
-    let fd = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    let fd = unsafe { libc::socket(domain, kind | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: `fd` is a fresh descriptor nobody else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A new blocking TCP socket of the address's family, close-on-exec.
+pub fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
+    let fd = new_socket(addr, libc::SOCK_STREAM)?;
     // Failure only costs latency, so it is ignored.
     let _ = set_int_option(
         std::os::fd::AsRawFd::as_raw_fd(&fd),
@@ -54,18 +60,7 @@ pub fn tcp_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
 /// A UDP socket connected to `peer` (a DNS server): its sends go there, and only datagrams from
 /// there are received. Connecting a datagram socket sends nothing.
 pub fn udp_connected(peer: &SocketAddr) -> io::Result<OwnedFd> {
-    let domain = if peer.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    // SAFETY: plain syscall; on success we take sole ownership of the returned descriptor.
-    let fd = unsafe { libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor nobody else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = new_socket(peer, libc::SOCK_DGRAM)?;
     let raw = raw_addr(peer);
     // SAFETY: `raw` holds a valid address of `raw.len` bytes for the socket's family.
     let rc = unsafe {
