@@ -58,6 +58,8 @@ pub enum M {
     CloseDelimited,
     /// `piece` bytes, then `ms` milliseconds of pause.
     Throttle(usize, u64),
+    /// The response head held back this many milliseconds (orders answers that race).
+    DelayHead(u64),
     Disposition(&'static str),
     Header(&'static str, &'static str),
     Fault(Fault, When),
@@ -475,6 +477,7 @@ fn modified(mut route: Route, mods: &[M]) -> Route {
             M::RangesNone => route.accept_ranges_none(),
             M::CloseDelimited => route.close_delimited(),
             M::Throttle(piece, ms) => route.throttle(piece, Duration::from_millis(ms)),
+            M::DelayHead(ms) => route.delay_head(Duration::from_millis(ms)),
             M::Disposition(v) => route.content_disposition(v),
             M::Header(n, v) => route.header(n, v),
             M::Gzip => route.header("Content-Encoding", "gzip"),
