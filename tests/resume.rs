@@ -1373,3 +1373,45 @@ fn continue_over_an_empty_file_takes_a_body_of_unknown_length() {
         assert_eq!(std::fs::read(dir.join(name)).expect("kept"), b"mine");
     }
 }
+
+/// A control file claiming every byte of a file whose bytes are wrong, rerun with the right
+/// `--checksum` (and `-c`, or `-V`): the check fails, the file is fetched whole again, exit 0, as
+/// aria2c does. The fetch again must not take the control file still on disk for the new
+/// attempt's (it claims the bad bytes: the second check would fail, exit 32), and that control
+/// file goes through the file-job thread, after any save still queued (seeds 889197 and 937905
+/// of the simulation, where a queued save wrote it back over the emptied file).
+#[test]
+fn a_claimed_whole_file_with_wrong_bytes_is_fetched_again() {
+    let server = TestServer::plain();
+    let len = 5 * MIB + 123;
+    let data = content(0x5eed_0889, len);
+    server.route("/w.bin", Route::bytes(data.clone()));
+    let sum = format!("--checksum=sha-256={}", digest_hex("sha-256", &data));
+    for mode in ["-c", "-V"] {
+        let dir = TestDir::new();
+        let mut bad = data.clone();
+        bad[len / 2] ^= 0x5a;
+        std::fs::write(dir.join("w.bin"), &bad).expect("file");
+        let pieces: Vec<u32> = (0..(len as u64).div_ceil(MIB as u64) as u32).collect();
+        let ctl = aria2_control_file(len as u64, MIB as u32, &pieces, &[]);
+        std::fs::write(dir.join("w.bin.aria2"), &ctl).expect("control file");
+        let run = ringdl(
+            &dir,
+            &[
+                "--no-conf",
+                mode,
+                &sum,
+                "-d",
+                &dir.arg(),
+                &server.url("/w.bin"),
+            ],
+        );
+        assert_eq!(run.code(), 0, "{mode}: {run}");
+        assert!(run.stdout.contains("downloading it again"), "{mode}: {run}");
+        assert_eq!(sha256_file(&dir.join("w.bin")), sha256_hex(&data), "{mode}");
+        assert!(
+            !dir.join("w.bin.aria2").exists(),
+            "{mode}: control file left"
+        );
+    }
+}

@@ -753,6 +753,10 @@ pub struct Download {
     pub no_data: bool,
     /// `-V`: the existing file is being checked; nothing is fetched unless it fails.
     pub checking_existing: bool,
+    /// The file found failed its digest and is fetched whole again: the next start resumes
+    /// nothing from disk, and the control file found (still in `control`) is cleared by the new
+    /// file's creation, on the file-job thread after any save still queued.
+    pub refetching: bool,
     /// The file was preallocated to its full length.
     pub preallocated: bool,
     /// The file's length when this run opened it without emptying it (a control file's, `-c`'s
@@ -881,6 +885,7 @@ impl Download {
             validator: None,
             no_data: false,
             checking_existing: false,
+            refetching: false,
             preallocated: false,
             found_len: 0,
             done_at_start: 0,

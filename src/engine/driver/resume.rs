@@ -76,6 +76,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// partial file) under the name the URL or `-o` gives.
     pub(super) fn prepare_resume(&mut self, dl: usize) -> Result<(), Failure> {
         let d = &mut self.dls[dl];
+        if std::mem::take(&mut d.refetching) {
+            // Fetched whole again over a file that failed its digest: what is on disk is not
+            // taken, and is replaced once the server answers.
+            return Ok(());
+        }
         if d.opts.dry_run {
             // --dry-run only asks whether the file is there: nothing on disk is read for
             // resuming, and so nothing on disk is written, cut or claimed (aria2c's rule).
@@ -690,14 +695,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             if due && running && d.file.is_some() {
                 self.save_control(dl);
             }
-        }
-    }
-
-    /// Removes download `dl`'s control file at once, before the download starts again and looks
-    /// for one. Only for a download that queued no save (`-V` saves nothing while it checks).
-    pub(super) fn remove_control_now(&mut self, dl: usize) {
-        if let Some(ctl) = self.dls[dl].control.take() {
-            let _ = std::fs::remove_file(ctl);
         }
     }
 

@@ -107,10 +107,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.console.notice(&format!(
                 "Checksum error detected. file={path}; downloading it again"
             ));
-            // A control file saved meanwhile would claim the bad bytes.
-            self.remove_control_now(dl);
+            // No save still queued may claim the bad bytes again; the control file on disk is
+            // made to claim nothing by the new attempt's file creation, on the file-job thread
+            // after those saves and before the file is emptied (`accept_first_response`). An
+            // attempt that never creates its file leaves both as they were.
+            self.dls[dl].withdraw_claims();
             self.start_over(dl);
             let d = &mut self.dls[dl];
+            d.refetching = true;
             d.checking_existing = false;
             d.no_data = false;
             d.length_known = false;

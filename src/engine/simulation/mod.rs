@@ -97,7 +97,7 @@ mod lists;
 /// header. Request: 0-0/0") where aria2c downloads into the empty file.
 const REGRESSIONS: &[u64] = &[
     3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071, 735,
-    992702, 82567, 156812, 153497, 133303, 79186, 139619, 139048, 284917,
+    992702, 82567, 156812, 153497, 133303, 79186, 139619, 139048, 284917, 889197, 937905,
 ];
 
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
