@@ -334,6 +334,57 @@ fn close_notify_ends_a_close_delimited_body_without_waiting_for_the_close() {
     }
 }
 
+/// Every TLS connection ringdl opens ends with its close_notify (RFC 8446 6.1, RFC 5246 7.2.1
+/// make it a MUST): kept-alive connections at the end of a run, the several connections of a split
+/// download, and a server's own close_notify answered. Before, none was ever sent, and OpenSSL
+/// servers logged an unexpected EOF for every download.
+#[test]
+fn every_tls_connection_ends_with_our_close_notify() {
+    for versions in [TlsVersions::Both, TlsVersions::Tls12Only] {
+        let server = TestServer::builder().tls().tls_versions(versions).start();
+        let one = content(1301, 300_000);
+        let split = content(1302, 6 << 20);
+        let closed = content(1303, 90_000);
+        server.route("/one.bin", Route::bytes(one.clone()));
+        server.route("/split.bin", Route::bytes(split.clone()));
+        server.route(
+            "/closed.bin",
+            Route::bytes(closed.clone()).close_notify_then_wait(),
+        );
+        let cases: [(&str, &[u8], &[&str]); 3] = [
+            ("/one.bin", &one, &[]),
+            ("/split.bin", &split, &["-x4", "-s4", "-k1M"]),
+            ("/closed.bin", &closed, &[]),
+        ];
+        for (path, data, opts) in cases {
+            let before = server.stats();
+            let dir = TestDir::new();
+            let opts: Vec<String> = opts.iter().map(|o| o.to_string()).collect();
+            let run = get(&dir, &server, &opts, path);
+            let what = format!("{versions:?} {path}");
+            assert_exact(&run, &dir, path, data, &what);
+            // The server counts on its own threads: wait for them to have read the ends.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let (handshakes, notifies) = loop {
+                let now = server.stats();
+                let pair = (
+                    now.tls_handshakes - before.tls_handshakes,
+                    now.client_close_notifies - before.client_close_notifies,
+                );
+                if pair.0 == pair.1 || std::time::Instant::now() > deadline {
+                    break pair;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            assert!(handshakes > 0, "{what}");
+            assert_eq!(
+                notifies, handshakes,
+                "{what}: close_notify on {notifies} of {handshakes} connections"
+            );
+        }
+    }
+}
+
 /// A server that moves to new keys in the middle of bodies, and asks the client to do the same:
 /// the records after each key update are opened with the next keys, and the client's answer and
 /// its next request (a second file on the same connection) are under its own next keys.

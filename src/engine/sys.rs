@@ -165,6 +165,30 @@ pub fn socket_quiet(fd: std::os::fd::RawFd) -> bool {
     }
 }
 
+/// Sends `bytes` on a connected socket only as far as it takes them at once: never blocks, never
+/// raises SIGPIPE. How much went is returned; a full buffer or a closed peer is an error the
+/// caller may ignore (a last word before closing, such as TLS's close_notify).
+pub fn send_now(fd: std::os::fd::RawFd, bytes: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `bytes` is a valid buffer of its length for the duration of the call.
+        let r = unsafe {
+            libc::send(
+                fd,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
 /// A listening TCP socket bound to `addr`, close-on-exec, with `SO_REUSEADDR` (a restarted daemon
 /// binds at once) and, for IPv6, `IPV6_V6ONLY` (the IPv4 socket is bound on its own).
 pub fn tcp_listener(addr: &SocketAddr) -> io::Result<OwnedFd> {

@@ -96,6 +96,17 @@ impl TlsError {
             TlsError::Config(_) => self.to_string(),
         }
     }
+
+    /// The message for a failure after the handshake with `host` (a record that does not open, a
+    /// fatal alert), in aria2c's words for a failed receive.
+    pub fn after_handshake(&self, host: &str) -> String {
+        match self {
+            TlsError::Protocol(why) | TlsError::Certificate(why) => {
+                format!("Failed to receive data from {host}, cause: {why}")
+            }
+            TlsError::Config(_) => self.to_string(),
+        }
+    }
 }
 
 /// Shared client settings: trust anchors and verification policy. Built once per process.
@@ -439,6 +450,8 @@ enum State {
     Traffic(Box<record::Traffic>),
     /// Between the two, only if the hand-over failed.
     Failed,
+    /// After an error, or after this side's close_notify: nothing more is opened or sealed.
+    Closed,
 }
 
 /// How a call into the handshake ended.
@@ -509,6 +522,34 @@ impl TlsSession {
     /// handshake is done, a non-empty `request` is encrypted into `outgoing` and cleared.
     /// Records are opened in place: `incoming` is overwritten up to what `Step::consumed` says.
     pub fn process(
+        &mut self,
+        incoming: &mut [u8],
+        outgoing: &mut Vec<u8>,
+        request: &mut Vec<u8>,
+        sink: &mut dyn PlainSink,
+    ) -> Result<Step, TlsError> {
+        let step = self.process_records(incoming, outgoing, request, sink);
+        if step.is_err() {
+            self.state = State::Closed;
+        }
+        step
+    }
+
+    /// The record this side sends before it closes a connection whose handshake is over
+    /// (RFC 8446 6.1, RFC 5246 7.2.1), once; none after an error (the connection is broken) or
+    /// before the keys were taken over. The caller sends it when nothing else is being sent,
+    /// and waits for no answer.
+    pub fn close_notify(&mut self) -> Option<Vec<u8>> {
+        let State::Traffic(traffic) = &mut self.state else {
+            return None;
+        };
+        let mut out = Vec::new();
+        let sealed = traffic.seal_close_notify(&mut out);
+        self.state = State::Closed;
+        sealed.ok().map(|()| out)
+    }
+
+    fn process_records(
         &mut self,
         incoming: &mut [u8],
         outgoing: &mut Vec<u8>,
@@ -610,7 +651,13 @@ impl TlsSession {
         let State::Traffic(traffic) = &mut self.state else {
             return Err(TlsError::Protocol("unexpected TLS state".to_string()));
         };
-        let found = traffic.open_next(region, at, outgoing)?;
+        let found = match traffic.open_next(region, at, outgoing) {
+            Ok(found) => found,
+            Err(e) => {
+                self.state = State::Closed;
+                return Err(e);
+            }
+        };
         if found == InPlace::Closed {
             self.peer_closed = true;
         }
@@ -964,13 +1011,154 @@ mod tests {
             cipher_suites: vec![suite],
             ..rustls::crypto::ring::default_provider()
         };
-        let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(provider))
+        let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(provider))
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
             .unwrap()
             .with_no_client_auth()
             .with_single_cert(vec![ck.cert.der().clone()], key)
             .unwrap();
+        // For `forging`: its keys can be taken over after the handshake.
+        cfg.enable_secret_extraction = true;
         (Arc::new(cfg), ck.cert.pem())
+    }
+
+    /// A pair on `suite` past its handshake and a first exchange, whose server's keys are then
+    /// taken over by a forger: the records a test puts in `pair.s2c` are what the client gets.
+    /// (The server left in the pair is a new one that never speaks.)
+    fn forging(suite: rustls::SupportedCipherSuite) -> (Pair, record::Forger) {
+        let (srv, pem) = server_with_suite(suite);
+        let mut pair = Pair::new(&client_trusting(&pem, true), srv.clone());
+        pair.exchange(b"GET / HTTP/1.1\r\n\r\n", b"first");
+        let tls13 = pair.srv.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3);
+        let quiet = rustls::ServerConnection::new(srv).unwrap();
+        let old = std::mem::replace(&mut pair.srv, quiet);
+        let secrets = old.dangerous_extract_secrets().unwrap();
+        (pair, record::Forger::new(tls13, secrets.tx))
+    }
+
+    /// The suites rcgen's ECDSA key can serve: both versions, AES-GCM and ChaCha20.
+    fn ecdsa_suites() -> Vec<rustls::SupportedCipherSuite> {
+        rustls::crypto::ring::default_provider()
+            .cipher_suites
+            .into_iter()
+            .filter(|s| !format!("{:?}", s.suite()).contains("_RSA_"))
+            .collect()
+    }
+
+    const APPLICATION_DATA: u8 = 23;
+    const HANDSHAKE: u8 = 22;
+    const ALERT: u8 = 21;
+
+    /// The limits rustls keeps in its record layer hold in ours, with its numbers: 32 empty
+    /// records in a row (data between resets the count), none of another type than application
+    /// data, 4 warning alerts in a connection (TLS 1.3: user_canceled only), one TLS 1.2 hello
+    /// request, post-handshake messages of at most 0xffff bytes. Each refused with a line.
+    #[test]
+    fn the_record_layer_keeps_rustls_limits() {
+        for suite in ecdsa_suites() {
+            let name = format!("{:?}", suite.suite());
+            let tls13 = suite.version() == &rustls::version::TLS13;
+            // Empty records: 32 in a row taken, data, 32 more; the 33rd in a row refused.
+            let (mut pair, mut forger) = forging(suite);
+            for _ in 0..32 {
+                pair.s2c.extend(forger.record(APPLICATION_DATA, b"", 0));
+            }
+            pair.s2c.extend(forger.record(APPLICATION_DATA, b"x", 0));
+            for _ in 0..32 {
+                pair.s2c.extend(forger.record(APPLICATION_DATA, b"", 0));
+            }
+            pair.run().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(pair.sink.got, b"firstx", "{name}");
+            pair.s2c.extend(forger.record(APPLICATION_DATA, b"", 0));
+            let err = pair.run().unwrap_err().to_string();
+            assert!(err.contains("too many empty"), "{name}: {err}");
+            // An empty record of another type.
+            for kind in [HANDSHAKE, ALERT] {
+                let (mut pair, mut forger) = forging(suite);
+                pair.s2c.extend(forger.record(kind, b"", 0));
+                let err = pair.run().unwrap_err().to_string();
+                assert!(err.contains("empty"), "{name} {kind}: {err}");
+            }
+            // Warning alerts: four taken, the fifth refused; on TLS 1.3 only user_canceled is
+            // one (any other is fatal there).
+            let (mut pair, mut forger) = forging(suite);
+            for _ in 0..4 {
+                pair.s2c.extend(forger.record(ALERT, &[1, 90], 0));
+            }
+            pair.s2c.extend(forger.record(APPLICATION_DATA, b"y", 0));
+            pair.run().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(pair.sink.got, b"firsty", "{name}");
+            pair.s2c.extend(forger.record(ALERT, &[1, 90], 0));
+            let err = pair.run().unwrap_err().to_string();
+            assert!(err.contains("too many TLS warning"), "{name}: {err}");
+            let (mut pair, mut forger) = forging(suite);
+            // no_renegotiation, as a warning.
+            pair.s2c.extend(forger.record(ALERT, &[1, 100], 0));
+            pair.s2c.extend(forger.record(APPLICATION_DATA, b"z", 0));
+            match (tls13, pair.run()) {
+                (false, Ok(())) => assert_eq!(pair.sink.got, b"firstz", "{name}"),
+                (true, Err(e)) => assert!(e.to_string().contains("NoRenegotiation"), "{name}: {e}"),
+                (_, other) => panic!("{name}: {other:?}"),
+            }
+            // A post-handshake message over 0xffff bytes, across records; one of exactly
+            // 0xffff is taken whole, and refused for its type (a ServerHello).
+            for (len, said) in [(0x1_0000usize, "oversized"), (0xffff, "unexpected")] {
+                let (mut pair, mut forger) = forging(suite);
+                let mut message = vec![2u8, (len >> 16) as u8, (len >> 8) as u8, len as u8];
+                message.resize(4 + len, 7);
+                for piece in message.chunks(1 << 14) {
+                    pair.s2c.extend(forger.record(HANDSHAKE, piece, 0));
+                }
+                let err = pair.run().unwrap_err().to_string();
+                assert!(err.contains(said), "{name} {len}: {err}");
+            }
+            if !tls13 {
+                // One hello request is ignored (ringdl never renegotiates); a second refused.
+                let (mut pair, mut forger) = forging(suite);
+                pair.s2c.extend(forger.record(HANDSHAKE, &[0, 0, 0, 0], 0));
+                pair.s2c.extend(forger.record(APPLICATION_DATA, b"w", 0));
+                pair.run().unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(pair.sink.got, b"firstw", "{name}");
+                pair.s2c.extend(forger.record(HANDSHAKE, &[0, 0, 0, 0], 0));
+                let err = pair.run().unwrap_err().to_string();
+                assert!(err.contains("renegotiate again"), "{name}: {err}");
+            } else {
+                // The inner plaintext (content, type, padding) is at most 2^14 + 1 bytes.
+                let (mut pair, mut forger) = forging(suite);
+                pair.s2c
+                    .extend(forger.record(APPLICATION_DATA, b"v", (1 << 14) - 1));
+                pair.run().unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(pair.sink.got, b"firstv", "{name}");
+                pair.s2c
+                    .extend(forger.record(APPLICATION_DATA, b"v", 1 << 14));
+                let err = pair.run().unwrap_err().to_string();
+                assert!(err.contains("longer than TLS allows"), "{name}: {err}");
+            }
+        }
+    }
+
+    /// Many tiny post-handshake messages in one record (TLS 1.3 session tickets of a few bytes
+    /// each) are each taken, and the data after them arrives: the messages are read with a
+    /// cursor, not drained from the front one by one (work quadratic in their number).
+    #[test]
+    fn many_tiny_handshake_messages_in_one_record_are_all_taken() {
+        let suite = ecdsa_suites()
+            .into_iter()
+            .find(|s| s.version() == &rustls::version::TLS13)
+            .unwrap();
+        let (mut pair, mut forger) = forging(suite);
+        // NewSessionTicket: lifetime, age_add, an empty nonce, a one-byte ticket, no extensions.
+        let ticket = [4u8, 0, 0, 14, 0, 0, 0, 60, 1, 2, 3, 4, 0, 0, 1, 9, 0, 0];
+        let record: Vec<u8> = std::iter::repeat_n(ticket, (1 << 14) / ticket.len())
+            .flatten()
+            .collect();
+        for _ in 0..4 {
+            pair.s2c.extend(forger.record(HANDSHAKE, &record, 0));
+        }
+        pair.s2c
+            .extend(forger.record(APPLICATION_DATA, b"after", 0));
+        pair.run().unwrap();
+        assert_eq!(pair.sink.got, b"firstafter");
     }
 
     fn body_of(len: usize, seed: u32) -> Vec<u8> {
@@ -1118,6 +1306,42 @@ mod tests {
         pair.srv.send_close_notify();
         pair.run().unwrap();
         assert!(pair.closed);
+    }
+
+    /// This side's close_notify, on every suite: the server reads it as a clean close, after
+    /// what was sent before it; it is said once, and never after an error (the connection is
+    /// broken then, and the peer gets no record sealed with its keys).
+    #[test]
+    fn our_close_notify_is_a_clean_close_for_the_server_once_and_never_after_an_error() {
+        let suites = rustls::crypto::ring::default_provider().cipher_suites;
+        for suite in suites {
+            if format!("{:?}", suite.suite()).contains("_RSA_") {
+                continue;
+            }
+            let (srv, pem) = server_with_suite(suite);
+            let mut pair = Pair::new(&client_trusting(&pem, true), srv);
+            pair.exchange(b"GET / HTTP/1.1\r\n\r\n", &body_of(20_000, 5));
+            let bye = pair.session.close_notify().expect("a close_notify");
+            let mut rd = &bye[..];
+            while !rd.is_empty() {
+                pair.srv.read_tls(&mut rd).unwrap();
+            }
+            let state = pair.srv.process_new_packets().unwrap();
+            assert!(state.peer_has_closed(), "{:?}", suite.suite());
+            assert!(pair.session.close_notify().is_none(), "said twice");
+
+            let (srv, pem) = server_with_suite(suite);
+            let mut pair = Pair::new(&client_trusting(&pem, true), srv);
+            pair.exchange(b"GET / HTTP/1.1\r\n\r\n", b"first");
+            pair.srv.writer().write_all(&body_of(5000, 9)).unwrap();
+            while pair.srv.wants_write() {
+                pair.srv.write_tls(&mut pair.s2c).unwrap();
+            }
+            let at = pair.s2c.len() - 3;
+            pair.s2c[at] ^= 1;
+            assert!(pair.run().is_err());
+            assert!(pair.session.close_notify().is_none(), "after an error");
+        }
     }
 
     #[test]

@@ -34,10 +34,17 @@ const ALERT: u8 = 21;
 const HS_HELLO_REQUEST: u8 = 0;
 const HS_NEW_SESSION_TICKET: u8 = 4;
 const HS_KEY_UPDATE: u8 = 24;
-/// A post-handshake message longer than this is refused rather than buffered.
-const MAX_HANDSHAKE_MESSAGE: usize = 64 * 1024;
-/// Key updates with no application data between them that are taken (as rustls and BoringSSL).
+/// The longest post-handshake message body taken; a longer one is refused rather than buffered
+/// (rustls's limit).
+const MAX_HANDSHAKE_MESSAGE: usize = 0xffff;
+/// The limits rustls (after BoringSSL) puts on what a peer may do without sending data, which
+/// this record layer keeps with the same numbers: key updates with no application data between
+/// them, records with nothing in them in a row, warning alerts and renegotiation requests in the
+/// whole connection.
 const MAX_UPDATES_IN_A_ROW: u32 = 32;
+const MAX_EMPTY_IN_A_ROW: u32 = 32;
+const MAX_WARNINGS: u32 = 4;
+const MAX_HELLO_REQUESTS: u32 = 1;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Version {
@@ -104,6 +111,14 @@ fn protocol(why: &str) -> TlsError {
     TlsError::Protocol(why.to_string())
 }
 
+/// A record whose tag does not match: rustls's words, and what it means.
+fn not_authentic() -> TlsError {
+    TlsError::Protocol(format!(
+        "{} (a TLS record failed its integrity check)",
+        rustls::Error::DecryptError
+    ))
+}
+
 /// A record opened in place: its content type and the length of its plaintext, which now lies
 /// at the front of the buffer.
 struct Opened {
@@ -126,13 +141,21 @@ pub(super) struct Traffic {
     rx: Keys,
     tx: Keys,
     kernel: KernelConnection<ClientConnectionData>,
-    /// Post-handshake handshake bytes of a message not yet whole (messages may span records).
+    /// Post-handshake handshake bytes of a message not yet whole (messages may span records),
+    /// from `handshake_at` on (messages taken are skipped, not drained one by one: a record of
+    /// many tiny messages costs no more than one of a single message).
     handshake: Vec<u8>,
+    handshake_at: usize,
     /// A key update the server asked for was answered, and nothing has been sent since: further
     /// requests get no further answer (RFC 8446 4.6.3).
     update_answered: bool,
     /// Key updates since the last application data (a server sending nothing else is refused).
     updates_in_a_row: u32,
+    /// Records with no content since the last that had some.
+    empty_in_a_row: u32,
+    /// Warning alerts and TLS 1.2 hello requests taken so far.
+    warnings: u32,
+    hello_requests: u32,
 }
 
 impl Traffic {
@@ -151,8 +174,12 @@ impl Traffic {
             tx: Keys::new(version, secrets.tx)?,
             kernel,
             handshake: Vec::new(),
+            handshake_at: 0,
             update_answered: false,
             updates_in_a_row: 0,
+            empty_in_a_row: 0,
+            warnings: 0,
+            hello_requests: 0,
         })
     }
 
@@ -194,33 +221,39 @@ impl Traffic {
         outgoing: &mut Vec<u8>,
     ) -> Result<InPlace, TlsError> {
         let opened = self.open(buf, at)?;
-        if opened.kind != HANDSHAKE && !self.handshake.is_empty() {
+        if opened.kind != HANDSHAKE && self.handshake.len() > self.handshake_at {
             // A handshake message split over records may not have others between its pieces.
             return Err(protocol(
                 "the server interleaved a handshake message with other records",
             ));
         }
+        if opened.plain == 0 {
+            // Only application data may be empty (RFC 8446 5.1, 5.4; RFC 5246 6.2.1), and even
+            // then not without end.
+            if opened.kind != APPLICATION_DATA {
+                return Err(protocol("the server sent an empty TLS record"));
+            }
+            self.empty_in_a_row += 1;
+            if self.empty_in_a_row > MAX_EMPTY_IN_A_ROW {
+                return Err(protocol("the server sent too many empty TLS records"));
+            }
+            return Ok(InPlace::Data(0));
+        }
+        self.empty_in_a_row = 0;
         match opened.kind {
             APPLICATION_DATA => {
                 self.updates_in_a_row = 0;
                 Ok(InPlace::Data(opened.plain))
             }
-            ALERT => {
-                match &buf[..opened.plain] {
-                    // close_notify
-                    [_, 0] => Ok(InPlace::Closed),
-                    // user_canceled, a warning that close_notify follows
-                    [1, 90] => Ok(InPlace::Nothing),
-                    // Said in the words the handshake's alerts get.
-                    [_, d] => Err(super::from_rustls(rustls::Error::AlertReceived(
-                        rustls::AlertDescription::from(*d),
-                    ))),
-                    _ => Err(protocol("the server sent a malformed TLS alert")),
-                }
-            }
+            ALERT => self.alert(&buf[..opened.plain]),
             HANDSHAKE => {
-                if self.handshake.len() + opened.plain > MAX_HANDSHAKE_MESSAGE {
+                let held = self.handshake.len() - self.handshake_at;
+                if held + opened.plain > 4 + MAX_HANDSHAKE_MESSAGE {
                     return Err(protocol("the server sent an oversized handshake message"));
+                }
+                if self.handshake_at == self.handshake.len() {
+                    self.handshake.clear();
+                    self.handshake_at = 0;
                 }
                 self.handshake.extend_from_slice(&buf[..opened.plain]);
                 self.handshake_messages(outgoing)?;
@@ -228,6 +261,31 @@ impl Traffic {
             }
             _ => Err(protocol("the server sent an unexpected TLS record")),
         }
+    }
+
+    /// An alert: close_notify ends the stream; a warning is taken a few times (TLS 1.3 has only
+    /// user_canceled as one); anything else ends the connection, said as rustls says it.
+    fn alert(&mut self, alert: &[u8]) -> Result<InPlace, TlsError> {
+        let &[level, description] = alert else {
+            return Err(protocol("the server sent a malformed TLS alert"));
+        };
+        if description == 0 {
+            return Ok(InPlace::Closed);
+        }
+        const WARNING: u8 = 1;
+        const USER_CANCELED: u8 = 90;
+        let fatal =
+            level != WARNING || (self.version == Version::Tls13 && description != USER_CANCELED);
+        if !fatal {
+            self.warnings += 1;
+            if self.warnings <= MAX_WARNINGS {
+                return Ok(InPlace::Nothing);
+            }
+            return Err(protocol("the server sent too many TLS warning alerts"));
+        }
+        Err(super::from_rustls(rustls::Error::AlertReceived(
+            rustls::AlertDescription::from(description),
+        )))
     }
 
     fn open(&mut self, buf: &mut [u8], at: usize) -> Result<Opened, TlsError> {
@@ -248,7 +306,7 @@ impl Traffic {
                     .rx
                     .key
                     .open_within(nonce, Aad::from(header), buf, at + HEADER..)
-                    .map_err(|_| protocol("a TLS record failed its integrity check"))?
+                    .map_err(|_| not_authentic())?
                     .len();
                 // The inner plaintext: content, its real type, then zero padding; all of it at
                 // most 2^14 + 1 bytes (RFC 8446 5.4).
@@ -305,7 +363,7 @@ impl Traffic {
                         buf,
                         at + HEADER + skip..,
                     )
-                    .map_err(|_| protocol("a TLS record failed its integrity check"))?
+                    .map_err(|_| not_authentic())?
                     .len();
                 Opened { kind: outer, plain }
             }
@@ -317,29 +375,31 @@ impl Traffic {
     /// Acts on every whole message in the post-handshake buffer.
     fn handshake_messages(&mut self, outgoing: &mut Vec<u8>) -> Result<(), TlsError> {
         loop {
-            let [kind, a, b, c, ..] = self.handshake[..] else {
+            let [kind, a, b, c, ..] = self.handshake[self.handshake_at..] else {
                 return Ok(());
             };
             let len = u32::from_be_bytes([0, a, b, c]) as usize;
             if len > MAX_HANDSHAKE_MESSAGE {
                 return Err(protocol("the server sent an oversized handshake message"));
             }
-            if self.handshake.len() < 4 + len {
+            let start = self.handshake_at + 4;
+            if self.handshake.len() < start + len {
                 return Ok(());
             }
-            let message: Vec<u8> = self.handshake.drain(..4 + len).skip(4).collect();
+            self.handshake_at = start + len;
+            let message = &self.handshake[start..start + len];
             match (self.version, kind) {
                 (Version::Tls13, HS_NEW_SESSION_TICKET) => self
                     .kernel
-                    .handle_new_session_ticket(&message)
+                    .handle_new_session_ticket(message)
                     .map_err(|e| TlsError::Protocol(e.to_string()))?,
                 (Version::Tls13, HS_KEY_UPDATE) => {
-                    let requested = match message[..] {
+                    let requested = match message {
                         [0] => false,
                         [1] => true,
                         _ => return Err(protocol("the server sent a malformed key update")),
                     };
-                    if !self.handshake.is_empty() {
+                    if self.handshake_at < self.handshake.len() {
                         // The next key starts with the next record (RFC 8446 5.1).
                         return Err(protocol("a key update did not end its record"));
                     }
@@ -363,7 +423,15 @@ impl Traffic {
                         self.tx = Keys::new(self.version, next)?;
                     }
                 }
-                (Version::Tls12, HS_HELLO_REQUEST) if message.is_empty() => {}
+                // A request to renegotiate: ringdl never does, and goes on with the keys it has
+                // (RFC 5246 7.4.1.1 lets a client ignore it); asking again is refused, as
+                // rustls refuses it.
+                (Version::Tls12, HS_HELLO_REQUEST) if message.is_empty() => {
+                    self.hello_requests += 1;
+                    if self.hello_requests > MAX_HELLO_REQUESTS {
+                        return Err(protocol("the server asked to renegotiate again"));
+                    }
+                }
                 _ => return Err(protocol("the server sent an unexpected handshake message")),
             }
         }
@@ -379,56 +447,106 @@ impl Traffic {
         self.seal(APPLICATION_DATA, data, outgoing)
     }
 
+    /// Appends this side's close_notify alert (a warning, as TLS 1.2 sends it; TLS 1.3 ignores
+    /// the level) to `outgoing`.
+    pub(super) fn seal_close_notify(&mut self, outgoing: &mut Vec<u8>) -> Result<(), TlsError> {
+        self.seal(ALERT, &[1, 0], outgoing)
+    }
+
     fn seal(&mut self, kind: u8, data: &[u8], outgoing: &mut Vec<u8>) -> Result<(), TlsError> {
         for chunk in data.chunks(MAX_PLAIN) {
-            let start = outgoing.len();
-            let nonce = self.tx.xored_nonce();
-            match self.version {
-                Version::Tls13 => {
-                    let len = chunk.len() + 1 + TAG;
-                    let header = [APPLICATION_DATA, 3, 3, (len >> 8) as u8, len as u8];
-                    outgoing.extend_from_slice(&header);
-                    outgoing.extend_from_slice(chunk);
-                    outgoing.push(kind);
-                    let tag = self
-                        .tx
-                        .key
-                        .seal_in_place_separate_tag(
-                            Nonce::assume_unique_for_key(nonce),
-                            Aad::from(header),
-                            &mut outgoing[start + HEADER..],
-                        )
-                        .map_err(|_| protocol("a record could not be encrypted"))?;
-                    outgoing.extend_from_slice(tag.as_ref());
-                }
-                Version::Tls12 => {
-                    let skip = if self.tx.explicit_nonce {
-                        EXPLICIT_NONCE
-                    } else {
-                        0
-                    };
-                    let len = skip + chunk.len() + TAG;
-                    outgoing.extend_from_slice(&[kind, 3, 3, (len >> 8) as u8, len as u8]);
-                    if self.tx.explicit_nonce {
-                        outgoing.extend_from_slice(&nonce[4..]);
-                    }
-                    outgoing.extend_from_slice(chunk);
-                    let aad = tls12_aad(self.tx.seq, kind, TLS12_VERSION, chunk.len());
-                    let tag = self
-                        .tx
-                        .key
-                        .seal_in_place_separate_tag(
-                            Nonce::assume_unique_for_key(nonce),
-                            Aad::from(aad),
-                            &mut outgoing[start + HEADER + skip..],
-                        )
-                        .map_err(|_| protocol("a record could not be encrypted"))?;
-                    outgoing.extend_from_slice(tag.as_ref());
-                }
-            }
-            self.tx.next_seq()?;
+            seal_record(self.version, &mut self.tx, kind, chunk, 0, outgoing)?;
         }
         Ok(())
+    }
+}
+
+/// Appends one record of `kind` carrying `chunk` (at most [`MAX_PLAIN`] bytes) under `keys`, and
+/// moves them to the next sequence number. TLS 1.3 puts `padding` zeros after the inner type.
+fn seal_record(
+    version: Version,
+    keys: &mut Keys,
+    kind: u8,
+    chunk: &[u8],
+    padding: usize,
+    outgoing: &mut Vec<u8>,
+) -> Result<(), TlsError> {
+    let start = outgoing.len();
+    let nonce = keys.xored_nonce();
+    match version {
+        Version::Tls13 => {
+            let len = chunk.len() + 1 + padding + TAG;
+            let header = [APPLICATION_DATA, 3, 3, (len >> 8) as u8, len as u8];
+            outgoing.extend_from_slice(&header);
+            outgoing.extend_from_slice(chunk);
+            outgoing.push(kind);
+            outgoing.resize(outgoing.len() + padding, 0);
+            let tag = keys
+                .key
+                .seal_in_place_separate_tag(
+                    Nonce::assume_unique_for_key(nonce),
+                    Aad::from(header),
+                    &mut outgoing[start + HEADER..],
+                )
+                .map_err(|_| protocol("a record could not be encrypted"))?;
+            outgoing.extend_from_slice(tag.as_ref());
+        }
+        Version::Tls12 => {
+            let skip = if keys.explicit_nonce {
+                EXPLICIT_NONCE
+            } else {
+                0
+            };
+            let len = skip + chunk.len() + TAG;
+            outgoing.extend_from_slice(&[kind, 3, 3, (len >> 8) as u8, len as u8]);
+            if keys.explicit_nonce {
+                outgoing.extend_from_slice(&nonce[4..]);
+            }
+            outgoing.extend_from_slice(chunk);
+            let aad = tls12_aad(keys.seq, kind, TLS12_VERSION, chunk.len());
+            let tag = keys
+                .key
+                .seal_in_place_separate_tag(
+                    Nonce::assume_unique_for_key(nonce),
+                    Aad::from(aad),
+                    &mut outgoing[start + HEADER + skip..],
+                )
+                .map_err(|_| protocol("a record could not be encrypted"))?;
+            outgoing.extend_from_slice(tag.as_ref());
+        }
+    }
+    keys.next_seq()
+}
+
+/// A server's side of the record layer for tests: any record a peer could send, sealed with the
+/// server's real keys (taken from a rustls server after its handshake), so what the client makes
+/// of records no well-behaved server sends can be tried.
+#[cfg(test)]
+pub(super) struct Forger {
+    version: Version,
+    keys: Keys,
+}
+
+#[cfg(test)]
+impl Forger {
+    pub(super) fn new(tls13: bool, tx: (u64, ConnectionTrafficSecrets)) -> Forger {
+        let version = if tls13 {
+            Version::Tls13
+        } else {
+            Version::Tls12
+        };
+        Forger {
+            version,
+            keys: Keys::new(version, tx).expect("server keys"),
+        }
+    }
+
+    /// One record of `kind` with `data` (any length up to what TLS allows, empty included) and,
+    /// on TLS 1.3, `padding` zeros after its type.
+    pub(super) fn record(&mut self, kind: u8, data: &[u8], padding: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        seal_record(self.version, &mut self.keys, kind, data, padding, &mut out).expect("sealed");
+        out
     }
 }
 

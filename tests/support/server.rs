@@ -326,7 +326,8 @@ pub struct Stats {
     pub tls_failures: u64,
     /// Request heads read.
     pub requests: u64,
-    /// close_notify alerts from clients seen by `Route::close_notify_then_wait`.
+    /// close_notify alerts from TLS clients: ending a kept-alive connection, or after the
+    /// server's own close (`Route::close_notify_then_wait` waits for it).
     pub client_close_notifies: u64,
 }
 
@@ -936,32 +937,7 @@ fn finish(mut conn: Conn, after: After, shared: &Shared) {
             tls.conn.send_close_notify();
             let _ = tls.flush();
             // No FIN: the client must end the body on the close_notify alone.
-            let _ = tls.sock.set_read_timeout(Some(Duration::from_millis(100)));
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while Instant::now() < deadline && !stop.load(Ordering::SeqCst) {
-                match tls.conn.read_tls(&mut tls.sock) {
-                    Ok(0) => break,
-                    Ok(_) => match tls.conn.process_new_packets() {
-                        Ok(state) if state.peer_has_closed() => {
-                            shared.client_close_notifies.fetch_add(1, Ordering::SeqCst);
-                            break;
-                        }
-                        Ok(_) => continue,
-                        Err(_) => break,
-                    },
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            io::ErrorKind::WouldBlock
-                                | io::ErrorKind::TimedOut
-                                | io::ErrorKind::Interrupted
-                        ) =>
-                    {
-                        continue
-                    }
-                    Err(_) => break,
-                }
-            }
+            drain_tls(tls, shared, Duration::from_secs(20));
         }
         After::Reset => {
             // Let the bytes already written reach the peer before the RST discards what is left.
@@ -979,6 +955,10 @@ fn finish(mut conn: Conn, after: After, shared: &Shared) {
             let _ = conn.tcp().shutdown(Shutdown::Write);
             // Drain what the client still sends (a close_notify, a request we will not answer)
             // so closing does not turn into a RST that could destroy the response in flight.
+            if let Conn::Tls(tls) = &mut conn {
+                drain_tls(tls, shared, Duration::from_secs(2));
+                return;
+            }
             let tcp = conn.tcp();
             let _ = tcp.set_read_timeout(Some(Duration::from_millis(100)));
             let deadline = Instant::now() + Duration::from_secs(2);
@@ -1000,6 +980,38 @@ fn finish(mut conn: Conn, after: After, shared: &Shared) {
                     Err(_) => break,
                 }
             }
+        }
+    }
+}
+
+/// Reads what a TLS client still sends after the response, until its close, its close_notify
+/// (counted) or `limit`.
+fn drain_tls(tls: &mut StreamOwned<ServerConnection, TcpStream>, shared: &Shared, limit: Duration) {
+    let _ = tls.sock.set_read_timeout(Some(Duration::from_millis(100)));
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline && !shared.stop.load(Ordering::SeqCst) {
+        match tls.conn.read_tls(&mut tls.sock) {
+            Ok(0) => break,
+            Ok(_) => match tls.conn.process_new_packets() {
+                Ok(state) if state.peer_has_closed() => {
+                    shared.client_close_notifies.fetch_add(1, Ordering::SeqCst);
+                    break;
+                }
+                Ok(_) => {
+                    // Plaintext nobody will answer (a request after ours closed) is dropped.
+                    let mut sink = [0u8; 4096];
+                    while matches!(tls.conn.reader().read(&mut sink), Ok(1..)) {}
+                }
+                Err(_) => break,
+            },
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => break,
         }
     }
 }
@@ -1036,7 +1048,16 @@ fn request_loop(shared: &Shared, id: u64, conn: &mut Conn) -> After {
     loop {
         let req = match read_request(conn, &mut buf, id) {
             Some(req) => req,
-            None => return After::Close,
+            None => {
+                // A TLS stream that ends cleanly (rustls reads 0) ended with the client's
+                // close_notify; a bare close is an error to rustls.
+                if let Conn::Tls(tls) = conn {
+                    if matches!(tls.read(&mut [0u8; 1]), Ok(0)) {
+                        shared.client_close_notifies.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                return After::Close;
+            }
         };
         shared.requests.fetch_add(1, Ordering::SeqCst);
         lock(&shared.log).push(req.record.clone());

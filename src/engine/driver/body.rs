@@ -243,7 +243,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
-        let f = Failure::retry(ExitCode::UNKNOWN, e.with_host(&c.server.host));
+        let f = Failure::retry(ExitCode::UNKNOWN, e.after_handshake(&c.server.host));
         self.fail_conn(slot, f);
     }
 
@@ -299,7 +299,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         }
                     }
                     Err(e) => {
-                        let msg = e.with_host(&c.server.host);
+                        let msg = match tls.handshake_done() {
+                            true => e.after_handshake(&c.server.host),
+                            false => e.with_host(&c.server.host),
+                        };
                         let f = match e {
                             crate::tls::TlsError::Certificate(_) => {
                                 Failure::fatal(ExitCode::UNKNOWN, msg)

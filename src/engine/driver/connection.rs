@@ -864,9 +864,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // What it received and can write is kept; the range it owned goes back to the plan, so no
         // range is ever left to a connection that is gone.
         self.return_range(slot);
-        let Some(c) = self.conns.get_mut(slot).and_then(Option::take) else {
+        let Some(mut c) = self.conns.get_mut(slot).and_then(Option::take) else {
             return;
         };
+        // A TLS connection says close_notify before it goes, when nothing else is on its way out
+        // (a record half sent would be cut by it); never waited for.
+        if let (Some(fd), Some(tls), false, true) =
+            (&c.fd, c.tls.as_mut(), c.sending, c.out.is_empty())
+        {
+            if let Some(bye) = tls.close_notify() {
+                self.reactor.farewell(fd, &bye);
+            }
+        }
         if let Some(ex) = &c.ex {
             self.credit(ex);
         }

@@ -144,6 +144,10 @@ pub trait Reactor<T> {
     /// read. Asked before a kept-alive connection takes another request: bytes after the last
     /// response's end (a server sending past its framing) or a close make it unfit.
     fn quiet(&mut self, sock: &Fd) -> bool;
+    /// Sends `bytes` on `sock` as far as the socket takes them at once, with nothing to complete
+    /// and nothing waited for: a connection's last word before it is closed (TLS close_notify).
+    /// Only for a connection with no send in flight, so nothing can come between its records.
+    fn farewell(&mut self, sock: &Fd, bytes: &[u8]);
     /// Sends `buf[from..]`, failing with ECANCELED after the I/O timeout.
     fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId;
     /// Writes `block[span]` to `file` at `offset`; `uncached` with `RWF_DONTCACHE` (a kernel or

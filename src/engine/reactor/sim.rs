@@ -196,6 +196,8 @@ pub struct World {
     pub file_reads: u64,
     /// Receive low-water marks above the default set on sockets.
     pub low_water_marks: u64,
+    /// TLS close_notify alerts the engine sent its servers before closing connections.
+    pub client_close_notifies: u64,
     /// Virtual time at the last completion.
     pub elapsed: Duration,
     /// The longest a connection had bytes to read and no receive asking for them (what a server
@@ -1290,6 +1292,23 @@ impl<T> Reactor<T> for Sim<T> {
         self.wires
             .get(&sock.as_raw_fd())
             .is_some_and(|w| !w.reset && w.pending() == 0 && !w.close_after)
+    }
+
+    fn farewell(&mut self, sock: &Fd, bytes: &[u8]) {
+        // Taken whole, as a socket with room takes a short record; a server that has gone takes
+        // nothing.
+        let Some(wire) = self.wires.get_mut(&sock.as_raw_fd()) else {
+            return;
+        };
+        if wire.reset {
+            return;
+        }
+        if let Some(session) = wire.tls.as_mut() {
+            let (mut plain, mut out) = (Vec::new(), Vec::new());
+            if let Ok(true) = session.receive(bytes, &mut plain, &mut out) {
+                self.world.borrow_mut().client_close_notifies += 1;
+            }
+        }
     }
 
     fn recv_low_water(&mut self, sock: &Fd, bytes: usize) {

@@ -373,6 +373,11 @@ impl<T> Reactor<T> for Uring<T> {
         self.stage(ud, &[r])
     }
 
+    fn farewell(&mut self, sock: &Fd, bytes: &[u8]) {
+        // Best effort: a full socket buffer or a peer gone leaves it unsaid.
+        let _ = super::super::sys::send_now(sock.as_raw_fd(), bytes);
+    }
+
     fn quiet(&mut self, sock: &Fd) -> bool {
         super::super::sys::socket_quiet(sock.as_raw_fd())
     }

@@ -1274,7 +1274,10 @@ fn tls_of_each_version_and_cipher_carries_files_exactly() {
                         outcome.code.0
                     );
                     check_complete(dir.path(), &sc.data, &label).unwrap_or_else(|e| panic!("{e}"));
-                    assert!(!world.borrow().requests.is_empty(), "{label}: no request");
+                    let w = world.borrow();
+                    assert!(!w.requests.is_empty(), "{label}: no request");
+                    // Every connection says close_notify before it goes (here all end idle).
+                    assert!(w.client_close_notifies > 0, "{label}: no close_notify sent");
                 }
                 cases.push((label, sc));
             }
