@@ -262,6 +262,13 @@ pub fn rpc_request_head(data: &[u8]) {
     }
 }
 
+/// TLS records as a network between a real server and the client may make them (see
+/// `tls::fuzz`): whatever arrives, the client hands out as data only a prefix of what the server
+/// sealed as application data.
+pub fn tls_records(data: &[u8]) {
+    let _ = crate::tls::fuzz::record_layer(data);
+}
+
 #[cfg(test)]
 mod tests {
     /// Each entry point runs on ordinary input (the fuzzers start from nothing; these show the

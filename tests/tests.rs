@@ -15,6 +15,7 @@ mod findings;
 mod fuzz_regressions;
 mod generated;
 mod hooks;
+mod hostile;
 mod integrity;
 mod interfaces;
 mod mirrors;

@@ -13,6 +13,7 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+pub(crate) mod fuzz;
 mod record;
 pub mod server;
 

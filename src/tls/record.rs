@@ -518,16 +518,14 @@ fn seal_record(
     keys.next_seq()
 }
 
-/// A server's side of the record layer for tests: any record a peer could send, sealed with the
-/// server's real keys (taken from a rustls server after its handshake), so what the client makes
-/// of records no well-behaved server sends can be tried.
-#[cfg(test)]
+/// A server's side of the record layer for tests and the fuzz harness: any record a peer could
+/// send, sealed with the server's real keys (taken from a rustls server after its handshake), so
+/// what the client makes of records no well-behaved server sends can be tried.
 pub(super) struct Forger {
     version: Version,
     keys: Keys,
 }
 
-#[cfg(test)]
 impl Forger {
     pub(super) fn new(tls13: bool, tx: (u64, ConnectionTrafficSecrets)) -> Forger {
         let version = if tls13 {
@@ -535,17 +533,19 @@ impl Forger {
         } else {
             Version::Tls12
         };
-        Forger {
-            version,
-            keys: Keys::new(version, tx).expect("server keys"),
-        }
+        let Ok(keys) = Keys::new(version, tx) else {
+            panic!("the server's keys are of a suite ringdl offers");
+        };
+        Forger { version, keys }
     }
 
     /// One record of `kind` with `data` (any length up to what TLS allows, empty included) and,
     /// on TLS 1.3, `padding` zeros after its type.
     pub(super) fn record(&mut self, kind: u8, data: &[u8], padding: usize) -> Vec<u8> {
         let mut out = Vec::new();
-        seal_record(self.version, &mut self.keys, kind, data, padding, &mut out).expect("sealed");
+        if seal_record(self.version, &mut self.keys, kind, data, padding, &mut out).is_err() {
+            panic!("a record could not be sealed");
+        }
         out
     }
 }

@@ -13,6 +13,7 @@ pub mod proxy;
 pub mod rpc;
 pub mod seccomp;
 pub mod server;
+pub mod tamper;
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -406,9 +407,71 @@ pub fn aria2_control_file(
     out
 }
 
+/// The byte ranges a version 1 `.aria2` control file (as [`aria2_control_file`] writes it, and
+/// aria2c and ringdl for HTTP downloads) claims as done: whole pieces, and the 16 KiB blocks of
+/// pieces in flight. `None` for bytes that are not such a file.
+pub fn control_claims(bytes: &[u8]) -> Option<Vec<(u64, u64)>> {
+    let mut at = 0usize;
+    let mut take = |n: usize| -> Option<&[u8]> {
+        let part = bytes.get(at..at + n)?;
+        at += n;
+        Some(part)
+    };
+    let u32_of = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    if take(2)? != [0, 1] {
+        return None;
+    }
+    take(4)?;
+    let hash_len = u32_of(take(4)?) as usize;
+    take(hash_len)?;
+    let plen = u64::from(u32_of(take(4)?));
+    let total = u64::from_be_bytes(take(8)?.try_into().ok()?);
+    take(8)?;
+    let bits_len = u32_of(take(4)?) as usize;
+    let bits = take(bits_len)?.to_vec();
+    let mut out = Vec::new();
+    for p in 0..total.div_ceil(plen.max(1)) {
+        if bits
+            .get((p / 8) as usize)
+            .is_some_and(|b| b & (0x80 >> (p % 8)) != 0)
+        {
+            out.push((p * plen, ((p + 1) * plen).min(total)));
+        }
+    }
+    let in_flight = u32_of(take(4)?);
+    for _ in 0..in_flight {
+        let index = u64::from(u32_of(take(4)?));
+        let length = u64::from(u32_of(take(4)?));
+        let n = u32_of(take(4)?) as usize;
+        let blocks = take(n)?.to_vec();
+        let start = index * plen;
+        for b in 0..length.div_ceil(16 * 1024) {
+            if blocks
+                .get((b / 8) as usize)
+                .is_some_and(|x| x & (0x80 >> (b % 8)) != 0)
+            {
+                let a = start + b * 16 * 1024;
+                out.push((a, (a + 16 * 1024).min(start + length)));
+            }
+        }
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_claims_reads_what_aria2_control_file_writes() {
+        let mib = 1 << 20;
+        let ctl = aria2_control_file(5 * mib + 100, mib as u32, &[0, 3], &[(5, &[0])]);
+        assert_eq!(
+            control_claims(&ctl),
+            Some(vec![(0, mib), (3 * mib, 4 * mib), (5 * mib, 5 * mib + 100)])
+        );
+        assert_eq!(control_claims(&ctl[..ctl.len() - 1]), None);
+    }
 
     fn sh(script: &str, timeout: Duration) -> Run {
         let dir = TestDir::new();

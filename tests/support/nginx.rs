@@ -69,6 +69,13 @@ impl Nginx {
     /// Like `start`, with `extra` pasted into both `server { }` blocks (e.g. a `location` with a
     /// `return 302 ...;`, or `limit_rate 1m;`).
     pub fn start_with(root: &Path, extra: &str) -> Option<Nginx> {
+        Self::start_tls(root, "TLSv1.2 TLSv1.3", extra)
+    }
+
+    /// Like `start_with`, its HTTPS server speaking only `protocols` (nginx's `ssl_protocols`
+    /// value, e.g. `TLSv1.2`); `extra` may choose cipher suites (`ssl_ciphers` for TLS 1.2,
+    /// `ssl_conf_command Ciphersuites` for TLS 1.3).
+    pub fn start_tls(root: &Path, protocols: &str, extra: &str) -> Option<Nginx> {
         let bin = match find_nginx() {
             Some(bin) => bin,
             None => {
@@ -104,7 +111,14 @@ impl Nginx {
         let mut last_error = String::new();
         for _ in 0..START_ATTEMPTS {
             let (http_port, https_port) = (ports::port_for_child(), ports::port_for_child());
-            let conf = config(dir.path(), &root, http_port, https_port, extra, &without);
+            let conf = config(
+                dir.path(),
+                &root,
+                (http_port, https_port),
+                protocols,
+                extra,
+                &without,
+            );
             let conf_path = dir.path().join("nginx.conf");
             fs::write(&conf_path, conf).expect("write nginx.conf");
             let stderr_path = dir.path().join("logs/stderr.log");
@@ -257,8 +271,9 @@ fn modules_left_out(bin: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// A CA and a leaf for 127.0.0.1/localhost signed by it: ca.pem, server.pem, server.key.
-fn write_certificates(dir: &Path) {
+/// A CA (`ca.pem`) and a server certificate for `localhost` and `127.0.0.1` signed by it
+/// (`server.pem`, ECDSA P-256 key in `server.key`), written to `dir`.
+pub fn write_certificates(dir: &Path) {
     let ca_key = KeyPair::generate().expect("CA key");
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
     ca.distinguished_name
@@ -291,8 +306,8 @@ fn write_certificates(dir: &Path) {
 fn config(
     dir: &Path,
     root: &Path,
-    http_port: u16,
-    https_port: u16,
+    (http_port, https_port): (u16, u16),
+    protocols: &str,
     extra: &str,
     nginx_v: &str,
 ) -> String {
@@ -342,7 +357,7 @@ fn config(
          \x20       root {root};\n\
          \x20       ssl_certificate {d}/server.pem;\n\
          \x20       ssl_certificate_key {d}/server.key;\n\
-         \x20       ssl_protocols TLSv1.2 TLSv1.3;\n\
+         \x20       ssl_protocols {protocols};\n\
          {extra}\n\
          \x20   }}\n\
          }}\n"
