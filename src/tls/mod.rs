@@ -1037,6 +1037,75 @@ mod tests {
         (pair, record::Forger::new(tls13, secrets.tx))
     }
 
+    /// The server's TLS 1.3 application traffic secret, from its key log.
+    #[derive(Debug, Default, Clone)]
+    struct ServerSecret(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl rustls::KeyLog for ServerSecret {
+        fn log(&self, label: &str, _client_random: &[u8], secret: &[u8]) {
+            if label == "SERVER_TRAFFIC_SECRET_0" {
+                if let Ok(mut s) = self.0.lock() {
+                    *s = secret.to_vec();
+                }
+            }
+        }
+    }
+
+    /// `forging` on TLS 1.3, with the server's traffic secret, so the forger can move to new
+    /// keys as a server's key update does.
+    fn forging_with_secret(suite: rustls::SupportedCipherSuite) -> (Pair, record::Forger, Vec<u8>) {
+        let (srv, pem) = server_with_suite(suite);
+        let log = ServerSecret::default();
+        let mut cfg = (*srv).clone();
+        cfg.key_log = Arc::new(log.clone());
+        let cfg = Arc::new(cfg);
+        let mut pair = Pair::new(&client_trusting(&pem, true), cfg.clone());
+        pair.exchange(b"GET / HTTP/1.1\r\n\r\n", b"first");
+        let quiet = rustls::ServerConnection::new(cfg).unwrap();
+        let old = std::mem::replace(&mut pair.srv, quiet);
+        let secrets = old.dangerous_extract_secrets().unwrap();
+        let secret = log.0.lock().unwrap().clone();
+        assert!(!secret.is_empty(), "no traffic secret logged");
+        (pair, record::Forger::new(true, secrets.tx), secret)
+    }
+
+    /// Key updates with no application data between them: 32 are followed, the 33rd refused
+    /// (rustls's and BoringSSL's limit), and an empty record between them does not count as data
+    /// (it reset the count before, so a server could update its keys without end). With data
+    /// between, any number is followed.
+    #[test]
+    fn key_updates_without_data_between_are_limited_and_empty_records_are_not_data() {
+        for suite in ecdsa_suites() {
+            if suite.version() != &rustls::version::TLS13 {
+                continue;
+            }
+            let name = format!("{:?}", suite.suite());
+            let (mut pair, mut forger, mut secret) = forging_with_secret(suite);
+            for i in 0..40u8 {
+                let (update, next) = forger.key_update(&secret, false);
+                secret = next;
+                pair.s2c.extend(update);
+                pair.s2c
+                    .extend(forger.record(APPLICATION_DATA, &[b'a' + i % 26], 0));
+            }
+            pair.run().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(pair.sink.got.len(), 5 + 40, "{name}");
+
+            let (mut pair, mut forger, mut secret) = forging_with_secret(suite);
+            for _ in 0..32 {
+                let (update, next) = forger.key_update(&secret, false);
+                secret = next;
+                pair.s2c.extend(update);
+                pair.s2c.extend(forger.record(APPLICATION_DATA, b"", 0));
+            }
+            pair.run().unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (update, _) = forger.key_update(&secret, false);
+            pair.s2c.extend(update);
+            let err = pair.run().unwrap_err().to_string();
+            assert!(err.contains("too many key updates"), "{name}: {err}");
+        }
+    }
+
     /// The suites rcgen's ECDSA key can serve: both versions, AES-GCM and ChaCha20.
     fn ecdsa_suites() -> Vec<rustls::SupportedCipherSuite> {
         rustls::crypto::ring::default_provider()

@@ -539,6 +539,33 @@ impl Forger {
         Forger { version, keys }
     }
 
+    /// TLS 1.3: a KeyUpdate record (asking for one back when `requested`), after which this side
+    /// seals with the next keys. `secret` is the traffic secret in use (as a key log gives it);
+    /// the next one is returned, for the update after.
+    #[cfg(test)]
+    pub(super) fn key_update(&mut self, secret: &[u8], requested: bool) -> (Vec<u8>, Vec<u8>) {
+        let record = self.record(HANDSHAKE, &[HS_KEY_UPDATE, 0, 0, 1, u8::from(requested)], 0);
+        let hash = match secret.len() {
+            48 => ring::hkdf::HKDF_SHA384,
+            _ => ring::hkdf::HKDF_SHA256,
+        };
+        let next = expand_label(hash, secret, b"traffic upd", secret.len());
+        let alg = self.keys.key.algorithm();
+        let key = expand_label(hash, &next, b"key", alg.key_len());
+        let iv = expand_label(hash, &next, b"iv", NONCE_LEN);
+        let (Ok(key), Ok(iv)) = (UnboundKey::new(alg, &key), <[u8; NONCE_LEN]>::try_from(iv))
+        else {
+            panic!("the next keys have the lengths asked for");
+        };
+        self.keys = Keys {
+            key: LessSafeKey::new(key),
+            iv,
+            seq: 0,
+            explicit_nonce: false,
+        };
+        (record, next)
+    }
+
     /// One record of `kind` with `data` (any length up to what TLS allows, empty included) and,
     /// on TLS 1.3, `padding` zeros after its type.
     pub(super) fn record(&mut self, kind: u8, data: &[u8], padding: usize) -> Vec<u8> {
@@ -564,4 +591,27 @@ fn tls12_aad(seq: u64, kind: u8, version: [u8; 2], plain_len: usize) -> [u8; 13]
     aad[11] = (plain_len >> 8) as u8;
     aad[12] = plain_len as u8;
     aad
+}
+
+/// TLS 1.3's HKDF-Expand-Label with an empty context (RFC 8446 7.1), for the forger's key updates.
+#[cfg(test)]
+fn expand_label(hash: ring::hkdf::Algorithm, secret: &[u8], label: &[u8], len: usize) -> Vec<u8> {
+    struct Len(usize);
+    impl ring::hkdf::KeyType for Len {
+        fn len(&self) -> usize {
+            self.0
+        }
+    }
+    let prk = ring::hkdf::Prk::new_less_safe(hash, secret);
+    let length = (len as u16).to_be_bytes();
+    let label_len = [(6 + label.len()) as u8];
+    let info: [&[u8]; 5] = [&length, &label_len, b"tls13 ", label, &[0]];
+    let mut out = vec![0u8; len];
+    let filled = prk
+        .expand(&info, Len(len))
+        .and_then(|okm| okm.fill(&mut out));
+    if filled.is_err() {
+        panic!("HKDF-Expand-Label of {len} bytes");
+    }
+    out
 }
