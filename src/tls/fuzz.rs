@@ -133,10 +133,22 @@ pub fn record_layer(input: &[u8]) -> usize {
                 let data = next(len / 67);
                 let padding = next(1).first().map_or(0, |&p| usize::from(p));
                 wire.extend(forger.record(kind, &data, padding));
-                if kind == 23 {
-                    // Really sealed application data (padded, on TLS 1.3): the client may hand
-                    // it out, or refuse the record (too long) and take nothing after it.
-                    sealed.extend_from_slice(&data);
+                // Really sealed application data, the client may hand out (or refuse the
+                // record, too long, and take nothing after it). On TLS 1.3 the type is the last
+                // byte of the inner plaintext that is not zero: a "type" of 0 after data makes
+                // its last non-zero byte the type, and the bytes before it the content.
+                let mut inner = data.clone();
+                inner.push(kind);
+                let content = match tls13 {
+                    true => inner
+                        .iter()
+                        .rposition(|&b| b != 0)
+                        .filter(|&end| inner[end] == 23)
+                        .map(|end| &inner[..end]),
+                    false => (kind == 23).then_some(&data[..]),
+                };
+                if let Some(content) = content {
+                    sealed.extend_from_slice(content);
                 }
             }
             2 => wire.extend(next(len / 67)),
