@@ -129,7 +129,7 @@ cases! {
     parameterized_each = Case {
         args: &["-P", "-Z", "{url}/{a,b}/f.bin", "{url}/n[08-10:2].bin", "{url}/[x-y]z.bin"],
         // Both tools name two downloads of one name by whose answer came first (aria2c too):
-
+        // b's answer comes a second later, so a's file is f.bin in both runs.
         routes: &[
             R::File("/a/f.bin", 3000),
             R::FileWith("/b/f.bin", 4000, &[M::DelayHead(1000)]),
