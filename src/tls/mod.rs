@@ -985,6 +985,16 @@ mod tests {
             }
         }
 
+        /// A first exchange (the client holds "first"), then 5000 bytes more sealed by the server
+        /// and waiting in `s2c`, not yet delivered: for a test to change them on the way.
+        fn first_then_a_body_on_its_way(&mut self) {
+            self.exchange(b"GET / HTTP/1.1\r\n\r\n", b"first");
+            self.srv.writer().write_all(&body_of(5000, 9)).unwrap();
+            while self.srv.wants_write() {
+                self.srv.write_tls(&mut self.s2c).unwrap();
+            }
+        }
+
         /// Sends `request`, has the server answer `body`, and checks both ends got theirs.
         fn exchange(&mut self, request: &[u8], body: &[u8]) {
             let (asked, had) = (self.server_got.len(), self.sink.got.len());
@@ -1394,11 +1404,7 @@ mod tests {
 
             let (srv, pem) = server_with_suite(suite);
             let mut pair = Pair::new(&client_trusting(&pem, true), srv);
-            pair.exchange(b"GET / HTTP/1.1\r\n\r\n", b"first");
-            pair.srv.writer().write_all(&body_of(5000, 9)).unwrap();
-            while pair.srv.wants_write() {
-                pair.srv.write_tls(&mut pair.s2c).unwrap();
-            }
+            pair.first_then_a_body_on_its_way();
             let at = pair.s2c.len() - 3;
             pair.s2c[at] ^= 1;
             assert!(pair.run().is_err());
@@ -1410,11 +1416,7 @@ mod tests {
     fn a_changed_byte_fails_the_record() {
         let (srv, pem) = server_config(&["localhost"]);
         let mut pair = Pair::new(&client_trusting(&pem, true), srv);
-        pair.exchange(b"GET / HTTP/1.1\r\n\r\n", b"first");
-        pair.srv.writer().write_all(&body_of(5000, 9)).unwrap();
-        while pair.srv.wants_write() {
-            pair.srv.write_tls(&mut pair.s2c).unwrap();
-        }
+        pair.first_then_a_body_on_its_way();
         let at = pair.s2c.len() / 2;
         pair.s2c[at] ^= 1;
         let err = pair.run().unwrap_err();
@@ -1441,11 +1443,7 @@ mod tests {
             for version in [[3u8, 1], [3, 4], [0xfe, 0xfd]] {
                 let (srv, pem) = server_with_suite(suite);
                 let mut pair = Pair::new(&client_trusting(&pem, true), srv);
-                pair.exchange(b"GET / HTTP/1.1\r\n\r\n", b"first");
-                pair.srv.writer().write_all(&body_of(5000, 9)).unwrap();
-                while pair.srv.wants_write() {
-                    pair.srv.write_tls(&mut pair.s2c).unwrap();
-                }
+                pair.first_then_a_body_on_its_way();
                 assert_eq!(&pair.s2c[..3], &[23, 3, 3], "an application data record");
                 pair.s2c[1..3].copy_from_slice(&version);
                 let err = pair.run().unwrap_err();
