@@ -231,17 +231,22 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
     };
     let pending: Box<dyn Iterator<Item = ringdl::engine::Pending> + '_> = match list {
         Some(list) => {
-            let reader = match rewound(&list.file, &list.name) {
-                Ok(r) => r,
-                Err(m) => {
-                    console.finish();
-                    eprintln!("{m}");
-                    return 1;
-                }
+            if let Err(m) = rewound(&list.file, &list.name) {
+                console.finish();
+                eprintln!("{m}");
+                return 1;
+            }
+            // With -P an entry's patterns stand for mirrors of one download, or with -Z for a
+            // download each, as in a normal run (and in aria2c's daemon).
+            let patterns = match (settings.parameterized_uri, settings.force_sequential) {
+                (false, _) => Patterns::Off,
+                (true, false) => Patterns::Mirrors,
+                (true, true) => Patterns::Each,
             };
-            Box::new(reader.map_while(Result::ok).map(move |entry| {
-                let mut p = one(entry.uris, None);
-                for (def, v) in entry.options {
+            let jobs = list.jobs(settings.download.clone(), patterns, Rc::default());
+            Box::new(jobs.map(move |job| {
+                let mut p = one(job.uris, None);
+                for (def, v) in job.own {
                     match def.name {
                         "gid" => p.gid = cli::parse_gid(&v).unwrap_or(0),
                         "pause" => p.paused = v == "true",
@@ -251,17 +256,16 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
                 p
             }))
         }
-        None if settings.force_sequential => Box::new(
-            settings
-                .uris
-                .iter()
-                .map(move |u| one(vec![u.clone()], None)),
-        ),
-        None if !settings.uris.is_empty() => Box::new(std::iter::once(one(
-            settings.uris.clone(),
-            settings.download.out.clone(),
-        ))),
-        None => Box::new(std::iter::empty()),
+        // The command line's URIs as a normal run takes them: mirrors of one file, a download
+        // each with -Z (`-o` then ignored), patterns expanded with -P.
+        None => match command_line_jobs(settings) {
+            Ok((jobs, _)) => Box::new(jobs.map(move |job| one(job.uris, job.opts.out))),
+            Err(msg) => {
+                console.finish();
+                eprintln!("{msg}");
+                return 1;
+            }
+        },
     };
     if rpc.secret.is_none() && rpc.user.is_none() {
         console.log(
@@ -378,6 +382,7 @@ impl Iterator for CommandLineJobs {
                 uris: vec![u],
                 opts: opts.clone(),
                 own: Vec::new(),
+                restarted: false,
             }),
         }
     }
@@ -423,6 +428,7 @@ fn command_line_jobs(s: &Settings) -> Result<(CommandLineJobs, usize), String> {
         uris: uris.collect(),
         opts: s.download.clone(),
         own: Vec::new(),
+        restarted: false,
     };
     Ok((CommandLineJobs::One(Some(job)), 1))
 }
@@ -572,6 +578,7 @@ impl InputList {
                 opts: base.with_entry(&e.options, &env),
                 uris: e.uris,
                 own: e.options,
+                restarted: false,
             }),
             Err(msg) => {
                 *error.borrow_mut() = Some(msg);
@@ -593,7 +600,12 @@ impl InputList {
             // -Z: each URI an entry's patterns stand for is its own download, made only as the
             // engine takes it.
             Patterns::Each => Box::new(entries.flat_map(|job| {
-                let Job { uris, opts, own } = job;
+                let Job {
+                    uris,
+                    opts,
+                    own,
+                    restarted,
+                } = job;
                 uris.into_iter()
                     .filter_map(|u| cli::paramed::expand(&u).ok())
                     .flatten()
@@ -601,6 +613,7 @@ impl InputList {
                         uris: vec![u],
                         opts: opts.clone(),
                         own: own.clone(),
+                        restarted,
                     })
             })),
         }

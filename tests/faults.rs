@@ -1025,3 +1025,43 @@ fn an_inflating_body_on_a_full_disk_exits_9() {
         "refetched file differs\n{run}"
     );
 }
+
+/// A download renamed because a file of its name was there (`f.1.bin`), whose first attempt is
+/// cut short with nothing to resume from (chunked, no ranges): the attempt after it starts its
+/// own file over, under the name it was given, and never the user's file (aria2c's result too).
+#[test]
+fn a_renamed_download_that_starts_over_keeps_its_own_name() {
+    let server = TestServer::plain();
+    let data = content(136, LEN);
+    let cut_once = Route::bytes(data.clone())
+        .no_ranges()
+        .chunked()
+        .fault(Fault::TruncateAfter(300_000), When::Always)
+        .then_after(1, Route::bytes(data.clone()).no_ranges().chunked());
+    let mut runs = Vec::new();
+    if aria2c_present() {
+        runs.push("aria2c");
+    }
+    runs.push("ringdl");
+    for who in runs {
+        server.route(PATH, cut_once.clone());
+        let dir = TestDir::new();
+        std::fs::write(dir.join(NAME), b"the user's own file").unwrap();
+        let a = args(&server, &dir, &["--max-tries=3"]);
+        let run = match who {
+            "aria2c" => aria2c(&dir, &a),
+            _ => ringdl(&dir, &a),
+        };
+        assert_eq!(run.code(), 0, "{who}\n{run}");
+        assert!(
+            std::fs::read(dir.join(NAME)).unwrap() == b"the user's own file",
+            "{who}: the file found was written over\n{run}"
+        );
+        assert_eq!(
+            sha256_file(&dir.join("f.1.bin")),
+            sha256_hex(&data),
+            "{who}\n{run}"
+        );
+        assert_eq!(dir.entries(), ["f.1.bin", NAME], "{who}\n{run}");
+    }
+}

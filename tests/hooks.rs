@@ -88,6 +88,48 @@ fn start_and_complete_hooks_get_the_gid_one_file_and_the_path() {
     assert!(!run.output().contains("Executing user command"), "{run}");
 }
 
+/// `-V --checksum` over a complete file whose bytes are wrong: the check fails and the file is
+/// fetched again, within the same download. Its start hook runs once, as aria2c's does (it ran
+/// again for the fetch before: two start lines).
+#[test]
+fn a_file_fetched_again_after_a_failed_check_starts_once() {
+    let server = TestServer::plain();
+    let data = content(303, 700_000);
+    server.route("/f.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let mut corrupt = data.clone();
+    corrupt[400_000..400_064].fill(0x5a);
+    std::fs::write(dir.join("f.bin"), &corrupt).unwrap();
+    let start = hook(&dir, "start.sh");
+    let done = hook(&dir, "done.sh");
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf".to_string(),
+            format!("--on-download-start={}", start.display()),
+            format!("--on-download-complete={}", done.display()),
+            "-V".into(),
+            format!("--checksum=sha-256={}", sha256_hex(&data)),
+            "-d".into(),
+            dir.arg(),
+            server.url("/f.bin"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(run.output().contains("Checksum error detected"), "{run}");
+    assert_eq!(sha256_file(&dir.join("f.bin")), sha256_hex(&data));
+    log_lines(&dir, 2);
+    // A second start hook would have been spawned before the completion's: give it the time a
+    // hook takes to run all the same.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut names: Vec<String> = log_lines(&dir, 2)
+        .into_iter()
+        .map(|l| l[0].clone())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["done.sh", "start.sh"], "{run}");
+}
+
 #[test]
 fn with_dash_o_the_start_hook_gets_the_path() {
     let server = TestServer::plain();

@@ -1067,6 +1067,118 @@ fn a_download_paused_before_its_first_write_resumes_into_its_own_file() {
     assert_eq!(dir.entries(), ["early.bin"]);
 }
 
+/// `-P` in daemon mode, as aria2c's daemon takes it: the command line's patterns are mirrors of
+/// one download (a download each with `-Z`), and an `-i` entry's too, its own options kept. (They
+/// were queued unexpanded before: one download whose URI had braces in it.)
+#[test]
+fn patterns_are_expanded_for_the_daemon_queue() {
+    let server = TestServer::plain();
+    let uri = |p: &str| server.url(p);
+    let uris_of = |d: &Daemon| -> Vec<Vec<String>> {
+        let waiting = d.call("aria2.tellWaiting", json!([0, 10, ["files"]]));
+        waiting
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| {
+                w["files"][0]["uris"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|u| u["uri"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let pattern = uri("/{a,b}.bin");
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg(), "--pause=true", "-P", &pattern]);
+    assert_eq!(uris_of(&d), [vec![uri("/a.bin"), uri("/b.bin")]]);
+    drop(d);
+
+    let dir = TestDir::new();
+    let d = Daemon::start(
+        &dir,
+        &["-d", &dir.arg(), "--pause=true", "-P", "-Z", &pattern],
+    );
+    assert_eq!(uris_of(&d), [vec![uri("/a.bin")], vec![uri("/b.bin")]]);
+    drop(d);
+
+    let dir = TestDir::new();
+    let list = dir.join("list.txt");
+    std::fs::write(&list, format!("{}\n  out=x.bin\n", uri("/f[1-3].bin"))).unwrap();
+    let d = Daemon::start(
+        &dir,
+        &[
+            "-d",
+            &dir.arg(),
+            "--pause=true",
+            "-P",
+            "-i",
+            &list.display().to_string(),
+        ],
+    );
+    assert_eq!(
+        uris_of(&d),
+        [vec![uri("/f1.bin"), uri("/f2.bin"), uri("/f3.bin")]]
+    );
+    let files = d.call("aria2.tellWaiting", json!([0, 10, ["files"]]));
+    assert_eq!(
+        files[0]["files"][0]["path"],
+        dir.join("x.bin").display().to_string(),
+        "{files}"
+    );
+}
+
+/// A download of unknown length (chunked, no ranges) paused part-way: nothing describes its partial file,
+/// and the server's answer to the restart says no length to measure it by. The file is the
+/// download's own, so the restart writes over it in place (a user's file found so is left alone
+/// and the download renamed; before that rule, the restart failed with exit 8).
+#[test]
+fn a_paused_download_of_unknown_length_starts_over_in_its_own_file() {
+    let server = TestServer::plain();
+    let data = content(93, 2 * MIB);
+    server.route(
+        "/chunked.bin",
+        Route::bytes(data.clone())
+            .no_ranges()
+            .chunked()
+            .throttle(32 * 1024, Duration::from_millis(20)),
+    );
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/chunked.bin")]])));
+    d.wait_for(&g, Duration::from_secs(10), |s| {
+        s["completedLength"]
+            .as_str()
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            > 200_000
+    });
+    d.call("aria2.pause", json!([g]));
+    d.wait_for(&g, Duration::from_secs(10), |s| s["status"] == "paused");
+    let partial = std::fs::metadata(dir.join("chunked.bin"))
+        .expect("partial")
+        .len();
+    assert!(partial > 0, "the paused download left {partial} bytes");
+    server.route(
+        "/chunked.bin",
+        Route::bytes(data.clone()).no_ranges().chunked(),
+    );
+    d.call("aria2.unpause", json!([g]));
+    let done = d.wait_for(&g, Duration::from_secs(20), |s| {
+        s["status"] == "complete" || s["status"] == "error"
+    });
+    assert_eq!(done["status"], "complete", "{done}");
+    assert_eq!(
+        done["files"][0]["path"],
+        dir.join("chunked.bin").display().to_string()
+    );
+    assert_eq!(sha256_file(&dir.join("chunked.bin")), sha256_hex(&data));
+    assert_eq!(dir.entries(), ["chunked.bin"]);
+}
+
 #[test]
 fn pause_and_unpause_in_one_batch_resume_from_the_saved_control_file() {
     // Both calls are answered in one step: the restart must wait for the stop's control file,

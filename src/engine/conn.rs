@@ -22,6 +22,9 @@ pub struct Job {
     pub opts: DownloadOptions,
     /// An input-list entry's own options (what a saved session writes for it).
     pub own: Vec<(&'static crate::cli::defs::OptDef, String)>,
+    /// Started before by this process (a daemon's paused or restarted download): the file
+    /// `opts.out` names is its own partial file, not one a user left there.
+    pub restarted: bool,
 }
 
 /// What a saved session writes of a download: its URIs as given, and its entry's own options.
@@ -645,6 +648,9 @@ pub struct Download {
     pub opts: DownloadOptions,
     pub state: DlState,
     pub path: Option<PathBuf>,
+    /// The file this download made or took up (resumed, continued, or checked as found): an
+    /// attempt that starts over writes over it, under its name, and over no other file.
+    pub own_path: Option<PathBuf>,
     /// The open output file, shared with the file operations in flight on it.
     pub file: Option<Rc<File>>,
     /// Generation of `file` (0: none open). Every opened file gets a new one; completions carry
@@ -753,10 +759,11 @@ pub struct Download {
     pub no_data: bool,
     /// `-V`: the existing file is being checked; nothing is fetched unless it fails.
     pub checking_existing: bool,
-    /// The file found failed its digest and is fetched whole again: the next start resumes
-    /// nothing from disk, and the control file found (still in `control`) is cleared by the new
-    /// file's creation, on the file-job thread after any save still queued.
-    pub refetching: bool,
+    /// Started before by this process: the file found is its own partial file (`Job::restarted`).
+    pub restarted: bool,
+    /// The length was learnt only when the body ended (no answer said it): no control file
+    /// describes such a download, as aria2 writes none for it.
+    pub length_at_end: bool,
     /// The file was preallocated to its full length.
     pub preallocated: bool,
     /// The file's length when this run opened it without emptying it (a control file's, `-c`'s
@@ -838,6 +845,7 @@ impl Download {
             opts,
             state: DlState::Waiting,
             path: None,
+            own_path: None,
             file: None,
             generation: 0,
             attempt: 0,
@@ -885,7 +893,8 @@ impl Download {
             validator: None,
             no_data: false,
             checking_existing: false,
-            refetching: false,
+            restarted: false,
+            length_at_end: false,
             preallocated: false,
             found_len: 0,
             done_at_start: 0,
@@ -904,7 +913,7 @@ impl Download {
     }
 
     /// Forgets what the file holds so that the next first response starts it over (overwriting
-    /// it): the plan, the bytes on disk and everything derived from them. Only through the
+    /// it, `own_path`): the plan, the bytes on disk and everything derived from them. Only through the
     /// engine's `start_over`, which also drops the blocks still waiting to be written for the
     /// attempt forgotten here (written later, into the next file, they would count as its bytes).
     pub fn forget_attempt(&mut self) {
@@ -930,7 +939,6 @@ impl Download {
             .expected
             .as_ref()
             .map(|e| crate::store::checksum::Hasher::new(e.kind));
-        self.opts.allow_overwrite = true;
     }
 
     /// Nothing written is claimed any more (a checksum failed, a writeback was lost): not by

@@ -61,6 +61,19 @@ pub enum Framing {
 }
 
 impl ResponseHead {
+    /// The length of the whole file this answer to a GET speaks of, where it says one: a 416's
+    /// `bytes */N`, a 206's complete length, a 200's Content-Length when no content coding
+    /// stands between it and the file. `None`: the answer does not say (chunked, delimited by the
+    /// close, encoded, or a range of `/*`).
+    pub fn file_length(&self) -> Option<u64> {
+        match self.status {
+            416 => self.unsatisfied_length,
+            206 => self.content_range?.complete_length,
+            200 if self.content_encoding.is_none() => self.content_length,
+            _ => None,
+        }
+    }
+
     /// How this response's body is delimited (RFC 9112 §6.3): no body for a HEAD request,
     /// 1xx, 204 and 304; chunked wins over Content-Length; otherwise Content-Length, or read
     /// until close. (A Transfer-Encoding whose last coding is not chunked also means until

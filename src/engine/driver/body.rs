@@ -397,6 +397,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 let pos = plan.segment(0).pos;
                 plan.set_total(pos);
                 d.length_known = true;
+                d.length_at_end = true;
                 if let Some(f) = c.fill.take() {
                     self.flushes.push(Flush {
                         dl,

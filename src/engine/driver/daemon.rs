@@ -366,6 +366,7 @@ impl Daemon {
         opts.gid = Some(p.gid);
         // Started before (paused, restarted or stopped at shutdown): it goes on in its own file,
         // from its control file or, without one, from the gap-free start it left (as `-c`).
+        let mut restarted = false;
         if let Some(path) = p.known.as_ref().map(|k| std::path::PathBuf::from(&k.path)) {
             let within = path
                 .strip_prefix(&opts.dir)
@@ -374,6 +375,7 @@ impl Daemon {
             if let Some(name) = within.filter(|n| !n.as_os_str().is_empty()) {
                 opts.out = Some(name.to_string_lossy().into_owned());
                 opts.continue_partial = true;
+                restarted = true;
             }
         }
         self.running.insert(
@@ -391,6 +393,7 @@ impl Daemon {
                 uris: p.uris,
                 opts,
                 own: Vec::new(),
+                restarted,
             },
         ))
     }

@@ -70,10 +70,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.maybe_finish(dl);
             return;
         }
-        let asked = ex.range;
+        let mut asked = ex.range;
         let mirror = ex.mirror;
         if status == 401 && self.answer_challenge(slot) {
             return;
+        }
+        if status == 200 && resp.file_length().is_none() && self.leave_found_alone(slot) {
+            // This answer is the first response of a download that takes nothing from disk.
+            asked = None;
         }
         match self.continued_over(dl, asked, &resp) {
             None => {}
@@ -122,6 +126,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 d.continue_from = None;
                 d.verify_found = false;
                 d.path = None;
+                d.own_path = None;
                 d.validator = None;
                 self.close_conn(slot);
                 if let Some(w) = w {
@@ -459,72 +464,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let one_block = total.is_some_and(|n| n <= self.reactor.pool().size(Class::Write) as u64);
         let mut allocating = None;
         if created {
-            let name = match d.opts.out.clone() {
-                Some(o) => o,
-                None => resp
-                    .content_disposition
-                    .as_deref()
-                    .and_then(|v| {
-                        http::filename_from_content_disposition_with(
-                            v,
-                            d.opts.content_disposition_default_utf8,
-                        )
-                    })
-                    .unwrap_or_else(|| http::filename_from_url(&url)),
-            };
-            // Until the file is open, failures still name the path it would have had (as aria2).
-            d.path = Some(d.opts.dir.join(&name));
-            if let Some(ctl) = d.defunct_control.take() {
-                let _ = std::fs::remove_file(&ctl);
-                let path = d.opts.dir.join(&name);
-                self.console.notice(&format!(
-                    "Removed the defunct control file {} because the download file {} doesn't exist.",
-                    ctl.display(),
-                    path.display()
-                ));
-            }
-            let d = &self.dls[dl];
-            // A name is taken by a file, or by another download whose file is still being
-            // created (the job thread has not made it yet).
-            let creating = |p: &std::path::Path| {
-                self.dls.iter().enumerate().any(|(i, o)| {
-                    i != dl
-                        && o.state == DlState::Active
-                        && o.opening.is_some()
-                        && o.path.as_deref() == Some(p)
-                })
-            };
-            let (path, renamed) = store::choose_path(
-                &d.opts.dir,
-                &name,
-                d.opts.allow_overwrite,
-                d.opts.auto_file_renaming,
-                |p| p.exists() || creating(p),
-            )
-            .map_err(|e| match e {
-                store::PathError::Exists(_) => Failure::fatal(ExitCode::FILE_EXISTS, e.to_string()),
-                store::PathError::NoFreeName(_) => {
-                    Failure::fatal(ExitCode::RENAME_FAILED, e.to_string())
+            // Starting over: in the file it made or took up, under its name (never renamed
+            // again, nor onto a file of the name the URL gives that it left alone).
+            let own = d.own_path.clone();
+            let path = match own {
+                Some(p) => {
+                    d.path = Some(p.clone());
+                    p
                 }
-            })?;
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).map_err(|e| {
-                    Failure::fatal(
-                        ExitCode::MKDIR,
-                        format!(
-                            "Failed to make the directory {}, cause: {}",
-                            parent.display(),
-                            sys::cause(&e)
-                        ),
-                    )
-                })?;
-            }
-            if renamed {
-                self.console.notice(&format!(
-                    "File already exists. Renamed to {}.",
-                    path.display()
-                ));
-            }
+                None => self.name_new_file(dl, resp, &url)?,
+            };
             // A download starting over keeps its old control file until this one replaces it
             // (below); one under another name belongs to a file this run leaves alone.
             let d = &mut self.dls[dl];
@@ -588,6 +537,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.reactor.blocking(Tag::Opened { file }, job);
             }
             let d = &mut self.dls[dl];
+            d.own_path = Some(path.clone());
             d.path = Some(path);
             allocating = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit);
         }
@@ -595,6 +545,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);
         plan.assign(0, conn_id);
         d.length_known = total.is_some();
+        d.length_at_end = false;
         d.ranges_ok = total.is_some() && !resp.accept_ranges_none;
         d.split_url = Some((mirror, url));
         if d.ranges_ok {
@@ -616,6 +567,122 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.allocate(dl, n);
         }
         Ok(())
+    }
+
+    /// The first answer to a download that took up what it found on disk (a control file and
+    /// its file, or a file under `-c` or `-V`) is a whole body that does not say the file's
+    /// length: what is on disk cannot be measured against the server's file, so none of it is
+    /// taken, and the download starts as if nothing had been found, with this answer as its
+    /// first response (aria2c's rule): named as a new download would be (`name.1.ext`,
+    /// overwritten with `--allow-overwrite`, exit 13 with `--auto-file-renaming=false`). Two
+    /// files are written over in place: an empty one under `-c` (nothing to keep, as aria2c
+    /// does), and a daemon's own partial file of a download it restarted. Whether it did so.
+    fn leave_found_alone(&mut self, slot: usize) -> bool {
+        let Some((_, ex)) = self.exchange_at(slot) else {
+            return false;
+        };
+        let dl = ex.dl;
+        let d = &self.dls[dl];
+        let adopted =
+            d.resumed && !d.ranges_confirmed || d.plan.is_none() && d.continue_from.is_some();
+        if !adopted {
+            return false;
+        }
+        let empty = d
+            .path
+            .as_deref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .is_some_and(|m| m.is_file() && m.len() == 0);
+        let in_place = d.restarted || d.opts.continue_partial && empty;
+        self.reset_to_scratch(slot);
+        let d = &mut self.dls[dl];
+        d.validator = None;
+        d.own_path = match in_place {
+            true => d.path.clone(),
+            // Named afresh by this answer.
+            false => None,
+        };
+        true
+    }
+
+    /// The path of the file a download's first response creates, when it has none of its own:
+    /// `-o`, else the Content-Disposition name, else the URL's; renamed (`name.1.ext`) past a
+    /// file of that name or one another download is creating, unless `--allow-overwrite`; a
+    /// control file found alone goes (aria2c's notice).
+    fn name_new_file(
+        &mut self,
+        dl: usize,
+        resp: &http::ResponseHead,
+        url: &Url,
+    ) -> Result<std::path::PathBuf, Failure> {
+        let d = &mut self.dls[dl];
+        let name = match d.opts.out.clone() {
+            Some(o) => o,
+            None => resp
+                .content_disposition
+                .as_deref()
+                .and_then(|v| {
+                    http::filename_from_content_disposition_with(
+                        v,
+                        d.opts.content_disposition_default_utf8,
+                    )
+                })
+                .unwrap_or_else(|| http::filename_from_url(url)),
+        };
+        // Until the file is open, failures still name the path it would have had (as aria2).
+        d.path = Some(d.opts.dir.join(&name));
+        if let Some(ctl) = d.defunct_control.take() {
+            let _ = std::fs::remove_file(&ctl);
+            let path = d.opts.dir.join(&name);
+            self.console.notice(&format!(
+                "Removed the defunct control file {} because the download file {} doesn't exist.",
+                ctl.display(),
+                path.display()
+            ));
+        }
+        let d = &self.dls[dl];
+        // A name is taken by a file, or by another download whose file is still being
+        // created (the job thread has not made it yet).
+        let creating = |p: &std::path::Path| {
+            self.dls.iter().enumerate().any(|(i, o)| {
+                i != dl
+                    && o.state == DlState::Active
+                    && o.opening.is_some()
+                    && o.path.as_deref() == Some(p)
+            })
+        };
+        let (path, renamed) = store::choose_path(
+            &d.opts.dir,
+            &name,
+            d.opts.allow_overwrite,
+            d.opts.auto_file_renaming,
+            |p| p.exists() || creating(p),
+        )
+        .map_err(|e| match e {
+            store::PathError::Exists(_) => Failure::fatal(ExitCode::FILE_EXISTS, e.to_string()),
+            store::PathError::NoFreeName(_) => {
+                Failure::fatal(ExitCode::RENAME_FAILED, e.to_string())
+            }
+        })?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Failure::fatal(
+                    ExitCode::MKDIR,
+                    format!(
+                        "Failed to make the directory {}, cause: {}",
+                        parent.display(),
+                        sys::cause(&e)
+                    ),
+                )
+            })?;
+        }
+        if renamed {
+            self.console.notice(&format!(
+                "File already exists. Renamed to {}.",
+                path.display()
+            ));
+        }
+        Ok(path)
     }
 
     /// A range request that failed (refused, or answered with a head that cannot be read) while
@@ -666,12 +733,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.plan.is_some() || range != Some((from, None)) {
             return None;
         }
-        let total = match resp.status {
-            416 => resp.unsatisfied_length?,
-            206 => resp.content_range?.complete_length?,
-            200 if resp.content_encoding.is_none() => resp.content_length?,
-            _ => return None,
-        };
+        let total = resp.file_length()?;
         // A file whose recorded version the server no longer has is not this file, whatever
         // its length: the usual answer (`accept_continued`) says so. (`-V`'s digest decides for
         // itself.)
@@ -753,12 +815,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return None;
         }
         let total = d.total()?;
-        let remote = match resp.status {
-            416 => resp.unsatisfied_length?,
-            206 => resp.content_range?.complete_length?,
-            200 if resp.content_encoding.is_none() => resp.content_length?,
-            _ => return None,
-        };
+        let remote = resp.file_length()?;
         (remote != total).then(|| {
             Failure::fatal(
                 ExitCode::UNKNOWN,

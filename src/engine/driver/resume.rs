@@ -32,10 +32,21 @@
 //!   `name.1.ext` and so on (aria2c's `--auto-file-renaming`), or overwritten with
 //!   `--allow-overwrite=true`, or refused with exit 13 with `--auto-file-renaming=false`.
 //!   `--conditional-get` first asks `If-Modified-Since` the file's time: 304 keeps it.
+//! * **Anything found, and a first answer that says no length** (a 200 chunked, delimited by the
+//!   close, or encoded): nothing on disk can be measured against it, so nothing is taken; the
+//!   download is named as if nothing had been found (renamed, overwritten, or refused as above;
+//!   aria2c's rule). In place only over an empty file under `-c`, and over a daemon's own
+//!   partial file of a download it restarted. The control file of a file written over goes, and
+//!   so does one found alone (aria2c keeps both, claiming bytes the new body replaces); no
+//!   control file describes the new download (`length_at_end`), and a wrong digest is exit 32
+//!   with the server's bytes kept (aria2c: exit 1).
 //! * **A download that cannot resume** (a 200 to a range): `--always-resume=true` tries the next
 //!   mirror, then exit 8, file kept; `=false` starts over after `--max-resume-failure-tries`
 //!   mirrors. A range from another version than the one recorded is never spliced in (see
 //!   `ignored_if_range`).
+//! * **Starting over**, for any reason: in the file the download made or took up (`own_path`:
+//!   resumed, continued with `-c`, checked and found wrong), under its name; never renamed
+//!   again, and never onto a file it left alone.
 use super::*;
 use crate::plan::RangeSet;
 use crate::store::control::{self, ControlFile, BLOCK};
@@ -76,11 +87,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// partial file) under the name the URL or `-o` gives.
     pub(super) fn prepare_resume(&mut self, dl: usize) -> Result<(), Failure> {
         let d = &mut self.dls[dl];
-        if std::mem::take(&mut d.refetching) {
-            // Fetched whole again over a file that failed its digest: what is on disk is not
-            // taken, and is replaced once the server answers.
-            return Ok(());
-        }
         if d.opts.dry_run {
             // --dry-run only asks whether the file is there: nothing on disk is read for
             // resuming, and so nothing on disk is written, cut or claimed (aria2c's rule).
@@ -146,6 +152,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         if m.is_file() || d.opts.continue_partial {
                             d.continue_from = Some(from);
                             d.verify_found = !d.opts.continue_partial;
+                            // `-c` takes the file as the download's own: one that cannot be
+                            // resumed is started over in it (`-V` alone only checks it).
+                            if d.opts.continue_partial {
+                                d.own_path = Some(path.clone());
+                            }
                             d.validator = std::fs::File::open(&path)
                                 .ok()
                                 .and_then(|f| sys::validator(f.as_raw_fd()))
@@ -187,6 +198,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.verify_found = false;
         d.mode = out.mode;
         d.open_file(out.file);
+        // Fetched again over itself if its digest fails.
+        d.own_path = Some(path);
         d.checking_existing = true;
         d.no_data = true;
         self.maybe_finish(dl);
@@ -235,6 +248,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.open_file(out.file);
         // The control file on disk describes this file as it is.
         d.saved_generation = d.generation;
+        d.own_path = Some(path.clone());
         d.path = Some(path);
         d.control = Some(ctl);
         d.piece_length = cf.piece_length;
@@ -270,29 +284,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .content_range
             .and_then(|cr| cr.complete_length)
             .or(resp.content_length);
-        let empty =
-            |p: &std::path::Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() == 0);
-        if resp.status == 200
-            && from == 0
-            && total.is_none()
-            && d.path.as_deref().is_some_and(empty)
-        {
-            // A whole body of unknown length (chunked, or to the close) for an empty file found
-            // on disk: there is nothing to keep, and the body replaces it, as aria2c's does. (A
-            // non-empty file shorter than one block is still refused below with exit 8, where
-            // aria2c leaves it alone and renames the download: KNOWN_DIFFERENCES, Open.)
-            let d = &mut self.dls[dl];
-            if let Some(p) = d.path.take() {
-                let _ = std::fs::remove_file(&p);
-            }
-            d.continue_from = None;
-            d.verify_found = false;
-            d.validator = None;
-            if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
-                ex.range = None;
-            }
-            return self.accept_first_response(slot, resp, resp.framing(false), false);
-        }
         // (From 0, the file found was shorter than one block: a whole answer is as good.)
         let resumable = (resp.status == 206
             && resp.content_range.is_some_and(|cr| cr.first == from)
@@ -358,6 +349,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.continue_from = None;
         d.mode = out.mode;
         d.open_file(out.file);
+        d.own_path = Some(path.clone());
         d.path = Some(path);
         d.split_url = Some((mirror, url));
         if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
@@ -442,7 +434,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// first response (on this connection or another) starts the file over; the download's other
     /// connections close. The control file stays until that response replaces it (see
     /// `accept_first_response`): if no mirror answers, the partial file is still resumable.
-    fn reset_to_scratch(&mut self, slot: usize) {
+    pub(super) fn reset_to_scratch(&mut self, slot: usize) {
         let Some((_, ex)) = self.exchange_at(slot) else {
             return;
         };
@@ -539,7 +531,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// job, to a length that depends on whether the save happened (see [`Settle`]).
     pub(super) fn save_control_then(&mut self, dl: usize, settle: Option<Settle>) -> bool {
         let d = &mut self.dls[dl];
-        if !d.length_known {
+        if !d.length_known || d.length_at_end {
             return false;
         }
         if d.opening.is_some() {

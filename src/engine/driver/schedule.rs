@@ -53,6 +53,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .then(|| Box::new((job.uris.clone(), job.own.clone())));
         let mut d = Download::new(id, gid, urls, first, job.opts, self.reactor.now());
         d.session = session;
+        d.restarted = job.restarted;
         match self.dls.get_mut(i) {
             Some(place) => *place = d,
             None => self.dls.push(d),
@@ -119,6 +120,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.fail_download(i, f, None);
             return;
         }
+        self.first_request(i);
+    }
+
+    /// Sends download `i`'s first request (the one whose answer names the file and makes the
+    /// plan), on the first mirror it may use.
+    pub(super) fn first_request(&mut self, i: usize) {
         let Some(mirror) = self.pick_mirror(i) else {
             return;
         };
@@ -400,8 +407,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.dls[dl].file = None;
                 if let (Some(f), false) = (&file, described && cut_later) {
                     // No save to wait for (length unknown, nothing to describe), or no
-                    // descriptor for its job: cut now.
-                    cut_longer(f, if described { kept } else { prefix });
+                    // descriptor for its job: cut now. (The server's bytes a checksum disowned
+                    // stay, as above.)
+                    cut_longer(
+                        f,
+                        if described || checksum_failed {
+                            kept
+                        } else {
+                            prefix
+                        },
+                    );
                 }
                 let d = &mut self.dls[dl];
                 let path = d.path_text();

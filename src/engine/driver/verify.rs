@@ -114,7 +114,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.dls[dl].withdraw_claims();
             self.start_over(dl);
             let d = &mut self.dls[dl];
-            d.refetching = true;
             d.checking_existing = false;
             d.no_data = false;
             d.length_known = false;
@@ -123,7 +122,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // it whole (`--hash-check-only` stops downloads no digest checks, not this one).
             d.opts.continue_partial = false;
             d.opts.hash_check_only = false;
-            self.start_download(dl);
+            // The same download goes on (no second start, nor its hook): asked for again, and
+            // nothing on disk is taken for it.
+            self.first_request(dl);
         } else {
             // Nothing of this file can be trusted for a resume.
             d.withdraw_claims();

@@ -187,6 +187,7 @@ impl ListScenario {
                     uris: job.uris(),
                     opts,
                     own: Vec::new(),
+                    restarted: false,
                 }
             })
             .collect()
@@ -222,8 +223,11 @@ fn run_list_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), Stri
     }
     let dir = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
     let mut before = Vec::new();
+    let mut before_ctl = Vec::new();
     for job in &sc.jobs {
-        before.push(job.prior.make_at(&dir.path().join(&job.name), &job.data)?);
+        let path = dir.path().join(&job.name);
+        before.push(job.prior.make_at(&path, &job.data)?);
+        before_ctl.push(std::fs::read(control::control_path(&path)).ok());
     }
     let world = Rc::new(RefCell::new(World {
         servers: sc.servers(),
@@ -269,7 +273,7 @@ fn run_list_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), Stri
     };
     let interrupted = !sc.faults.interrupts.is_empty();
     let lost_writes = sc.faults.job_errors > 0 || sc.faults.writeback_error > 0;
-    for (job, before) in sc.jobs.iter().zip(&before) {
+    for ((job, before), before_ctl) in sc.jobs.iter().zip(&before).zip(&before_ctl) {
         // No byte a file had before the run is lost, unless a digest said the file is not the
         // server's (then it is fetched again from nothing, as aria2c does).
         if let (Some(before), None) = (before, job.checksum) {
@@ -288,7 +292,16 @@ fn run_list_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), Stri
         let outcome = summary
             .as_ref()
             .and_then(|s| s.results.iter().find(|o| o.first_uri == first));
-        let what = format!("{} ({} bytes)", job.name, job.data.len());
+        let mirrors: Vec<Mirror> = job.mirrors.iter().map(|(_, m)| *m).collect();
+        let name = super::landed(
+            dir.path(),
+            &job.name,
+            before.as_deref(),
+            before_ctl.as_deref(),
+            super::lengthless(&mirrors),
+        )
+        .map_err(|e| format!("{}: {e}", job.name))?;
+        let what = format!("{name} ({} bytes)", job.data.len());
         if verbose {
             eprintln!("{what}: {:?}", outcome.map(|o| (o.code.0, o.finished)));
         }
@@ -302,21 +315,22 @@ fn run_list_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), Stri
                 if job.checksum == Some(false) {
                     return Err(format!("{what}: a wrong digest passed"));
                 }
-                check_complete_of(dir.path(), &job.name, &job.data, &what)?;
+                check_complete_of(dir.path(), &name, &job.data, &what)?;
             }
             Some(o) => {
                 let all_404 = job.mirrors.iter().all(|(_, m)| *m == Mirror::NotFound);
                 if all_404 && !interrupted && o.code.0 != 3 {
                     return Err(format!("{what}: only 404s, exit {} (aria2: 3)", o.code.0));
                 }
-                check_claims_of(dir.path(), &job.name, &job.data)
+                check_claims_of(dir.path(), &name, &job.data)
                     .map_err(|e| format!("{what}: {e}"))?;
             }
             None if summary.is_some() && !interrupted => {
                 return Err(format!("{what}: no result"));
             }
-            None => check_claims_of(dir.path(), &job.name, &job.data)
-                .map_err(|e| format!("{what}: {e}"))?,
+            None => {
+                check_claims_of(dir.path(), &name, &job.data).map_err(|e| format!("{what}: {e}"))?
+            }
         }
     }
     Ok(())

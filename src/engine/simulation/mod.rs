@@ -192,6 +192,57 @@ fn kept_prior(prior: Prior, before: &[u8], now: &[u8], source: &[u8], lost_write
     kept || now == source
 }
 
+/// The name a download of `name` takes when a file of that name is left alone: `f.1.bin`.
+fn renamed(name: &str) -> String {
+    match name.rsplit_once('.') {
+        Some((stem, ext)) => format!("{stem}.1.{ext}"),
+        None => format!("{name}.1"),
+    }
+}
+
+/// Where the download of `name`, run over a prior state, put its file: that name, or the renamed
+/// one when its first answer said no length, so nothing found could be measured against it
+/// (aria2c's rule: the download starts as if nothing had been found, and is renamed). Only a
+/// mirror that answers without a length (`lengthless`) can do that, and the file and control
+/// file found (`before`, `before_ctl`) must then be exactly as they were.
+fn landed(
+    dir: &Path,
+    name: &str,
+    before: Option<&[u8]>,
+    before_ctl: Option<&[u8]>,
+    lengthless: bool,
+) -> Result<String, String> {
+    let other = renamed(name);
+    if !dir.join(&other).exists() {
+        return Ok(name.to_string());
+    }
+    if before.is_none() || !lengthless {
+        return Err(format!(
+            "renamed to {other}, though nothing was found or every mirror says the length"
+        ));
+    }
+    let path = dir.join(name);
+    if std::fs::read(&path).ok().as_deref() != before {
+        return Err(format!(
+            "renamed to {other}, and the file found was not left alone"
+        ));
+    }
+    let ctl = std::fs::read(control::control_path(&path)).ok();
+    if ctl.as_deref() != before_ctl {
+        return Err(format!(
+            "renamed to {other}, and the control file found was not left alone"
+        ));
+    }
+    Ok(other)
+}
+
+/// Whether one of `mirrors` answers a whole body without its length.
+fn lengthless(mirrors: &[Mirror]) -> bool {
+    mirrors
+        .iter()
+        .any(|m| matches!(m, Mirror::Good { framing, .. } if *framing != Framing::Length))
+}
+
 impl Prior {
     /// Makes the state in `dir`; the bytes the file then has.
     fn make(self, dir: &Path, data: &[u8]) -> Result<Option<Vec<u8>>, String> {
@@ -650,6 +701,7 @@ fn run_with(
                 uris: settings.uris.clone(),
                 opts: settings.download.clone(),
                 own: Vec::new(),
+                restarted: false,
             }]
         })
         .into_iter();
@@ -823,6 +875,7 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
     }
     let dir = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
     let before = sc.prior.make(dir.path(), &sc.data)?;
+    let before_ctl = std::fs::read(control::control_path(&dir.path().join(NAME))).ok();
     let uris: Vec<String> = (0..sc.mirrors.len()).map(|i| sc.url(i)).collect();
     let world = Rc::new(RefCell::new(World {
         servers: sc.servers(),
@@ -872,6 +925,15 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
         let w = world.borrow();
         eprintln!("first run requests: {:?}", w.requests);
     }
+    // The first run's own file (the second run goes on with the file found, under its name).
+    let name = landed(
+        dir.path(),
+        NAME,
+        before.as_deref(),
+        before_ctl.as_deref(),
+        lengthless(&sc.mirrors),
+    )
+    .map_err(|e| format!("first run: {e}"))?;
     // What was on disk before: every byte kept (it is the source's), the file never shorter,
     // unless the run replaced it whole or a digest or a new version of the file said it is not
     // the server's (then it is fetched again from nothing, as aria2c does).
@@ -914,10 +976,10 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
                 }
                 let mut last = Ok(());
                 for (source, what) in versions {
-                    last = check_complete(dir.path(), source, what).or_else(|e| {
+                    last = check_complete_of(dir.path(), &name, source, what).or_else(|e| {
                         // A control file whose removal failed stays, true: it claims right bytes.
                         if sc.faults.job_errors > 0 && e.ends_with("the control file is left") {
-                            check_claims(dir.path(), source)
+                            check_claims_of(dir.path(), &name, source)
                         } else {
                             Err(e)
                         }
@@ -939,10 +1001,11 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
             .or_else(|_| check_claims(dir.path(), v2))
             .map_err(|e| format!("after the first run: the versions are mixed: {e}"))?,
         None => {
-            check_claims(dir.path(), &sc.data).map_err(|e| format!("after the first run: {e}"))?;
+            check_claims_of(dir.path(), &name, &sc.data)
+                .map_err(|e| format!("after the first run: {e}"))?;
             // A file no control file describes is judged by its length (`-c`): every byte of it
             // must be right. (Checked here, not only by what the second run then makes of it.)
-            let path = dir.path().join(NAME);
+            let path = dir.path().join(&name);
             if !control::control_path(&path).exists() {
                 if let Ok(on_disk) = std::fs::read(&path) {
                     is_prefix(&on_disk, &sc.data).map_err(|e| {
@@ -1086,10 +1149,17 @@ fn expect_code(sc: &Scenario, code: u8) -> Result<(), String> {
         Prior::Claimed(n) => n > 0 && n < sc.data.len(),
         _ => false,
     };
-    let no_ranges = sc
-        .mirrors
-        .iter()
-        .all(|m| matches!(m, Mirror::Good { ranges: false, .. }));
+    // (A whole answer without a length leaves the file found alone: the download is renamed
+    // and runs as a new one, `landed`.)
+    let no_ranges = sc.mirrors.iter().all(|m| {
+        matches!(
+            m,
+            Mirror::Good {
+                ranges: false,
+                framing: Framing::Length
+            }
+        )
+    });
     // The bytes found on disk are read back for a digest: a read that fails ends the run first.
     let reads_found = sc.prior != Prior::Nothing
         && sc.faults.read_error > 0
