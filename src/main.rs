@@ -2,8 +2,8 @@
 //! report, the exit code.
 use ringdl::cli::input::InputReader;
 use ringdl::cli::{self, Command, DownloadOptions, Settings};
+use ringdl::engine::ExitCode;
 use ringdl::engine::{self, Job};
-use ringdl::ui::exit::ExitCode;
 use ringdl::ui::{emit, Console, ConsoleOptions, LogTarget, ResultRow, Status};
 use std::cell::RefCell;
 use std::io::BufReader;

@@ -3,11 +3,21 @@
 //! against the table and keeps raw values (last one wins, cumulative ones add up); stage two checks
 //! every value and builds typed settings. A bad value is exit 28 with aria2's message shape; no URI is
 //! exit 1. Nothing here downloads anything, so a bad command line never starts half-configured.
-use super::defs::{self, ArgKind, OptDef, Support, ValueKind, OPTIONS};
+use super::check::bad_value;
+pub use super::check::{check_value, parse_gid};
+use super::conf::{check_layer, config_layer, unsupported_warnings};
+pub(crate) use super::conf::{config_line, parse_config};
+use super::defs::{self, ArgKind, OptDef, ValueKind};
 use super::help::{self, USAGE_LINE};
-use std::collections::{BTreeMap, HashMap};
+pub use super::settings::{
+    Command, DownloadOptions, EngineChoice, Env, Hooks, ResultMode, RpcSettings, Settings,
+    UriSelector, UsageError,
+};
+use super::suggest::{long_option_error, lookup_long};
+pub use crate::engine::{check_uri, is_recognized_uri};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Every option ringdl acts on (read below, in `build` and friends). The table marks exactly these
 /// as supported; a test keeps the two in step.
@@ -131,368 +141,16 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "version",
 ];
 
-/// Console log levels, lowest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    Debug,
-    Info,
-    Notice,
-    Warn,
-    Error,
-}
+pub use crate::engine::LogLevel;
 
-impl LogLevel {
-    fn parse(s: &str) -> LogLevel {
-        match s {
-            "debug" => LogLevel::Debug,
-            "info" => LogLevel::Info,
-            "warn" => LogLevel::Warn,
-            "error" => LogLevel::Error,
-            _ => LogLevel::Notice,
-        }
-    }
-}
-
-/// `--download-result`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResultMode {
-    Default,
-    Full,
-    Hide,
-}
-
-/// What one download is made with: the global options, or an input-file entry's own.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DownloadOptions {
-    pub dir: PathBuf,
-    pub out: Option<String>,
-    /// `--gid`: the download's GID (else a random one).
-    pub gid: Option<u64>,
-    pub max_conn_per_server: usize,
-    pub split: usize,
-    pub min_split_size: u64,
-    pub allow_overwrite: bool,
-    pub auto_file_renaming: bool,
-    pub user_agent: String,
-    pub headers: Vec<String>,
-    /// `--referer`: `*` means the URI requested.
-    pub referer: Option<String>,
-    /// `--http-no-cache`: send `Cache-Control: no-cache` and `Pragma: no-cache`.
-    pub http_no_cache: bool,
-    /// `--http-user`/`--http-passwd`: Basic credentials for the origins of this download's URIs.
-    pub http_user: Option<String>,
-    pub http_passwd: Option<String>,
-    /// `--http-auth-challenge`: send them only once a server asked (401).
-    pub http_auth_challenge: bool,
-    /// `-n`: do not take credentials from the netrc file.
-    pub no_netrc: bool,
-    /// `--http-accept-gzip`: ask for gzip/deflate bodies and inflate them.
-    pub http_accept_gzip: bool,
-    /// `--enable-http-keep-alive`: false sends `Connection: close` and reuses no connection.
-    pub http_keep_alive: bool,
-    /// `--content-disposition-default-utf8`.
-    pub content_disposition_default_utf8: bool,
-    /// `--use-head`: ask with HEAD before the first GET.
-    pub use_head: bool,
-    /// `-c`: go on from an existing file that has no control file.
-    pub continue_partial: bool,
-    /// Piece length of new control files.
-    pub piece_length: u32,
-    pub allow_piece_length_change: bool,
-    pub remove_control_file: bool,
-    /// When the server cannot resume: fail with exit 8 (true) or restart from zero (false).
-    pub always_resume: bool,
-    pub max_resume_failure_tries: u32,
-    /// `--checksum=TYPE=DIGEST` the finished file must have.
-    pub checksum: Option<String>,
-    /// Bytes per second this download may receive (0: no limit).
-    pub max_download_limit: u64,
-    /// Bytes per second at or below which the download fails with exit 5 (0: never).
-    pub lowest_speed_limit: u64,
-    /// "Not found" answers tolerated before exit 4 (0: the first is fatal, exit 3).
-    pub max_file_not_found: u32,
-    /// `--dry-run`: only ask (HEAD) whether the file is there.
-    pub dry_run: bool,
-    /// `-R`: give the file the server's Last-Modified time.
-    pub remote_time: bool,
-    /// `--conditional-get`: download only if newer than the local file.
-    pub conditional_get: bool,
-    /// `-V`: check an existing file against `--checksum` before fetching anything.
-    pub check_integrity: bool,
-    /// `--hash-check-only`: stop once the file is found and checked, without fetching.
-    pub hash_check_only: bool,
-    /// `--uri-selector`: how a connection's mirror is picked.
-    pub uri_selector: UriSelector,
-    /// `--file-allocation`: none, prealloc, trunc or falloc.
-    pub file_allocation: String,
-    /// Files smaller than this are not allocated ahead.
-    pub no_file_allocation_limit: u64,
-    /// The proxies (`--all-proxy`, `--http-proxy`, `--https-proxy`, the environment's,
-    /// `--no-proxy`, `--proxy-method`).
-    pub proxies: crate::http::proxy::Routes,
-    /// The proxy options' values the routes were made from.
-    pub proxy_values: Vec<(&'static str, String)>,
-}
-
-/// `--uri-selector`: which mirror a new connection takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UriSelector {
-    /// The mirrors in the order given, in turn.
-    InOrder,
-    /// The fastest known server not in use, then unmeasured ones; failed ones skipped.
-    Feedback,
-    /// The best known servers for the first connections, unmeasured ones for the extra ones.
-    Adaptive,
-}
-
-impl UriSelector {
-    fn parse(v: &str) -> Option<UriSelector> {
-        match v {
-            "inorder" => Some(UriSelector::InOrder),
-            "feedback" => Some(UriSelector::Feedback),
-            "adaptive" => Some(UriSelector::Adaptive),
-            _ => None,
-        }
-    }
-}
-
-/// Everything the engine and the UI need to know, validated.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// The options each command-line download gets (input-file entries start from these, less `out`).
-    pub download: DownloadOptions,
-    pub max_concurrent: usize,
-    pub force_sequential: bool,
-    /// `-P`: the command line's URIs are patterns (`cli::paramed`).
-    pub parameterized_uri: bool,
-    /// `--interface` (else `--multiple-interface`'s list): what connections leave from, each an
-    /// interface name, an IP address or a host name; connections take them in turn.
-    pub interfaces: Vec<String>,
-    /// `--disable-ipv6`: IPv6 addresses are never connected to.
-    pub disable_ipv6: bool,
-    /// `--async-dns-server` (with `--async-dns=true`): names are looked up by these servers on the
-    /// ring, the system resolver asked only when they give no address. Empty: the system resolver.
-    pub dns_servers: Vec<std::net::SocketAddr>,
-    /// `--enable-async-dns6`: those lookups ask for IPv6 addresses too.
-    pub dns_ipv6: bool,
-    /// `--stderr`: console output on standard error.
-    pub stderr: bool,
-    /// `--stop`: seconds after which the run stops as on Ctrl-C (0: never).
-    pub stop_after: u64,
-    /// `--stop-with-process`: the run stops as on Ctrl-C once this process is gone.
-    pub stop_with_process: Option<u32>,
-    pub ca_certificate: Option<PathBuf>,
-    pub check_certificate: bool,
-    pub console_log_level: LogLevel,
-    pub summary_interval: u64,
-    pub show_console_readout: bool,
-    pub download_result: ResultMode,
-    pub quiet: bool,
-    pub timeout_secs: u64,
-    pub connect_timeout_secs: u64,
-    /// `-m`: tries of a download before it fails (0: no limit).
-    pub max_tries: u32,
-    /// Seconds between control-file saves (0: only when stopping).
-    pub auto_save_interval: u64,
-    /// Seconds between tries (0: at once); with it, 502/503 answers are retried.
-    pub retry_wait: u64,
-    /// Bytes per second all downloads together may receive (0: no limit).
-    pub max_overall_download_limit: u64,
-    /// `-l`: a file, or `-` for stdout.
-    pub log: Option<String>,
-    pub log_level: LogLevel,
-    pub enable_color: bool,
-    pub human_readable: bool,
-    /// `-i`: a file, or `-` for stdin.
-    pub input_file: Option<String>,
-    pub uris: Vec<String>,
-    /// Warnings to print once logging is set up (unknown config keys, ignored options).
-    pub warnings: Vec<String>,
-    /// `--netrc-path` (`~/.netrc` unless given).
-    pub netrc_path: PathBuf,
-    /// `--load-cookies`: a Netscape/Mozilla cookie file read at start.
-    pub load_cookies: Option<PathBuf>,
-    /// `--save-cookies`: where the cookies are written at the end.
-    pub save_cookies: Option<PathBuf>,
-    /// `--server-stat-if`, `--server-stat-of`, `--server-stat-timeout`: the server performance
-    /// profile read at the start and written at the end, and how old an entry may be.
-    pub server_stat_if: Option<PathBuf>,
-    pub server_stat_of: Option<PathBuf>,
-    pub server_stat_timeout: i64,
-    /// `--certificate` and `--private-key`: the client certificate presented to servers.
-    pub certificate: Option<PathBuf>,
-    pub private_key: Option<PathBuf>,
-    /// `--min-tls-version=TLSv1.3` (rustls has no TLS 1.1, so TLSv1.1 and TLSv1.2 mean 1.2).
-    pub tls13_only: bool,
-    /// `--engine` (else `RINGDL_ENGINE`): which reactor runs the downloads.
-    pub engine: EngineChoice,
-    /// `--on-download-*`: the event hooks.
-    pub hooks: Hooks,
-    /// `--enable-rpc`: the RPC server's settings.
-    pub rpc: Option<RpcSettings>,
-    /// `--save-session` without `--enable-rpc`: where the downloads that did not finish are
-    /// written at exit, for a later `-i`.
-    pub session_out: Option<SessionOut>,
-    /// `-D`: detach and run in the background.
-    pub daemon: bool,
-    /// Every option's value as resolved (the user's, else the default; cumulative ones joined with
-    /// newlines): what `aria2.getGlobalOption` reports.
-    pub option_values: Vec<(&'static str, String)>,
-}
-
-/// The RPC server's options.
-#[derive(Debug, Clone)]
-pub struct RpcSettings {
-    pub port: u16,
-    pub listen_all: bool,
-    pub secret: Option<String>,
-    /// `--rpc-user` and `--rpc-passwd` (deprecated): HTTP basic authentication.
-    pub user: Option<String>,
-    pub passwd: Option<String>,
-    pub allow_origin_all: bool,
-    pub max_request_size: u64,
-    /// `--rpc-secure`: serve over TLS with `--rpc-certificate` and `--rpc-private-key`.
-    pub secure: bool,
-    pub certificate: Option<PathBuf>,
-    pub private_key: Option<PathBuf>,
-    /// `--pause`: downloads are added paused.
-    pub pause: bool,
-    /// `--max-download-result`: stopped downloads `tellStopped` keeps.
-    pub max_download_result: usize,
-    pub keep_unfinished_download_result: bool,
-    /// `--save-session`: where the session goes at exit, on `saveSession`, and every
-    /// `--save-session-interval` seconds.
-    pub save_session: Option<PathBuf>,
-    pub save_session_interval: u64,
-    /// `--force-save`: completed and removed downloads are saved too.
-    pub force_save: bool,
-    /// `--save-not-found`: downloads that failed with "not found" are saved.
-    pub save_not_found: bool,
-    /// The per-download options given on the command line (a session writes them into every
-    /// entry, as aria2 does).
-    pub command_line: Vec<(&'static str, String)>,
-}
-
-/// aria2's event hooks: the command each event runs (see engine/driver/hooks.rs).
-#[derive(Debug, Clone, Default)]
-pub struct Hooks {
-    pub start: Option<String>,
-    pub pause: Option<String>,
-    pub stop: Option<String>,
-    pub complete: Option<String>,
-    pub error: Option<String>,
-}
-
-/// ringdl's own `--engine=auto|uring|portable`: io_uring where it works and the portable (epoll)
-/// reactor elsewhere, or either one forced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum EngineChoice {
-    #[default]
-    Auto,
-    Uring,
-    Portable,
-}
-
-impl EngineChoice {
-    pub fn parse(v: &str) -> Option<EngineChoice> {
-        match v {
-            "auto" => Some(EngineChoice::Auto),
-            "uring" | "io_uring" => Some(EngineChoice::Uring),
-            "portable" | "epoll" => Some(EngineChoice::Portable),
-            _ => None,
-        }
-    }
-}
-
-/// What the command line asks for.
-#[derive(Debug)]
-pub enum Command {
-    Download(Box<Settings>),
-    /// Print this help text and exit 0.
-    Help(String),
-    /// `-v`, with the engine asked for so far (it says which reactor would run).
-    Version(EngineChoice),
-    /// `--generate=KIND`: print a generated document (man page, completion) and exit 0.
-    Generate(super::generate::Target),
-}
-
-/// A command line that cannot be run: the text to print on stderr and aria2's exit code.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError {
-    pub message: String,
-    pub exit_code: i32,
-}
-
-/// Where the process environment comes in (a parameter, so tests need no real HOME).
-#[derive(Debug, Clone, Default)]
-pub struct Env {
-    pub home: Option<PathBuf>,
-    pub xdg_config_home: Option<PathBuf>,
-    pub xdg_cache_home: Option<PathBuf>,
-    /// Proxy variables that are set: (aria2 option name, value).
-    pub proxies: Vec<(&'static str, String)>,
-    pub cwd: PathBuf,
-    /// `RINGDL_ENGINE`: the default of `--engine`.
-    pub engine: Option<String>,
-}
-
-impl Env {
-    /// The defaults help shows for machine-dependent options.
-    pub fn machine_defaults(&self) -> help::MachineDefaults {
-        let home = self.home.as_ref().map(|h| h.display().to_string());
-        help::MachineDefaults {
-            dir: Some(self.cwd.display().to_string()),
-            conf_path: self.home.as_ref().map(|h| {
-                let classic = h.join(".aria2").join("aria2.conf");
-                if classic.is_file() {
-                    classic
-                } else {
-                    self.xdg_config_home
-                        .clone()
-                        .unwrap_or_else(|| h.join(".config"))
-                        .join("aria2")
-                        .join("aria2.conf")
-                }
-                .display()
-                .to_string()
-            }),
-            ca_bundle: crate::tls::system_bundle_path().map(str::to_string),
-            cache_dir: self
-                .xdg_cache_home
-                .as_ref()
-                .map(|c| c.display().to_string())
-                .or_else(|| home.as_ref().map(|h| format!("{h}/.cache"))),
-            home,
-        }
-    }
-
-    /// The real environment of this process.
-    pub fn from_process() -> Env {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-        let mut proxies = Vec::new();
-        for (var_name, opt) in [
-            ("http_proxy", "http-proxy"),
-            ("https_proxy", "https-proxy"),
-            ("ftp_proxy", "ftp-proxy"),
-            ("all_proxy", "all-proxy"),
-            ("no_proxy", "no-proxy"),
-        ] {
-            // The lower-case name wins, as in curl and wget; the upper-case one is read too.
-            let value = var(var_name).or_else(|| var(&var_name.to_ascii_uppercase()));
-            if let Some(v) = value.and_then(|v| v.into_string().ok()) {
-                proxies.push((opt, v));
-            }
-        }
-        Env {
-            home: var("HOME").map(PathBuf::from),
-            xdg_config_home: var("XDG_CONFIG_HOME").map(PathBuf::from),
-            xdg_cache_home: var("XDG_CACHE_HOME").map(PathBuf::from),
-            proxies,
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-            engine: std::env::var("RINGDL_ENGINE")
-                .ok()
-                .filter(|v| !v.is_empty()),
-        }
+/// A `--log-level` or `--console-log-level` value (checked before: anything else is NOTICE).
+fn log_level(s: &str) -> LogLevel {
+    match s {
+        "debug" => LogLevel::Debug,
+        "info" => LogLevel::Info,
+        "warn" => LogLevel::Warn,
+        "error" => LogLevel::Error,
+        _ => LogLevel::Notice,
     }
 }
 
@@ -514,7 +172,7 @@ fn usage_error(first: String, exit_code: i32) -> UsageError {
 /// Option values from one source, by option name.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Layer {
-    values: BTreeMap<&'static str, Vec<String>>,
+    pub(super) values: BTreeMap<&'static str, Vec<String>>,
 }
 
 impl Layer {
@@ -526,7 +184,7 @@ impl Layer {
         slot.push(value);
     }
 
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
         self.values
             .get(name)
             .and_then(|v| v.last())
@@ -546,228 +204,9 @@ impl Layer {
     }
 }
 
-/// Finds a long option by exact name or unique prefix, as getopt_long does; `Err` holds the
-/// options an ambiguous prefix matches (empty when nothing matches).
-fn lookup_long(name: &str) -> Result<&'static OptDef, Vec<&'static OptDef>> {
-    if let Some(o) = defs::by_name(name) {
-        return Ok(o);
-    }
-    let matches: Vec<&'static OptDef> = OPTIONS
-        .iter()
-        .filter(|o| o.name.starts_with(name))
-        .collect();
-    if matches.len() == 1 {
-        Ok(matches[0])
-    } else {
-        Err(matches)
-    }
-}
-
-/// The error for an unknown or ambiguous `--typed` (with any attached `=value`, as glibc shows it):
-/// glibc's line, the usage, and aria2's "Did you mean" list.
-fn long_option_error(typed: &str, matches: &[&OptDef]) -> UsageError {
-    let first = if matches.is_empty() {
-        format!("ringdl: unrecognized option '--{typed}'")
-    } else {
-        let names: Vec<String> = matches.iter().map(|o| format!("'--{}'", o.name)).collect();
-        format!(
-            "ringdl: option '--{typed}' is ambiguous; possibilities: {}",
-            names.join(" ")
-        )
-    };
-    let mut message = format!("{first}\n{USAGE_LINE}\nSee 'ringdl -h'.");
-    // Ranked on the name alone: "--dri=/x" should still suggest --dir.
-    let near = suggestions(typed.split('=').next().unwrap_or(typed));
-    if !near.is_empty() {
-        message.push_str("\n\nDid you mean:");
-        for s in near {
-            message.push_str("\n\t--");
-            message.push_str(s);
-        }
-    }
-    UsageError {
-        message,
-        exit_code: 28,
-    }
-}
-
-/// Option names close to a mistyped one, as aria2 ranks them: an option the typed text is a prefix
-/// of costs 0, any other the weighted edit distance below; all options at the lowest cost are
-/// suggested, none when that cost is 7 or more.
-fn suggestions(typed: &str) -> Vec<&'static str> {
-    let typed = typed.trim_start_matches('-');
-    if typed.is_empty() {
-        return Vec::new();
-    }
-    let mut scored: Vec<(usize, usize, &'static str)> = OPTIONS
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            let cost = if o.name.starts_with(typed) {
-                0
-            } else {
-                edit_distance(typed, o.name)
-            };
-            (cost, i, o.name)
-        })
-        .collect();
-    scored.sort();
-    let best = scored.first().map_or(usize::MAX, |s| s.0);
-    if best >= 7 {
-        return Vec::new();
-    }
-    scored
-        .into_iter()
-        .take_while(|s| s.0 == best)
-        .map(|s| s.2)
-        .collect()
-}
-
-/// Weighted edit distance from `a` (typed) to `b` (an option name): swapping two neighbours is
-/// free, a substitution costs 2, skipping a character of `b` 1, skipping one of `a` 4 (but 1 while
-/// nothing of `b` has been matched, so junk in front of the name is cheap).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut before: Vec<usize> = vec![0; b.len() + 1];
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let mut v = prev[j - 1] + if a[i - 1] == b[j - 1] { 0 } else { 2 };
-            if i >= 2
-                && j >= 2
-                && a[i - 1] != b[j - 1]
-                && a[i - 2] == b[j - 1]
-                && a[i - 1] == b[j - 2]
-            {
-                v = v.min(before[j - 2]);
-            }
-            v = v.min(prev[j] + 4).min(cur[j - 1] + 1);
-            cur[j] = v;
-        }
-        before = std::mem::replace(&mut prev, cur);
-    }
-    prev[b.len()]
-}
-
 fn os_to_string(v: OsString) -> Result<String, UsageError> {
     v.into_string()
         .map_err(|v| usage_error(format!("ringdl: argument is not valid UTF-8: {v:?}"), 28))
-}
-
-/// aria2's "bad value" report: which option, why, and that option's help.
-fn bad_value(def: &OptDef, why: &str) -> String {
-    format!(
-        "Exception: errorCode=28 We encountered a problem while processing the option '--{}'.\n  -> errorCode=1 {why}\nUsage:\n{}",
-        def.name,
-        help::option_block(def)
-    )
-}
-
-/// Checks one value against its option's rules; the error is aria2's reason text.
-pub fn check_value(def: &OptDef, v: &str) -> Result<(), String> {
-    let name = def.name;
-    match def.value {
-        ValueKind::Bool => match v {
-            "true" | "false" => Ok(()),
-            _ => Err(format!("{name} must be either 'true' or 'false'.")),
-        },
-        ValueKind::Int { min, max } => {
-            let n: i64 = v.parse().map_err(|_| format!("Bad number {v}"))?;
-            if n < min || n > max {
-                Err(if max == i64::MAX {
-                    format!("{name} must be greater than or equal to {min}.")
-                } else {
-                    format!("{name} must be between {min} and {max}.")
-                })
-            } else {
-                Ok(())
-            }
-        }
-        ValueKind::Size { min, max } => {
-            let n = defs::parse_size(v)
-                .ok_or_else(|| format!("Bad or negative value detected: {v}"))?;
-            if n < min || n > max {
-                Err(if max == u64::MAX {
-                    format!("{name} must be greater than or equal to {min}.")
-                } else {
-                    format!("{name} must be between {min} and {max}.")
-                })
-            } else {
-                Ok(())
-            }
-        }
-        ValueKind::Float { min, max } => {
-            let n: f64 = v.parse().map_err(|_| format!("Bad number {v}"))?;
-            if n < min || n > max {
-                Err(format!("{name} must be between {min} and {max}."))
-            } else {
-                Ok(())
-            }
-        }
-        ValueKind::Choice(choices) => {
-            if choices.contains(&v) {
-                Ok(())
-            } else {
-                let list: String = choices.iter().map(|c| format!("'{c}' ")).collect();
-                Err(format!("{name} must be one of the following:{list}"))
-            }
-        }
-        ValueKind::Path | ValueKind::Text => check_text(name, v),
-    }
-}
-
-/// Options whose values go into a request's head (or a proxy's): a CR or LF in them would start a
-/// header of someone else's choosing, so they are refused (aria2c passes them through).
-const HEAD_VALUES: &[&str] = &[
-    "header",
-    "user-agent",
-    "referer",
-    "http-user",
-    "http-passwd",
-    "http-proxy-user",
-    "http-proxy-passwd",
-    "https-proxy-user",
-    "https-proxy-passwd",
-    "all-proxy-user",
-    "all-proxy-passwd",
-];
-
-/// Options with a syntax of their own.
-fn check_text(name: &str, v: &str) -> Result<(), String> {
-    if HEAD_VALUES.contains(&name) && v.contains(['\r', '\n', '\0']) {
-        return Err(format!(
-            "{name} must not contain CR, LF or NUL: it would inject a header into the request."
-        ));
-    }
-    match name {
-        "all-proxy" | "http-proxy" | "https-proxy" if !v.trim().is_empty() => {
-            crate::http::proxy::Proxy::parse(v, None, None).map(|_| ())
-        }
-        // aria2 checks these three files when it reads the option (the others when it opens them).
-        "certificate" | "rpc-certificate" | "rpc-private-key" => {
-            std::fs::metadata(v).map(|_| ()).map_err(|e| {
-                format!(
-                    "Could not get file status: {}",
-                    crate::engine::sys::cause(&e)
-                )
-            })
-        }
-        "checksum" => {
-            let (kind, digest) = v.split_once('=').ok_or("Unrecognized checksum")?;
-            let hex_len = crate::store::checksum::Kind::from_name(kind)
-                .ok_or("Unrecognized checksum")?
-                .digest_len()
-                * 2;
-            if digest.len() == hex_len && digest.bytes().all(|b| b.is_ascii_hexdigit()) {
-                Ok(())
-            } else {
-                Err(format!("Bad Hash: {digest}"))
-            }
-        }
-        _ => Ok(()),
-    }
 }
 
 /// The value of an option after all layers: the user's, else the table default.
@@ -799,7 +238,7 @@ impl Resolved<'_> {
 }
 
 /// Expands aria2's `${HOME}` in path options.
-fn expand_home(v: &str, env: &Env) -> String {
+pub(super) fn expand_home(v: &str, env: &Env) -> String {
     match &env.home {
         Some(h) => v.replace("${HOME}", &h.to_string_lossy()),
         None => v.to_string(),
@@ -972,154 +411,6 @@ where
     Ok(Command::Download(Box::new(settings)))
 }
 
-/// Every value of a layer checked; `file` names the config file it came from.
-fn check_layer(layer: &Layer, file: Option<&Path>) -> Result<(), UsageError> {
-    for (name, vals) in &layer.values {
-        let Some(def) = defs::by_name(name) else {
-            continue;
-        };
-        for v in vals {
-            if let Err(why) = check_value(def, v) {
-                let mut message = bad_value(def, &why);
-                if let Some(f) = file {
-                    // aria2 shows only the option's description here, not its values and tags.
-                    let head = help::option_block(def);
-                    let head = head.split("\n\n").next().unwrap_or(&head);
-                    message = format!(
-                        "Parse error in {}\nException: errorCode=28 We encountered a problem while processing the option '--{}'.\n  -> errorCode=1 {why}\nUsage:\n{head}\n",
-                        f.display(),
-                        def.name
-                    );
-                }
-                return Err(UsageError {
-                    message,
-                    exit_code: 28,
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-/// aria2.conf: `--conf-path`, else `$HOME/.aria2/aria2.conf`, else
-/// `${XDG_CONFIG_HOME:-$HOME/.config}/aria2/aria2.conf`. A missing default file is no error.
-fn config_layer(
-    cli: &Layer,
-    env: &Env,
-    warnings: &mut Vec<String>,
-) -> Result<Option<Layer>, UsageError> {
-    let path = match cli.get("conf-path") {
-        Some(p) => {
-            let p = PathBuf::from(expand_home(p, env));
-            if !p.is_file() {
-                return Err(UsageError {
-                    message: format!(
-                        "Configuration file {} is not found.\n{}",
-                        p.display(),
-                        help::help_text("#help", &env.machine_defaults())
-                    ),
-                    exit_code: 1,
-                });
-            }
-            p
-        }
-        None => {
-            let Some(home) = &env.home else {
-                return Ok(None);
-            };
-            let first = home.join(".aria2").join("aria2.conf");
-            let second = env
-                .xdg_config_home
-                .clone()
-                .unwrap_or_else(|| home.join(".config"))
-                .join("aria2")
-                .join("aria2.conf");
-            match [first, second].into_iter().find(|p| p.is_file()) {
-                Some(p) => p,
-                None => return Ok(None),
-            }
-        }
-    };
-    let text = std::fs::read(&path).map_err(|e| UsageError {
-        message: format!("Failed to open the file {}, cause: {e}", path.display()),
-        exit_code: 1,
-    })?;
-    let text = String::from_utf8_lossy(&text);
-    let layer = parse_config(&text, warnings);
-    check_layer(&layer, Some(&path))?;
-    Ok(Some(layer))
-}
-
-/// One `NAME=VALUE` line of a configuration file or of an input list's options, as aria2 reads
-/// it: `NAME` alone is `NAME=`, and an empty value of an option whose value is optional is the
-/// value it implies (`allow-overwrite` is `allow-overwrite=true`). `None`: no such option.
-pub(crate) fn config_line(line: &str) -> Option<(&'static OptDef, String)> {
-    let (name, value) = line.split_once('=').unwrap_or((line, ""));
-    let def = defs::by_name(name.trim())?;
-    let value = value.trim();
-    let value = if value.is_empty() && def.arg == defs::ArgKind::Optional {
-        def.implied
-    } else {
-        value
-    };
-    Some((def, value.to_string()))
-}
-
-/// `NAME=VALUE` lines; `#` comments and blank lines skipped; unknown names warn.
-pub(crate) fn parse_config(text: &str, warnings: &mut Vec<String>) -> Layer {
-    let mut layer = Layer::default();
-    for raw in text.lines() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if line.starts_with('=') {
-            // No name at all: aria2 skips such a line without a word.
-            continue;
-        }
-        match config_line(line) {
-            Some((d, v)) if !matches!(d.name, "help" | "version") => layer.set(d, v),
-            _ => warnings.push(format!("Unknown option: {line}")),
-        }
-    }
-    layer
-}
-
-/// One warning per feature ringdl does not have, naming the options that asked for it. An option
-/// left at aria2's default changes nothing, so it does not warn.
-fn unsupported_warnings(layer: &Layer, warnings: &mut Vec<String>) {
-    let mut by_feature: HashMap<&'static str, Vec<&'static str>> = HashMap::new();
-    let mut order = Vec::new();
-    for (name, vals) in &layer.values {
-        let Some(def) = defs::by_name(name) else {
-            continue;
-        };
-        let Support::No(feature) = def.support else {
-            continue;
-        };
-        // At its default, or a feature switch turned off (follow-torrent=false, enable-dht=false,
-        // common in aria2.conf files), an option of a missing feature changes nothing.
-        let switch = def.name.starts_with("enable-") || def.name.starts_with("follow-");
-        if vals
-            .iter()
-            .all(|v| Some(v.as_str()) == def.default || (switch && v == "false"))
-        {
-            continue;
-        }
-        if !by_feature.contains_key(feature) {
-            order.push(feature);
-        }
-        by_feature.entry(feature).or_default().push(def.name);
-    }
-    for f in order {
-        let names: Vec<String> = by_feature[f].iter().map(|n| format!("--{n}")).collect();
-        warnings.push(format!(
-            "ringdl does not support {f}; ignoring {}",
-            names.join(", ")
-        ));
-    }
-}
-
 /// Downloads that need a feature ringdl lacks fail before anything starts, in one line.
 fn refuse_unsupported_downloads(layer: &Layer, uris: &[String]) -> Result<(), UsageError> {
     let fail = |what: String| UsageError {
@@ -1159,40 +450,6 @@ fn refuse_unsupported_downloads(layer: &Layer, uris: &[String]) -> Result<(), Us
         check_uri(u).map_err(|e| fail(crate::http::auth::redact(&e)))?;
     }
     Ok(())
-}
-
-/// A URI ringdl can download, or the one-line reason it cannot.
-/// Whether aria2 takes `u` for a URI at all: anything with a scheme (one it or ringdl cannot
-/// fetch fails as a download), a magnet link, a torrent or Metalink file. An input list's line
-/// that is none of these (`notauri`, a stray `out=x`) is skipped with an error instead.
-pub fn is_recognized_uri(u: &str) -> bool {
-    u.contains("://") || !matches!(check_uri(u), Err(e) if e.starts_with("Unrecognized URI"))
-}
-
-pub fn check_uri(u: &str) -> Result<(), String> {
-    let lower = u.to_ascii_lowercase();
-    let feature = if lower.starts_with("magnet:") || lower.ends_with(".torrent") {
-        Some("BitTorrent")
-    } else if lower.ends_with(".meta4") || lower.ends_with(".metalink") {
-        Some("Metalink")
-    } else if lower.starts_with("ftp://") {
-        Some("FTP")
-    } else if lower.starts_with("sftp://") {
-        Some("SFTP")
-    } else {
-        None
-    };
-    let is_http = lower.starts_with("http://") || lower.starts_with("https://");
-    match feature {
-        Some(f) if !is_http || lower.starts_with("magnet:") => Err(format!(
-            "ringdl does not support {f}: {u}; use aria2c for it"
-        )),
-        Some(f) if Path::new(u).exists() => Err(format!(
-            "ringdl does not support {f}: {u}; use aria2c for it"
-        )),
-        _ if is_http && url::Url::parse(u).is_ok_and(|p| p.host().is_some()) => Ok(()),
-        _ => Err(format!("Unrecognized URI or unsupported protocol: {u}")),
-    }
 }
 
 /// `--out` as a name under `--dir`: aria2 joins the two, so an absolute `-o /x/y` is `DIR/x/y`
@@ -1254,14 +511,6 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         proxies: proxy_routes(r).unwrap_or_default(),
         proxy_values: proxy_values(r),
     }
-}
-
-/// A GID as aria2 writes it: 16 hex digits, not all zero.
-pub fn parse_gid(v: &str) -> Option<u64> {
-    if v.len() != 16 || !v.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u64::from_str_radix(v, 16).ok().filter(|g| *g != 0)
 }
 
 /// `--enable-rpc`'s settings, if it is on. An empty `--rpc-secret` is refused, as aria2 does.
@@ -1517,7 +766,7 @@ fn build(
             .text("ca-certificate")
             .map(|p| PathBuf::from(expand_home(&p, env))),
         check_certificate: r.bool("check-certificate"),
-        console_log_level: LogLevel::parse(r.raw("console-log-level").unwrap_or("notice")),
+        console_log_level: log_level(r.raw("console-log-level").unwrap_or("notice")),
         summary_interval: r.int("summary-interval").max(0) as u64,
         show_console_readout: r.bool("show-console-readout"),
         download_result,
@@ -1531,7 +780,7 @@ fn build(
         log: r
             .text("log")
             .map(|p| if p == "-" { p } else { expand_home(&p, env) }),
-        log_level: LogLevel::parse(r.raw("log-level").unwrap_or("debug")),
+        log_level: log_level(r.raw("log-level").unwrap_or("debug")),
         enable_color: r.bool("enable-color"),
         human_readable: r.bool("human-readable"),
         input_file,
@@ -1595,6 +844,7 @@ fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::suggest::{edit_distance, suggestions};
 
     fn env() -> Env {
         Env {

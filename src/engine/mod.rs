@@ -2,17 +2,28 @@
 //! tests), turning completions into calls on the protocol layers. `http/`, `tls/`, `plan/` and
 //! `store/` decide what the bytes mean; `reactor/` is the only code that touches the kernel; the
 //! driver is split by job. README.md in this folder says which part owns what.
+mod config;
 mod conn;
+mod download;
 mod driver;
+mod exit;
+mod job;
 pub(crate) mod packing;
 mod reactor;
+pub mod report;
 mod resolver;
 #[cfg(test)]
 mod simulation;
+mod sink;
+mod sources;
 pub mod sys;
 
-pub use conn::{Job, Outcome};
+pub use config::{DownloadOptions, UriSelector};
 pub use driver::daemon::Pending;
 pub use driver::{
     engine_report, run, serve, session_entry_of_job, StartError, Summary, MAX_RESULTS,
 };
+pub use exit::ExitCode;
+pub use job::{Job, Outcome};
+pub use report::{LogLevel, Progress, Report};
+pub use sources::{check_uri, is_recognized_uri};

@@ -3,9 +3,10 @@
 //! for the fuzz target `pack_body` (through `crate::fuzzing`). The check plays the writer's part:
 //! it takes the queued blocks, places them in a file image and frees them, and compares the image
 //! with what the body says the file is.
-use super::conn::{BodySink, Exchange};
+use super::conn::Exchange;
 use super::driver::Flushes;
 use super::reactor::{Class, Layout, Pool};
+use super::sink::BodySink;
 use crate::http::Framing;
 use crate::plan::Plan;
 

@@ -1,4 +1,6 @@
-//! Small safe wrappers over the libc calls the engine needs (sockets, eventfd, signalfd, xattrs).
+//! Small safe wrappers over the libc calls the engine needs (sockets, eventfd, signalfd, xattrs),
+//! and the few the rest of the program needs (local time, random bytes): with the reactor, the
+//! only place `unsafe` is written.
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -326,6 +328,36 @@ pub fn validator(fd: std::os::fd::RawFd) -> Option<String> {
         return None;
     }
     String::from_utf8(buf[..n as usize].to_vec()).ok()
+}
+
+/// The file status flags of an open file (`F_GETFL`).
+pub fn status_flags(fd: std::os::fd::RawFd) -> io::Result<i32> {
+    // SAFETY: fcntl on a descriptor the caller keeps open for the call.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    match flags {
+        f if f < 0 => Err(io::Error::last_os_error()),
+        f => Ok(f),
+    }
+}
+
+/// Local time (`localtime_r`) of `t` seconds since the epoch, or of now.
+pub fn local_time(t: Option<libc::time_t>) -> libc::tm {
+    // SAFETY: `time` with a null pointer only returns the time; `localtime_r` reads the `time_t`
+    // we pass and writes into the `tm` we own. A zeroed `tm` is a valid value of that plain C
+    // struct.
+    unsafe {
+        let t = t.unwrap_or_else(|| libc::time(std::ptr::null_mut()));
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        tm
+    }
+}
+
+/// Fills `buf` from the kernel's random source; false when it could not, whole.
+pub fn random_bytes(buf: &mut [u8]) -> bool {
+    // SAFETY: `buf` is a valid buffer of `buf.len()` bytes for the kernel to fill.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    usize::try_from(n).is_ok_and(|n| n == buf.len())
 }
 
 /// Drops `O_DIRECT` from an open file (the filesystem refused a direct write).

@@ -384,9 +384,8 @@ mod tests {
         let p = dir.path().join("x");
         let out = open_output(&p, true, true).unwrap();
         assert_eq!(out.mode, WriteMode::Uncached);
-        // SAFETY: F_GETFL on a descriptor `out` keeps open.
         let flags =
-            unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&out.file), libc::F_GETFL) };
+            crate::engine::sys::status_flags(std::os::fd::AsRawFd::as_raw_fd(&out.file)).unwrap();
         assert_eq!(flags & libc::O_DIRECT, 0);
     }
 

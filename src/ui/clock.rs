@@ -2,14 +2,7 @@
 //! display's business, not the engine's.
 
 fn tm_now() -> libc::tm {
-    // SAFETY: `time` with a null pointer only returns the time; `localtime_r` writes into the `tm` we
-    // own and reads the `time_t` we pass. A zeroed `tm` is a valid value of that plain C struct.
-    unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        tm
-    }
+    crate::engine::sys::local_time(None)
 }
 
 /// Local time as (month, day, hour, minute, second).
@@ -24,13 +17,7 @@ pub fn log_timestamp() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let t = now.as_secs() as libc::time_t;
-    // SAFETY: `localtime_r` reads the `time_t` we pass and writes into the `tm` we own; a zeroed
-    // `tm` is a valid value of that plain C struct.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        tm
-    };
+    let tm = crate::engine::sys::local_time(Some(t));
     format!(
         "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}",
         tm.tm_year + 1900,

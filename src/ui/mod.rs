@@ -1,11 +1,11 @@
 //! What the user sees: aria2-style log lines, the progress readout (an indicatif bar on a terminal,
-//! aria2's one-line readout otherwise), the "Download Results" table, and exit codes. Everything here is
+//! aria2's one-line readout otherwise) and the "Download Results" table. Everything here is
 //! fed from counters the engine already keeps; nothing here blocks or touches the ring.
 mod clock;
-pub mod exit;
 pub mod format;
 
 use crate::cli::{LogLevel, ResultMode};
+pub use crate::engine::Progress;
 use format::{abbrev_size, secfmt};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -18,16 +18,6 @@ pub enum Status {
     InProgress,
     /// Removed over RPC.
     Removed,
-}
-
-/// A snapshot of one download for the readout and the results table.
-#[derive(Debug, Clone)]
-pub struct Progress {
-    pub gid: u64,
-    pub done: u64,
-    pub total: Option<u64>,
-    pub connections: usize,
-    pub speed: u64,
 }
 
 /// One row of the results table.
@@ -239,6 +229,25 @@ impl Console {
         }
         let text = results_table(rows, self.human, mode == ResultMode::Full);
         emit(&text);
+    }
+}
+
+/// The engine's reports, rendered as aria2c renders them.
+impl crate::engine::Report for Console {
+    fn log(&mut self, level: LogLevel, msg: &str) {
+        Console::log(self, level, msg);
+    }
+    fn tick(&mut self, active: &[Progress]) {
+        Console::tick(self, active);
+    }
+    fn summary(&mut self, active: &[Progress], paths: &[String]) {
+        Console::summary(self, active, paths);
+    }
+    fn finish(&mut self) {
+        Console::finish(self);
+    }
+    fn tick_interval(&self) -> Duration {
+        Console::tick_interval(self)
     }
 }
 

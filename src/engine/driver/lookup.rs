@@ -48,9 +48,7 @@ impl RingDns {
 /// A random query id (ids an off-path forger must guess, with the socket's random port).
 fn random_id() -> u16 {
     let mut b = [0u8; 2];
-    // SAFETY: `b` is a valid buffer of 2 bytes for the kernel to fill.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    if n == 2 {
+    if sys::random_bytes(&mut b) {
         u16::from_ne_bytes(b)
     } else {
         random_gid() as u16

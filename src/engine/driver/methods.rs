@@ -520,7 +520,8 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                         let rate = defs::parse_size(v).unwrap_or(0);
                         let dl_ = &mut self.0.dls[dl];
                         dl_.opts.max_download_limit = rate;
-                        dl_.bucket = (rate > 0).then(|| super::super::conn::Bucket::new(rate, now));
+                        dl_.bucket =
+                            (rate > 0).then(|| super::super::download::Bucket::new(rate, now));
                     }
                 }
                 if restart {
@@ -664,7 +665,9 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             .iter()
             .filter_map(|v| v.as_str().map(str::to_string))
             .filter(|u| {
-                u.contains("://") && crate::cli::check_uri(u).is_ok() && url::Url::parse(u).is_ok()
+                u.contains("://")
+                    && crate::engine::check_uri(u).is_ok()
+                    && url::Url::parse(u).is_ok()
             })
             .collect();
         let position = p.opt_int(4)?;

@@ -15,7 +15,7 @@ fn later(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 /// What time-keeping owns: `--max-overall-download-limit`'s bucket and when the timers in flight
 /// fire (private to this file).
 pub(super) struct Pacer {
-    overall: Option<super::super::conn::Bucket>,
+    overall: Option<super::super::download::Bucket>,
     timers: Vec<Instant>,
 }
 
@@ -24,14 +24,14 @@ impl Pacer {
     pub(super) fn new(overall_limit: u64, now: Instant) -> Pacer {
         Pacer {
             overall: (overall_limit > 0)
-                .then(|| super::super::conn::Bucket::new(overall_limit, now)),
+                .then(|| super::super::download::Bucket::new(overall_limit, now)),
             timers: Vec::new(),
         }
     }
 
     /// `changeGlobalOption(max-overall-download-limit)`: the new limit applies at once.
     pub(super) fn set_overall_limit(&mut self, limit: u64, now: Instant) {
-        self.overall = (limit > 0).then(|| super::super::conn::Bucket::new(limit, now));
+        self.overall = (limit > 0).then(|| super::super::download::Bucket::new(limit, now));
     }
 }
 

@@ -5,9 +5,9 @@
 //! thousand results cost their heads. Reading a result decodes a copy.
 use super::daemon::Stopped;
 use super::queue::{put_uris_options, uris_options};
+use crate::engine::ExitCode;
 use crate::rpc::status::Status;
 use crate::store::records::{Dec, Enc, Frozen, Loc, Place, Records};
-use crate::ui::exit::ExitCode;
 use std::collections::VecDeque;
 
 /// What a result keeps in memory.

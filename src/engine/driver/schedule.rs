@@ -29,7 +29,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut urls = Vec::new();
         let mut bad = None;
         for u in &job.uris {
-            match crate::cli::check_uri(u).and_then(|_| Url::parse(u).map_err(|e| e.to_string())) {
+            match crate::engine::check_uri(u).and_then(|_| Url::parse(u).map_err(|e| e.to_string()))
+            {
                 Ok(url) => urls.push(url),
                 Err(e) => bad = Some(crate::http::auth::redact(&e)),
             }

@@ -4,7 +4,7 @@
 //! when the download ends, and a server whose connection could not be made or timed out is marked
 //! failed, so `feedback` leaves it for the rest of the run (and the next, through the file).
 use super::*;
-use crate::cli::UriSelector;
+use crate::engine::UriSelector;
 use crate::store::serverstat::ServerStats;
 
 /// Seconds since the epoch (the profile's clock; the run's own clock may be the simulation's).

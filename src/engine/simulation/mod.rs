@@ -27,8 +27,8 @@ use super::reactor::sim::{signal_fd, Faults, Framing, Rng, Route, Sim, Stop, Wor
 use super::reactor::{Layout, Pool};
 use super::Job;
 use crate::cli::{self, Command, LogLevel};
+use crate::engine::ExitCode;
 use crate::store::control;
-use crate::ui::exit::ExitCode;
 use crate::ui::{Console, ConsoleOptions};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -1783,7 +1783,7 @@ fn run_once(sc: &Scenario) -> (tempfile::TempDir, Rc<RefCell<World>>, Result<End
 }
 
 /// The result of a run that ended by itself with one download; `Err` says what went wrong.
-fn only_outcome(ended: Result<Ended, String>, what: &str) -> Result<super::conn::Outcome, String> {
+fn only_outcome(ended: Result<Ended, String>, what: &str) -> Result<super::job::Outcome, String> {
     match ended {
         Ok(Ended::Done(summary)) => summary
             .results
