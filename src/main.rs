@@ -63,7 +63,7 @@ fn real_main() -> i32 {
     for w in &settings.warnings {
         console.log(cli::LogLevel::Warn, w);
     }
-    if settings.rpc.is_some() {
+    if settings.config.rpc.is_some() {
         return serve(&settings, &mut console);
     }
     let input = match open_input(&settings, &mut console) {
@@ -96,7 +96,7 @@ fn real_main() -> i32 {
     let input_error: Rc<RefCell<Option<String>>> = Rc::default();
     let entry_jobs = input.into_iter().flat_map({
         let input_error = input_error.clone();
-        let base = settings.download.clone();
+        let base = settings.config.download.clone();
         let patterns = match (settings.parameterized_uri, settings.force_sequential) {
             (false, _) => Patterns::Off,
             (true, false) => Patterns::Mirrors,
@@ -105,7 +105,12 @@ fn real_main() -> i32 {
         move |list| list.jobs(base.clone(), patterns, input_error.clone())
     });
     let mut all_jobs = jobs.chain(entry_jobs);
-    let summary = match engine::run(&settings, &mut all_jobs, Some(expected), &mut console) {
+    let summary = match engine::run(
+        &settings.config,
+        &mut all_jobs,
+        Some(expected),
+        &mut console,
+    ) {
         Ok(s) => s,
         Err(e) => {
             console.finish();
@@ -114,7 +119,7 @@ fn real_main() -> i32 {
         }
     };
     // --save-session: what did not finish, then what never started (a stopped run's rest).
-    let session = settings.session_out.as_ref().map(|out| {
+    let session = settings.config.session_out.as_ref().map(|out| {
         let mut text = summary.session.clone().unwrap_or_default();
         for job in all_jobs.by_ref() {
             engine::session_entry_of_job(&mut text, &job, &out.command_line);
@@ -203,14 +208,14 @@ fn exit_code(summary: &ringdl::engine::Summary) -> i32 {
 /// `gid=` and `pause=true` kept, so a saved session comes back as it was), `-D` detaches, and the
 /// engine serves RPC until `aria2.shutdown` or a signal.
 fn serve(settings: &Settings, console: &mut Console) -> i32 {
-    let rpc = match settings.rpc.as_ref() {
+    let rpc = match settings.config.rpc.as_ref() {
         Some(r) => r,
         None => return 1,
     };
     let one = |uris: Vec<String>, out: Option<String>| {
         let out_def = cli::defs::by_name("out");
         ringdl::engine::Pending {
-            gid: settings.download.gid.unwrap_or(0),
+            gid: settings.config.download.gid.unwrap_or(0),
             uris,
             options: out.zip(out_def).map(|(v, d)| (d, v)).into_iter().collect(),
             paused: rpc.pause,
@@ -243,7 +248,7 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
                 (true, false) => Patterns::Mirrors,
                 (true, true) => Patterns::Each,
             };
-            let jobs = list.jobs(settings.download.clone(), patterns, Rc::default());
+            let jobs = list.jobs(settings.config.download.clone(), patterns, Rc::default());
             Box::new(jobs.map(move |job| {
                 let mut p = one(job.uris, None);
                 for (def, v) in job.own {
@@ -288,9 +293,9 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
     let mut settings = settings.clone();
     if settings.daemon {
         // The working directory becomes /: a relative --dir is taken from where ringdl started.
-        if settings.download.dir.is_relative() {
+        if settings.config.download.dir.is_relative() {
             if let Ok(cwd) = std::env::current_dir() {
-                settings.download.dir = cwd.join(&settings.download.dir);
+                settings.config.download.dir = cwd.join(&settings.config.download.dir);
             }
         }
         if let Err(e) = ringdl::engine::sys::daemonize() {
@@ -300,7 +305,7 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
         }
     }
     let settings = &settings;
-    let summary = match engine::serve(settings, pending, tls, console) {
+    let summary = match engine::serve(&settings.config, pending, tls, console) {
         Ok(s) => s,
         Err(e) => {
             console.finish();
@@ -415,7 +420,7 @@ fn command_line_jobs(s: &Settings) -> Result<(CommandLineJobs, usize), String> {
     }
     let count_usize = usize::try_from(count).unwrap_or(usize::MAX);
     if s.force_sequential {
-        let mut opts = s.download.clone();
+        let mut opts = s.config.download.clone();
         opts.out = None;
         return Ok((CommandLineJobs::Each { uris, opts }, count_usize));
     }
@@ -426,7 +431,7 @@ fn command_line_jobs(s: &Settings) -> Result<(CommandLineJobs, usize), String> {
     }
     let job = Job {
         uris: uris.collect(),
-        opts: s.download.clone(),
+        opts: s.config.download.clone(),
         own: Vec::new(),
         restarted: false,
     };

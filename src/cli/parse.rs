@@ -10,8 +10,8 @@ pub(crate) use super::conf::{config_line, parse_config};
 use super::defs::{self, ArgKind, OptDef, ValueKind};
 use super::help::{self, USAGE_LINE};
 pub use super::settings::{
-    Command, DownloadOptions, EngineChoice, Env, Hooks, ResultMode, RpcSettings, Settings,
-    UriSelector, UsageError,
+    Command, Config, DownloadOptions, EngineChoice, Env, Hooks, ResultMode, RpcSettings,
+    SessionOut, Settings, UriSelector, UsageError,
 };
 use super::suggest::{long_option_error, lookup_long};
 pub use crate::engine::{check_uri, is_recognized_uri};
@@ -396,16 +396,16 @@ where
     unsupported_warnings(&merged, &mut warnings);
     refuse_unsupported_downloads(&merged, &uris)?;
     let mut settings = build(&merged, uris, env, warnings)?;
-    settings.engine = engine;
+    settings.config.engine = engine;
     let command_line: Vec<(&'static str, String)> = cli
         .values
         .iter()
         .filter(|(name, _)| defs::by_name(name).is_some_and(|d| d.in_input_file))
         .flat_map(|(name, vals)| vals.iter().map(move |v| (*name, v.clone())))
         .collect();
-    if let Some(rpc) = settings.rpc.as_mut() {
+    if let Some(rpc) = settings.config.rpc.as_mut() {
         rpc.command_line = command_line;
-    } else if let Some(out) = settings.session_out.as_mut() {
+    } else if let Some(out) = settings.config.session_out.as_mut() {
         out.command_line = command_line;
     }
     Ok(Command::Download(Box::new(settings)))
@@ -546,18 +546,6 @@ fn rpc_settings(r: &Resolved) -> Result<Option<RpcSettings>, UsageError> {
         save_not_found: r.bool("save-not-found"),
         command_line: Vec::new(),
     }))
-}
-
-/// `--save-session` in a run without RPC: aria2 writes the downloads that failed or did not finish
-/// (with `--force-save`, all of them; without `--save-not-found`, not those that were not found)
-/// to this file at exit, as an input list with their options.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionOut {
-    pub path: PathBuf,
-    pub force_save: bool,
-    pub save_not_found: bool,
-    /// The per-download options given on the command line, written into every entry.
-    pub command_line: Vec<(&'static str, String)>,
 }
 
 /// Every option that has a value, as resolved.
@@ -730,53 +718,102 @@ fn build(
         _ => Vec::new(),
     };
     let settings = Settings {
-        dns_servers,
-        server_stat_if: r
-            .text("server-stat-if")
-            .filter(|p| !p.is_empty())
-            .map(|p| PathBuf::from(expand_home(&p, env))),
-        server_stat_of: r
-            .text("server-stat-of")
-            .filter(|p| !p.is_empty())
-            .map(|p| PathBuf::from(expand_home(&p, env))),
-        server_stat_timeout: r.int("server-stat-timeout"),
-        dns_ipv6: r.bool("enable-async-dns6") && !r.bool("disable-ipv6"),
-        download: download_options(&r, env),
-        max_concurrent: r.int("max-concurrent-downloads") as usize,
+        config: Config {
+            dns_servers,
+            server_stat_if: r
+                .text("server-stat-if")
+                .filter(|p| !p.is_empty())
+                .map(|p| PathBuf::from(expand_home(&p, env))),
+            server_stat_of: r
+                .text("server-stat-of")
+                .filter(|p| !p.is_empty())
+                .map(|p| PathBuf::from(expand_home(&p, env))),
+            server_stat_timeout: r.int("server-stat-timeout"),
+            dns_ipv6: r.bool("enable-async-dns6") && !r.bool("disable-ipv6"),
+            download: download_options(&r, env),
+            max_concurrent: r.int("max-concurrent-downloads") as usize,
+            interfaces: match (r.text("interface"), r.text("multiple-interface")) {
+                (Some(i), _) if !i.is_empty() => vec![i],
+                (_, Some(list)) => list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+                _ => Vec::new(),
+            },
+            disable_ipv6: r.bool("disable-ipv6"),
+            stop_after: r.int("stop").max(0) as u64,
+            stop_with_process: r
+                .text("stop-with-process")
+                .and_then(|p| p.parse::<u32>().ok())
+                .filter(|p| *p > 0),
+            ca_certificate: r
+                .text("ca-certificate")
+                .map(|p| PathBuf::from(expand_home(&p, env))),
+            check_certificate: r.bool("check-certificate"),
+            summary_interval: r.int("summary-interval").max(0) as u64,
+            timeout_secs: r.int("timeout").max(1) as u64,
+            connect_timeout_secs: r.int("connect-timeout").max(1) as u64,
+            max_tries: u32::try_from(r.int("max-tries")).unwrap_or(u32::MAX),
+            auto_save_interval: r.int("auto-save-interval").max(0) as u64,
+            retry_wait: r.int("retry-wait").max(0) as u64,
+            max_overall_download_limit: r.size("max-overall-download-limit"),
+            netrc_path: match layer.get("netrc-path") {
+                Some(p) => PathBuf::from(expand_home(p, env)),
+                None => env
+                    .home
+                    .as_ref()
+                    .map(|h| h.join(".netrc"))
+                    .unwrap_or_default(),
+            },
+            load_cookies: r
+                .text("load-cookies")
+                .map(|p| PathBuf::from(expand_home(&p, env))),
+            save_cookies: r
+                .text("save-cookies")
+                .map(|p| PathBuf::from(expand_home(&p, env))),
+            certificate: r
+                .text("certificate")
+                .map(|p| PathBuf::from(expand_home(&p, env))),
+            private_key: r
+                .text("private-key")
+                .map(|p| PathBuf::from(expand_home(&p, env))),
+            tls13_only: r.raw("min-tls-version") == Some("TLSv1.3"),
+            hooks: {
+                let hook = |name: &str| {
+                    r.text(name)
+                        .filter(|c| !c.is_empty())
+                        .map(|c| expand_home(&c, env))
+                };
+                Hooks {
+                    start: hook("on-download-start"),
+                    pause: hook("on-download-pause"),
+                    stop: hook("on-download-stop"),
+                    complete: hook("on-download-complete"),
+                    error: hook("on-download-error"),
+                }
+            },
+            engine: EngineChoice::Auto,
+            rpc: rpc_settings(&r)?,
+            session_out: match r.text("save-session") {
+                Some(p) if !r.bool("enable-rpc") => Some(SessionOut {
+                    path: PathBuf::from(p),
+                    force_save: r.bool("force-save"),
+                    save_not_found: r.bool("save-not-found"),
+                    command_line: Vec::new(),
+                }),
+                _ => None,
+            },
+            option_values: option_values(&r),
+        },
         force_sequential: r.bool("force-sequential"),
         parameterized_uri: r.bool("parameterized-uri"),
         stderr: r.bool("stderr"),
-        interfaces: match (r.text("interface"), r.text("multiple-interface")) {
-            (Some(i), _) if !i.is_empty() => vec![i],
-            (_, Some(list)) => list
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect(),
-            _ => Vec::new(),
-        },
-        disable_ipv6: r.bool("disable-ipv6"),
-        stop_after: r.int("stop").max(0) as u64,
-        stop_with_process: r
-            .text("stop-with-process")
-            .and_then(|p| p.parse::<u32>().ok())
-            .filter(|p| *p > 0),
-        ca_certificate: r
-            .text("ca-certificate")
-            .map(|p| PathBuf::from(expand_home(&p, env))),
-        check_certificate: r.bool("check-certificate"),
         console_log_level: log_level(r.raw("console-log-level").unwrap_or("notice")),
-        summary_interval: r.int("summary-interval").max(0) as u64,
         show_console_readout: r.bool("show-console-readout"),
         download_result,
         quiet: r.bool("quiet"),
-        timeout_secs: r.int("timeout").max(1) as u64,
-        connect_timeout_secs: r.int("connect-timeout").max(1) as u64,
-        max_tries: u32::try_from(r.int("max-tries")).unwrap_or(u32::MAX),
-        auto_save_interval: r.int("auto-save-interval").max(0) as u64,
-        retry_wait: r.int("retry-wait").max(0) as u64,
-        max_overall_download_limit: r.size("max-overall-download-limit"),
         log: r
             .text("log")
             .map(|p| if p == "-" { p } else { expand_home(&p, env) }),
@@ -786,56 +823,9 @@ fn build(
         input_file,
         uris,
         warnings,
-        netrc_path: match layer.get("netrc-path") {
-            Some(p) => PathBuf::from(expand_home(p, env)),
-            None => env
-                .home
-                .as_ref()
-                .map(|h| h.join(".netrc"))
-                .unwrap_or_default(),
-        },
-        load_cookies: r
-            .text("load-cookies")
-            .map(|p| PathBuf::from(expand_home(&p, env))),
-        save_cookies: r
-            .text("save-cookies")
-            .map(|p| PathBuf::from(expand_home(&p, env))),
-        certificate: r
-            .text("certificate")
-            .map(|p| PathBuf::from(expand_home(&p, env))),
-        private_key: r
-            .text("private-key")
-            .map(|p| PathBuf::from(expand_home(&p, env))),
-        tls13_only: r.raw("min-tls-version") == Some("TLSv1.3"),
-        hooks: {
-            let hook = |name: &str| {
-                r.text(name)
-                    .filter(|c| !c.is_empty())
-                    .map(|c| expand_home(&c, env))
-            };
-            Hooks {
-                start: hook("on-download-start"),
-                pause: hook("on-download-pause"),
-                stop: hook("on-download-stop"),
-                complete: hook("on-download-complete"),
-                error: hook("on-download-error"),
-            }
-        },
-        engine: EngineChoice::Auto,
-        rpc: rpc_settings(&r)?,
-        session_out: match r.text("save-session") {
-            Some(p) if !r.bool("enable-rpc") => Some(SessionOut {
-                path: PathBuf::from(p),
-                force_save: r.bool("force-save"),
-                save_not_found: r.bool("save-not-found"),
-                command_line: Vec::new(),
-            }),
-            _ => None,
-        },
         daemon: r.bool("daemon"),
-        option_values: option_values(&r),
     };
-    if settings.uris.is_empty() && settings.input_file.is_none() && settings.rpc.is_none() {
+    if settings.uris.is_empty() && settings.input_file.is_none() && settings.config.rpc.is_none() {
         return Err(usage_error("Specify at least one URL.".to_string(), 1));
     }
     Ok(settings)
@@ -874,16 +864,16 @@ mod tests {
     #[test]
     fn defaults_match_aria2() {
         let s = settings(&["http://h/f"]);
-        assert_eq!(s.max_concurrent, 5);
-        assert_eq!(s.download.max_conn_per_server, 1);
-        assert_eq!(s.download.split, 5);
-        assert_eq!(s.download.min_split_size, 20 << 20);
-        assert_eq!(s.download.dir, PathBuf::from("/cwd"));
-        assert!(s.check_certificate);
-        assert!(!s.download.allow_overwrite);
-        assert!(s.download.auto_file_renaming);
+        assert_eq!(s.config.max_concurrent, 5);
+        assert_eq!(s.config.download.max_conn_per_server, 1);
+        assert_eq!(s.config.download.split, 5);
+        assert_eq!(s.config.download.min_split_size, 20 << 20);
+        assert_eq!(s.config.download.dir, PathBuf::from("/cwd"));
+        assert!(s.config.check_certificate);
+        assert!(!s.config.download.allow_overwrite);
+        assert!(s.config.download.auto_file_renaming);
         assert!(!s.force_sequential);
-        assert_eq!(s.summary_interval, 60);
+        assert_eq!(s.config.summary_interval, 60);
         assert_eq!(s.console_log_level, LogLevel::Notice);
         assert!(s.show_console_readout);
         assert_eq!(s.uris, vec!["http://h/f"]);
@@ -901,18 +891,29 @@ mod tests {
             "http://h/u",
             "-j2",
         ]);
-        assert_eq!((s.download.max_conn_per_server, s.download.split), (16, 8));
-        assert_eq!(s.download.min_split_size, 1 << 20);
-        assert_eq!(s.download.dir, PathBuf::from("/tmp/x"));
-        assert_eq!(s.max_concurrent, 2);
+        assert_eq!(
+            (
+                s.config.download.max_conn_per_server,
+                s.config.download.split
+            ),
+            (16, 8)
+        );
+        assert_eq!(s.config.download.min_split_size, 1 << 20);
+        assert_eq!(s.config.download.dir, PathBuf::from("/tmp/x"));
+        assert_eq!(s.config.max_concurrent, 2);
         assert_eq!(s.uris, vec!["http://h/u"]);
     }
 
     #[test]
     fn optional_booleans_only_attach() {
-        assert!(!settings(&["--check-certificate=false", "http://h/u"]).check_certificate);
+        assert!(
+            !settings(&["--check-certificate=false", "http://h/u"])
+                .config
+                .check_certificate
+        );
         assert!(
             settings(&["--allow-overwrite", "http://h/u"])
+                .config
                 .download
                 .allow_overwrite
         );
@@ -932,7 +933,7 @@ mod tests {
     #[test]
     fn prefixes_and_last_one_wins() {
         let s = settings(&["--max-conn=4", "--max-conn=6", "http://h/u"]);
-        assert_eq!(s.download.max_conn_per_server, 6);
+        assert_eq!(s.config.download.max_conn_per_server, 6);
         let e = err(&["--ma=4", "http://h/u"]);
         assert!(e.message.contains("is ambiguous"), "{}", e.message);
         assert_eq!(e.exit_code, 28);
@@ -941,7 +942,7 @@ mod tests {
     #[test]
     fn header_accumulates() {
         let s = settings(&["--header=A: 1", "--header", "B: 2", "http://h/u"]);
-        assert_eq!(s.download.headers, vec!["A: 1", "B: 2"]);
+        assert_eq!(s.config.download.headers, vec!["A: 1", "B: 2"]);
     }
 
     /// aria2 reads an input-file entry's lines into options of their own and puts them over the
@@ -952,8 +953,11 @@ mod tests {
         let header = defs::by_name("header").expect("header");
         let env = env();
         let own = [(header, "B: 2".to_string()), (header, "C: 3".to_string())];
-        assert_eq!(s.download.with_entry(&own, &env).headers, ["B: 2", "C: 3"]);
-        assert_eq!(s.download.with_entry(&[], &env).headers, ["A: 1"]);
+        assert_eq!(
+            s.config.download.with_entry(&own, &env).headers,
+            ["B: 2", "C: 3"]
+        );
+        assert_eq!(s.config.download.with_entry(&[], &env).headers, ["A: 1"]);
     }
 
     #[test]
@@ -1020,13 +1024,13 @@ mod tests {
 
     #[test]
     fn engine_from_the_option_or_the_environment() {
-        assert_eq!(settings(&["http://h/u"]).engine, EngineChoice::Auto);
+        assert_eq!(settings(&["http://h/u"]).config.engine, EngineChoice::Auto);
         assert_eq!(
-            settings(&["--engine=portable", "http://h/u"]).engine,
+            settings(&["--engine=portable", "http://h/u"]).config.engine,
             EngineChoice::Portable
         );
         assert_eq!(
-            settings(&["--engine", "uring", "http://h/u"]).engine,
+            settings(&["--engine", "uring", "http://h/u"]).config.engine,
             EngineChoice::Uring
         );
         let e = Env {
@@ -1034,7 +1038,7 @@ mod tests {
             ..env()
         };
         let from_env = |args: &[&str]| match parse_with(args.iter().copied(), &e) {
-            Ok(Command::Download(s)) => s.engine,
+            Ok(Command::Download(s)) => s.config.engine,
             other => panic!("unexpected {other:?}"),
         };
         assert_eq!(from_env(&["http://h/u"]), EngineChoice::Portable);
@@ -1088,11 +1092,11 @@ mod tests {
     #[test]
     fn out_is_always_under_dir() {
         let s = settings(&["-d", "sub", "-o", "/x/y.bin", "http://h/u"]);
-        assert_eq!(s.download.out.as_deref(), Some("x/y.bin"));
+        assert_eq!(s.config.download.out.as_deref(), Some("x/y.bin"));
         let s = settings(&["--out=//y.bin", "http://h/u"]);
-        assert_eq!(s.download.out.as_deref(), Some("y.bin"));
+        assert_eq!(s.config.download.out.as_deref(), Some("y.bin"));
         let s = settings(&["-o", "/", "http://h/u"]);
-        assert_eq!(s.download.out, None);
+        assert_eq!(s.config.download.out, None);
     }
 
     #[test]
@@ -1102,8 +1106,8 @@ mod tests {
         std::fs::write(&conf, "allow-overwrite\ncontinue=\nremote-time = \n").unwrap();
         let path = format!("--conf-path={}", conf.display());
         let s = settings(&[&path, "http://h/u"]);
-        assert!(s.download.allow_overwrite);
-        assert!(s.download.continue_partial);
+        assert!(s.config.download.allow_overwrite);
+        assert!(s.config.download.continue_partial);
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
         std::fs::write(&conf, "max-tries\n").unwrap();
         let e = parse_with([path.as_str(), "http://h/u"], &env()).unwrap_err();
@@ -1122,16 +1126,16 @@ mod tests {
         .unwrap();
         let path = format!("--conf-path={}", conf.display());
         let s = settings(&[&path, "http://h/u"]);
-        assert_eq!(s.download.split, 3);
-        assert_eq!(s.download.max_conn_per_server, 2);
+        assert_eq!(s.config.download.split, 3);
+        assert_eq!(s.config.download.max_conn_per_server, 2);
         assert_eq!(
             s.warnings,
             vec!["Unknown option: garbage line", "Unknown option: foo-bar=1"]
         );
         let s = settings(&[&path, "-s7", "http://h/u"]);
-        assert_eq!(s.download.split, 7);
+        assert_eq!(s.config.download.split, 7);
         let s = settings(&[&path, "--no-conf", "http://h/u"]);
-        assert_eq!(s.download.split, 5);
+        assert_eq!(s.config.download.split, 5);
         std::fs::write(&conf, "split=abc\n").unwrap();
         let e = err(&[&path, "http://h/u"]);
         assert_eq!(e.exit_code, 28);
@@ -1159,7 +1163,7 @@ mod tests {
         std::fs::create_dir_all(&xdg).unwrap();
         std::fs::write(xdg.join("aria2.conf"), "split=2\n").unwrap();
         let s = |e: &Env| match parse_with(["http://h/u"], e) {
-            Ok(Command::Download(s)) => s.download.split,
+            Ok(Command::Download(s)) => s.config.download.split,
             other => panic!("{other:?}"),
         };
         assert_eq!(s(&e), 2);
@@ -1196,11 +1200,11 @@ mod tests {
         assert!(e.message.contains("BitTorrent"));
         // The RPC server needs no URI, and an empty secret is refused.
         let s = settings(&["--enable-rpc", "--rpc-secret=t", "--rpc-listen-port=7000"]);
-        let rpc = s.rpc.expect("rpc settings");
+        let rpc = s.config.rpc.expect("rpc settings");
         assert_eq!((rpc.port, rpc.secret.as_deref()), (7000, Some("t")));
         assert!(!rpc.listen_all && rpc.max_request_size == 2 << 20);
         assert_eq!(err(&["--enable-rpc", "--rpc-secret="]).exit_code, 28);
-        assert!(settings(&["http://h/u"]).rpc.is_none());
+        assert!(settings(&["http://h/u"]).config.rpc.is_none());
         assert!(err(&["ftp://h/f"]).message.contains("does not support FTP"));
         assert!(err(&["magnet:?xt=urn:btih:abc"])
             .message
@@ -1216,9 +1220,15 @@ mod tests {
         match parse_with(["http://h/u"], &e) {
             Ok(Command::Download(s)) => {
                 assert!(s.warnings.is_empty(), "{:?}", s.warnings);
-                let p = s.download.proxies.http.as_ref().expect("the http proxy");
+                let p = s
+                    .config
+                    .download
+                    .proxies
+                    .http
+                    .as_ref()
+                    .expect("the http proxy");
                 assert_eq!((p.host.as_str(), p.port), ("proxy", 3128));
-                assert_eq!(s.download.proxies.https, None);
+                assert_eq!(s.config.download.proxies.https, None);
             }
             other => panic!("{other:?}"),
         }
@@ -1226,7 +1236,7 @@ mod tests {
         match parse_with(["--http-proxy=other:1", "http://h/u"], &e) {
             Ok(Command::Download(s)) => {
                 assert_eq!(
-                    s.download.proxies.http.map(|p| p.host),
+                    s.config.download.proxies.http.map(|p| p.host),
                     Some("other".to_string())
                 );
             }

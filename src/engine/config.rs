@@ -1,5 +1,5 @@
-//! What the engine is configured with, per download: built by `cli/` from the command line, an
-//! input list's entry or an RPC call's options, and read by the engine alone.
+//! What the engine is configured with: a run's `Config` and each download's `DownloadOptions`,
+//! built by `cli/` from the command line, an input list's entries or an RPC call's options.
 use std::path::PathBuf;
 
 /// What one download is made with: the global options, or an input-file entry's own.
@@ -84,4 +84,144 @@ pub enum UriSelector {
     Feedback,
     /// The best known servers for the first connections, unmeasured ones for the extra ones.
     Adaptive,
+}
+
+/// What a run of the engine is configured with, built by `cli/` from the options (`-i` entries and
+/// RPC calls start their downloads from `download`).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The options each command-line download gets (input-file entries start from these, less `out`).
+    pub download: DownloadOptions,
+    pub max_concurrent: usize,
+    /// `--interface` (else `--multiple-interface`'s list): what connections leave from, each an
+    /// interface name, an IP address or a host name; connections take them in turn.
+    pub interfaces: Vec<String>,
+    /// `--disable-ipv6`: IPv6 addresses are never connected to.
+    pub disable_ipv6: bool,
+    /// `--async-dns-server` (with `--async-dns=true`): names are looked up by these servers on the
+    /// ring, the system resolver asked only when they give no address. Empty: the system resolver.
+    pub dns_servers: Vec<std::net::SocketAddr>,
+    /// `--enable-async-dns6`: those lookups ask for IPv6 addresses too.
+    pub dns_ipv6: bool,
+    /// `--stop`: seconds after which the run stops as on Ctrl-C (0: never).
+    pub stop_after: u64,
+    /// `--stop-with-process`: the run stops as on Ctrl-C once this process is gone.
+    pub stop_with_process: Option<u32>,
+    pub ca_certificate: Option<PathBuf>,
+    pub check_certificate: bool,
+    pub summary_interval: u64,
+    pub timeout_secs: u64,
+    pub connect_timeout_secs: u64,
+    /// `-m`: tries of a download before it fails (0: no limit).
+    pub max_tries: u32,
+    /// Seconds between control-file saves (0: only when stopping).
+    pub auto_save_interval: u64,
+    /// Seconds between tries (0: at once); with it, 502/503 answers are retried.
+    pub retry_wait: u64,
+    /// Bytes per second all downloads together may receive (0: no limit).
+    pub max_overall_download_limit: u64,
+    /// `--netrc-path` (`~/.netrc` unless given).
+    pub netrc_path: PathBuf,
+    /// `--load-cookies`: a Netscape/Mozilla cookie file read at start.
+    pub load_cookies: Option<PathBuf>,
+    /// `--save-cookies`: where the cookies are written at the end.
+    pub save_cookies: Option<PathBuf>,
+    /// `--server-stat-if`, `--server-stat-of`, `--server-stat-timeout`: the server performance
+    /// profile read at the start and written at the end, and how old an entry may be.
+    pub server_stat_if: Option<PathBuf>,
+    pub server_stat_of: Option<PathBuf>,
+    pub server_stat_timeout: i64,
+    /// `--certificate` and `--private-key`: the client certificate presented to servers.
+    pub certificate: Option<PathBuf>,
+    pub private_key: Option<PathBuf>,
+    /// `--min-tls-version=TLSv1.3` (rustls has no TLS 1.1, so TLSv1.1 and TLSv1.2 mean 1.2).
+    pub tls13_only: bool,
+    /// `--engine` (else `RINGDL_ENGINE`): which reactor runs the downloads.
+    pub engine: EngineChoice,
+    /// `--on-download-*`: the event hooks.
+    pub hooks: Hooks,
+    /// `--enable-rpc`: the RPC server's settings.
+    pub rpc: Option<RpcSettings>,
+    /// `--save-session` without `--enable-rpc`: where the downloads that did not finish are
+    /// written at exit, for a later `-i`.
+    pub session_out: Option<SessionOut>,
+    /// Every option's value as resolved (the user's, else the default; cumulative ones joined with
+    /// newlines): what `aria2.getGlobalOption` reports.
+    pub option_values: Vec<(&'static str, String)>,
+}
+
+/// The RPC server's options.
+#[derive(Debug, Clone)]
+pub struct RpcSettings {
+    pub port: u16,
+    pub listen_all: bool,
+    pub secret: Option<String>,
+    /// `--rpc-user` and `--rpc-passwd` (deprecated): HTTP basic authentication.
+    pub user: Option<String>,
+    pub passwd: Option<String>,
+    pub allow_origin_all: bool,
+    pub max_request_size: u64,
+    /// `--rpc-secure`: serve over TLS with `--rpc-certificate` and `--rpc-private-key`.
+    pub secure: bool,
+    pub certificate: Option<PathBuf>,
+    pub private_key: Option<PathBuf>,
+    /// `--pause`: downloads are added paused.
+    pub pause: bool,
+    /// `--max-download-result`: stopped downloads `tellStopped` keeps.
+    pub max_download_result: usize,
+    pub keep_unfinished_download_result: bool,
+    /// `--save-session`: where the session goes at exit, on `saveSession`, and every
+    /// `--save-session-interval` seconds.
+    pub save_session: Option<PathBuf>,
+    pub save_session_interval: u64,
+    /// `--force-save`: completed and removed downloads are saved too.
+    pub force_save: bool,
+    /// `--save-not-found`: downloads that failed with "not found" are saved.
+    pub save_not_found: bool,
+    /// The per-download options given on the command line (a session writes them into every
+    /// entry, as aria2 does).
+    pub command_line: Vec<(&'static str, String)>,
+}
+
+/// aria2's event hooks: the command each event runs (see engine/driver/hooks.rs).
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    pub start: Option<String>,
+    pub pause: Option<String>,
+    pub stop: Option<String>,
+    pub complete: Option<String>,
+    pub error: Option<String>,
+}
+
+/// ringdl's own `--engine=auto|uring|portable`: io_uring where it works and the portable (epoll)
+/// reactor elsewhere, or either one forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineChoice {
+    #[default]
+    Auto,
+    Uring,
+    Portable,
+}
+
+impl EngineChoice {
+    pub fn parse(v: &str) -> Option<EngineChoice> {
+        match v {
+            "auto" => Some(EngineChoice::Auto),
+            "uring" | "io_uring" => Some(EngineChoice::Uring),
+            "portable" | "epoll" => Some(EngineChoice::Portable),
+            _ => None,
+        }
+    }
+}
+
+/// `--save-session` in a run without RPC: aria2 writes the downloads that failed or did not finish
+/// (with `--force-save`, all of them; without `--save-not-found`, not those that were not found)
+/// to this file at exit, as an input list with their options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionOut {
+    pub path: PathBuf,
+    pub force_save: bool,
+    pub save_not_found: bool,
+    /// The per-download options given on the command line, written into every entry.
+    pub command_line: Vec<(&'static str, String)>,
 }

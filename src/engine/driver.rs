@@ -1,6 +1,7 @@
 //! The loop: stage every operation a step produces, one `submit_and_wait`, harvest every completion,
 //! turn each into calls on the connection, the download and the protocol layers, and repeat until
 //! every download has ended and every operation in flight has completed.
+use super::config::{Config, EngineChoice};
 use super::conn::{Conn, ConnState, Exchange, Fill, Phase, RecvInFlight, ServerKey, Want};
 use super::download::{DlId, DlState, Download, FileOf, Opening, Validator};
 use super::job::{http_failure, Failure, Job, Outcome};
@@ -11,7 +12,6 @@ use super::report::{LogLevel, Progress, Report};
 use super::resolver::Resolver;
 use super::sink::{BodySink, Flush};
 use super::sys;
-use crate::cli::{EngineChoice, Settings};
 use crate::engine::ExitCode;
 use crate::http::{self, Framing, RequestSpec};
 use crate::plan::{Owner, Plan};
@@ -179,7 +179,7 @@ struct WriteDone {
 struct Engine<'a, R: Reactor<Tag>> {
     /// Dropped first: it drains every operation while everything else is still there.
     reactor: R,
-    s: &'a Settings,
+    s: &'a Config,
     console: &'a mut dyn Report,
     conns: Vec<Option<Conn>>,
     /// Downloads started so far; a finished one's place is reused by the next job.

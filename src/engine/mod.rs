@@ -18,7 +18,9 @@ mod sink;
 mod sources;
 pub mod sys;
 
-pub use config::{DownloadOptions, UriSelector};
+pub use config::{
+    Config, DownloadOptions, EngineChoice, Hooks, RpcSettings, SessionOut, UriSelector,
+};
 pub use driver::daemon::Pending;
 pub use driver::{
     engine_report, run, serve, session_entry_of_job, StartError, Summary, MAX_RESULTS,

@@ -290,7 +290,7 @@ pub(crate) fn session_entry(
 
 impl Daemon {
     pub(crate) fn new(
-        settings: &Settings,
+        settings: &Config,
         pending: impl IntoIterator<Item = Pending>,
         tls: Option<crate::tls::server::ServerTlsConfig>,
     ) -> Option<Daemon> {

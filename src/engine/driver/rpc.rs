@@ -69,7 +69,7 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    pub(crate) fn new(s: &crate::cli::RpcSettings, tls: Option<ServerTlsConfig>) -> Server {
+    pub(crate) fn new(s: &crate::engine::RpcSettings, tls: Option<ServerTlsConfig>) -> Server {
         let basic = match (&s.user, &s.passwd) {
             (None, None) => None,
             (u, p) => Some(format!(

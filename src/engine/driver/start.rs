@@ -50,7 +50,7 @@ impl fmt::Display for StartError {
 }
 
 /// Connections the run may need at once: `-s` (at most 4 × `-x`) for each of `-j` downloads.
-pub(crate) fn wanted_slots(settings: &Settings, expected: Option<usize>) -> usize {
+pub(crate) fn wanted_slots(settings: &Config, expected: Option<usize>) -> usize {
     let opts = &settings.download;
     let per_dl = opts
         .split
@@ -66,7 +66,7 @@ pub(crate) fn wanted_slots(settings: &Settings, expected: Option<usize>) -> usiz
 /// Runs every job to its end. `jobs` is pulled only as downloads can start, so a list of a million
 /// entries is never in memory at once; `expected` (when known) sizes the buffer pool.
 pub fn run(
-    settings: &Settings,
+    settings: &Config,
     jobs: &mut dyn Iterator<Item = Job>,
     expected: Option<usize>,
     console: &mut dyn Report,
@@ -78,7 +78,7 @@ pub fn run(
 /// `-i`, a session), queued; the RPC server adds and controls the rest until `aria2.shutdown` or a
 /// signal.
 pub fn serve(
-    settings: &Settings,
+    settings: &Config,
     pending: impl IntoIterator<Item = daemon::Pending>,
     tls: Option<crate::tls::server::ServerTlsConfig>,
     console: &mut dyn Report,
@@ -95,7 +95,7 @@ pub fn serve(
 }
 
 fn start(
-    settings: &Settings,
+    settings: &Config,
     jobs: &mut dyn Iterator<Item = Job>,
     expected: Option<usize>,
     console: &mut dyn Report,
@@ -278,7 +278,7 @@ pub(crate) struct Outside {
 /// An error means the reactor failed (or, in the simulation, stopped the run).
 pub(crate) fn run_on<R: Reactor<Tag>>(
     reactor: R,
-    settings: &Settings,
+    settings: &Config,
     jobs: &mut dyn Iterator<Item = Job>,
     console: &mut dyn Report,
     outside: Outside,

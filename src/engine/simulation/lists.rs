@@ -247,7 +247,7 @@ fn run_list_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), Stri
     argv.extend(["-d".to_string(), dir.path().display().to_string()]);
     argv.push("http://127.0.0.1/".into());
     let base = match cli::parse_args(argv.iter().map(std::ffi::OsString::from)) {
-        Ok(Command::Download(s)) => s.download,
+        Ok(Command::Download(s)) => s.config.download,
         _ => return Err(format!("bad command line {argv:?}")),
     };
     let first_uris = sc.jobs[0].uris();

@@ -684,7 +684,7 @@ fn run_with(
         Ok(Command::Download(s)) => s,
         _ => return Err(format!("bad command line {argv:?}")),
     };
-    let slots = wanted_slots(&settings, Some(1));
+    let slots = wanted_slots(&settings.config, Some(1));
     let layout =
         Layout::fit(slots, crate::tls::MIN_INCOMING, budget).ok_or("no layout fits the budget")?;
     let pool = Pool::new(layout).map_err(|e| e.to_string())?;
@@ -692,14 +692,14 @@ fn run_with(
         pool,
         world.clone(),
         seed,
-        Duration::from_secs(settings.timeout_secs),
-        Duration::from_secs(settings.connect_timeout_secs),
+        Duration::from_secs(settings.config.timeout_secs),
+        Duration::from_secs(settings.config.connect_timeout_secs),
     );
     let mut jobs = jobs
         .unwrap_or_else(|| {
             vec![Job {
                 uris: settings.uris.clone(),
-                opts: settings.download.clone(),
+                opts: settings.config.download.clone(),
                 own: Vec::new(),
                 restarted: false,
             }]
@@ -708,7 +708,7 @@ fn run_with(
     let mut console = console();
     let daemon = match daemon {
         Some(pending) => Some(Box::new(
-            super::driver::daemon::Daemon::new(&settings, pending, None)
+            super::driver::daemon::Daemon::new(&settings.config, pending, None)
                 .ok_or("daemon mode without --enable-rpc")?,
         )),
         None => None,
@@ -720,7 +720,7 @@ fn run_with(
         daemon,
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_on(sim, &settings, &mut jobs, &mut console, outside)
+        run_on(sim, &settings.config, &mut jobs, &mut console, outside)
     }))
     .map_err(|p| {
         let msg = p
