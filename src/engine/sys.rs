@@ -264,6 +264,182 @@ pub fn raw_addr(addr: &SocketAddr) -> Box<RawAddr> {
     })
 }
 
+/// A UDP socket bound to `local` (port 0: one the kernel picks), close-on-exec and non-blocking:
+/// datagrams to and from any peer (trackers, the DHT), one per operation.
+pub fn udp_bound(local: &SocketAddr) -> io::Result<OwnedFd> {
+    let family = match local {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: socket(2) with constant arguments; the descriptor is owned at once.
+    let fd = unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let addr = raw_addr(local);
+    // SAFETY: the address is ours for the call; the socket is open.
+    let rc = unsafe {
+        libc::bind(
+            fd,
+            &addr.storage as *const libc::sockaddr_storage as *const libc::sockaddr,
+            addr.len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(sock)
+}
+
+/// The address a socket is bound to (`getsockname`).
+pub fn local_addr(fd: std::os::fd::RawFd) -> io::Result<SocketAddr> {
+    // SAFETY: an all-zero sockaddr_storage is valid; getsockname writes at most `len` bytes of it.
+    let mut raw = RawAddr {
+        storage: unsafe { std::mem::zeroed() },
+        len: std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t,
+    };
+    // SAFETY: as above; the descriptor is open for the call.
+    let rc = unsafe {
+        libc::getsockname(
+            fd,
+            &mut raw.storage as *mut libc::sockaddr_storage as *mut libc::sockaddr,
+            &mut raw.len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    socket_addr(&raw).ok_or_else(|| io::Error::other("not an IP socket"))
+}
+
+/// The IPv4 or IPv6 address in `raw` (as the kernel wrote it); `None` for another family.
+pub fn socket_addr(raw: &RawAddr) -> Option<SocketAddr> {
+    let len = raw.len as usize;
+    match raw.storage.ss_family as libc::c_int {
+        libc::AF_INET if len >= std::mem::size_of::<libc::sockaddr_in>() => {
+            // SAFETY: the family says the storage holds a sockaddr_in, which it is large enough
+            // for and aligned for.
+            let sin = unsafe { &*(&raw.storage as *const _ as *const libc::sockaddr_in) };
+            let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Some(SocketAddr::from((ip, u16::from_be(sin.sin_port))))
+        }
+        libc::AF_INET6 if len >= std::mem::size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: as above, for a sockaddr_in6.
+            let sin6 = unsafe { &*(&raw.storage as *const _ as *const libc::sockaddr_in6) };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::V6(std::net::SocketAddrV6::new(
+                ip,
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// One datagram on its way out or in: its bytes, its peer's address (where it goes, or once
+/// received where it came from) and the message header `sendmsg`/`recvmsg` read, which points at
+/// the other two. Boxed, so those pointers stay right however the box moves; the buffer's bytes
+/// live on the heap and do not move either.
+pub struct Datagram {
+    buf: Vec<u8>,
+    peer: RawAddr,
+    iov: libc::iovec,
+    msg: libc::msghdr,
+}
+
+impl Datagram {
+    /// `buf` as one datagram to `to`.
+    pub fn to(buf: Vec<u8>, to: &SocketAddr) -> Box<Datagram> {
+        let peer = *raw_addr(to);
+        Datagram::boxed(buf, peer)
+    }
+
+    /// Room for one datagram of up to `buf.len()` bytes (a longer one is cut, as recvmsg cuts it).
+    pub fn receiving(buf: Vec<u8>) -> Box<Datagram> {
+        let peer = RawAddr {
+            // SAFETY: an all-zero sockaddr_storage is valid.
+            storage: unsafe { std::mem::zeroed() },
+            len: std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t,
+        };
+        Datagram::boxed(buf, peer)
+    }
+
+    fn boxed(buf: Vec<u8>, peer: RawAddr) -> Box<Datagram> {
+        let mut d = Box::new(Datagram {
+            buf,
+            peer,
+            iov: libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            },
+            // SAFETY: an all-zero msghdr is valid (no name, no buffers, no control data).
+            msg: unsafe { std::mem::zeroed() },
+        });
+        d.iov = libc::iovec {
+            iov_base: d.buf.as_mut_ptr().cast(),
+            iov_len: d.buf.len(),
+        };
+        d.msg.msg_name = std::ptr::addr_of_mut!(d.peer.storage).cast();
+        d.msg.msg_namelen = d.peer.len;
+        d.msg.msg_iov = std::ptr::addr_of_mut!(d.iov);
+        d.msg.msg_iovlen = 1;
+        d
+    }
+
+    /// The message header, for a `sendmsg`/`recvmsg` the caller keeps this box alive for.
+    pub fn header(&mut self) -> *mut libc::msghdr {
+        std::ptr::addr_of_mut!(self.msg)
+    }
+
+    /// The message header for a `recvmsg`: room for any peer's address.
+    pub fn header_for_receive(&mut self) -> *mut libc::msghdr {
+        self.msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        self.header()
+    }
+
+    /// The peer: where it was sent, or where a received datagram came from.
+    pub fn peer(&self) -> Option<SocketAddr> {
+        socket_addr(&RawAddr {
+            storage: self.peer.storage,
+            len: self.msg.msg_namelen,
+        })
+    }
+
+    /// Its bytes (for a received one, the first `n` are the datagram, `n` the completion's
+    /// result).
+    pub fn into_bytes(self: Box<Datagram>) -> Vec<u8> {
+        let Datagram { buf, .. } = *self;
+        buf
+    }
+
+    /// `sendmsg` now, without waiting.
+    pub fn send_now(&mut self, fd: std::os::fd::RawFd) -> io::Result<usize> {
+        // SAFETY: the header points into this datagram, alive for the call; the socket is open.
+        let rc =
+            unsafe { libc::sendmsg(fd, self.header(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+        usize::try_from(rc).map_err(|_| io::Error::last_os_error())
+    }
+
+    /// `recvmsg` now, without waiting.
+    pub fn recv_now(&mut self, fd: std::os::fd::RawFd) -> io::Result<usize> {
+        let msg = self.header_for_receive();
+        // SAFETY: as for `send_now`; recvmsg writes into the buffer and the address this datagram
+        // owns, within the lengths the header gives.
+        let rc = unsafe { libc::recvmsg(fd, msg, libc::MSG_DONTWAIT) };
+        usize::try_from(rc).map_err(|_| io::Error::last_os_error())
+    }
+}
+
 /// `-D`: detaches from the terminal as aria2c does (daemon(3): a new session, the working
 /// directory `/`, standard input, output and error on /dev/null). Call before any thread starts.
 pub fn daemonize() -> io::Result<()> {
@@ -480,5 +656,27 @@ mod tests {
         let r = raw_addr(&a6);
         assert_eq!(r.len as usize, std::mem::size_of::<libc::sockaddr_in6>());
         assert_eq!(r.storage.ss_family as i32, libc::AF_INET6);
+    }
+
+    /// What the kernel writes (a datagram's sender) reads back as the address it was made from,
+    /// an IPv6 scope and flow label included; a length too short for its family reads as none.
+    #[test]
+    fn socket_addresses_come_back_from_the_c_layout() {
+        let scoped = SocketAddr::V6(std::net::SocketAddrV6::new(
+            "fe80::1".parse().unwrap(),
+            6881,
+            7,
+            2,
+        ));
+        for a in [
+            "127.0.0.1:80".parse().unwrap(),
+            "[::1]:443".parse().unwrap(),
+            scoped,
+        ] {
+            assert_eq!(socket_addr(&raw_addr(&a)), Some(a));
+        }
+        let mut short = *raw_addr(&"10.0.0.1:1".parse().unwrap());
+        short.len = 4;
+        assert_eq!(socket_addr(&short), None);
     }
 }

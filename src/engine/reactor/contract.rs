@@ -295,6 +295,62 @@ fn a_cancelled_receive_comes_back_with_its_block<R: Reactor<u32>>(mut r: R) {
     assert_eq!(r.in_flight(), 0);
 }
 
+/// Datagrams between two bound UDP sockets on the ring and a third, plain one: each arrives whole
+/// with its sender's address, a datagram longer than the room is cut to it, and an abandoned
+/// receive is never delivered.
+fn datagrams_go_to_and_come_from_any_peer<R: Reactor<u32>>(mut r: R) {
+    use crate::engine::sys::{self, Datagram};
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let a = r.udp_bound(&any).unwrap();
+    let b = r.udp_bound(&any).unwrap();
+    let a_addr = sys::local_addr(a.as_raw_fd()).unwrap();
+    let b_addr = sys::local_addr(b.as_raw_fd()).unwrap();
+    assert_ne!(a_addr.port(), 0);
+    r.recv_from(1, b.clone(), Datagram::receiving(vec![0; 64]));
+    r.send_to(2, a.clone(), Datagram::to(b"ping".to_vec(), &b_addr));
+    let mut out = collect(&mut r, 2);
+    out.sort_by_key(|c| c.tag);
+    let got = out.remove(0);
+    assert_eq!((got.tag, got.res), (1, 4));
+    let d = got.owned.into_datagram().unwrap();
+    assert_eq!(d.peer(), Some(a_addr));
+    assert_eq!(&d.into_bytes()[..4], b"ping");
+    let sent = out.remove(0);
+    assert_eq!((sent.tag, sent.res), (2, 4));
+    assert_eq!(sent.owned.into_datagram().unwrap().peer(), Some(b_addr));
+
+    // From a peer the ring knows nothing of; longer than the room.
+    let plain = std::net::UdpSocket::bind(any).unwrap();
+    r.recv_from(3, b.clone(), Datagram::receiving(vec![0; 8]));
+    plain.send_to(b"a longer datagram", b_addr).unwrap();
+    let got = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((got.tag, got.res), (3, 8));
+    let d = got.owned.into_datagram().unwrap();
+    assert_eq!(d.peer(), Some(plain.local_addr().unwrap()));
+    assert_eq!(d.into_bytes(), b"a longer");
+    // And back to it.
+    r.send_to(
+        4,
+        b.clone(),
+        Datagram::to(b"pong".to_vec(), &plain.local_addr().unwrap()),
+    );
+    assert_eq!(collect(&mut r, 1).pop().unwrap().res, 4);
+    let mut buf = [0u8; 16];
+    plain
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let (n, from) = plain.recv_from(&mut buf).unwrap();
+    assert_eq!((&buf[..n], from), (&b"pong"[..], b_addr));
+
+    // Abandoned while waiting: never delivered, even once a datagram arrives.
+    let id = r.recv_from(5, a.clone(), Datagram::receiving(vec![0; 64]));
+    r.abandon(id);
+    plain.send_to(b"late", a_addr).unwrap();
+    r.timer(6, Duration::from_millis(50));
+    let out = collect(&mut r, 1);
+    assert_eq!(out.iter().map(|c| c.tag).collect::<Vec<_>>(), [6]);
+}
+
 macro_rules! contract {
     ($name:ident, $make:expr) => {
         mod $name {
@@ -351,6 +407,10 @@ macro_rules! contract {
             #[test]
             fn file_writes_and_reads_at_offsets() {
                 super::file_writes_and_reads_at_offsets(make());
+            }
+            #[test]
+            fn datagrams_go_to_and_come_from_any_peer() {
+                super::datagrams_go_to_and_come_from_any_peer(make());
             }
         }
     };

@@ -15,7 +15,7 @@
 //! above sees the same order of events whichever reactor it runs on.
 use super::table::Table;
 use super::worker::Worker;
-use super::{Block, Completion, Fd, Job, OpId, Owned, Pool, Reactor};
+use super::{Block, Completion, Datagram, Fd, Job, OpId, Owned, Pool, Reactor};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io;
@@ -45,6 +45,11 @@ enum Op {
     },
     /// An accept on a listening socket.
     Accept,
+    /// A datagram out, or in.
+    #[cfg_attr(not(test), allow(dead_code))]
+    SendTo,
+    #[cfg_attr(not(test), allow(dead_code))]
+    RecvFrom,
     /// A read of an eventfd or signalfd into the operation's buffer.
     Read,
     Timer,
@@ -57,8 +62,8 @@ impl Op {
     /// The readiness it waits for.
     fn interest(self) -> u32 {
         match self {
-            Op::Connect { .. } | Op::Send { .. } => libc::EPOLLOUT as u32,
-            Op::Recv { .. } | Op::Read | Op::Accept => libc::EPOLLIN as u32,
+            Op::Connect { .. } | Op::Send { .. } | Op::SendTo => libc::EPOLLOUT as u32,
+            Op::Recv { .. } | Op::Read | Op::Accept | Op::RecvFrom => libc::EPOLLIN as u32,
             Op::Timer | Op::Job | Op::Finished => 0,
         }
     }
@@ -304,6 +309,12 @@ impl<T> Epoll<T> {
                 }
                 Some(res)
             }
+            (Op::SendTo, Owned::Datagram(fd, d)) => {
+                Self::unless_again_io(d.send_now(fd.as_raw_fd()))
+            }
+            (Op::RecvFrom, Owned::Datagram(fd, d)) => {
+                Self::unless_again_io(d.recv_now(fd.as_raw_fd()))
+            }
             (Op::Read, Owned::Bytes(fd, buf)) => {
                 // SAFETY: writes at most `buf.len()` bytes into the operation's buffer.
                 let rc = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -321,6 +332,17 @@ impl<T> Epoll<T> {
         match errno() {
             libc::EAGAIN | libc::EINTR => None,
             err => Some(-err),
+        }
+    }
+
+    /// [`unless_again`](Self::unless_again) for a call that returns an `io::Result`.
+    fn unless_again_io(r: io::Result<usize>) -> Option<i32> {
+        match r {
+            Ok(n) => Some(i32::try_from(n).unwrap_or(i32::MAX)),
+            Err(e) => match e.raw_os_error().unwrap_or(libc::EIO) {
+                libc::EAGAIN | libc::EINTR => None,
+                err => Some(-err),
+            },
         }
     }
 
@@ -580,6 +602,22 @@ impl<T> Reactor<T> for Epoll<T> {
         let sock = super::super::sys::udp_connected(peer)?;
         set_nonblocking(sock.as_raw_fd());
         Ok(Rc::new(sock))
+    }
+
+    fn udp_bound(&mut self, local: &SocketAddr) -> io::Result<Fd> {
+        Ok(Rc::new(super::super::sys::udp_bound(local)?))
+    }
+
+    fn send_to(&mut self, tag: T, sock: Fd, datagram: Box<Datagram>) -> OpId {
+        let ud = self.insert(tag, Owned::Datagram(sock.clone(), datagram), Op::SendTo);
+        self.submit_on(&sock, ud);
+        OpId(ud)
+    }
+
+    fn recv_from(&mut self, tag: T, sock: Fd, datagram: Box<Datagram>) -> OpId {
+        let ud = self.insert(tag, Owned::Datagram(sock.clone(), datagram), Op::RecvFrom);
+        self.submit_on(&sock, ud);
+        OpId(ud)
     }
 
     fn accept(&mut self, tag: T, listener: Fd) -> OpId {

@@ -24,7 +24,7 @@ pub use epoll::Epoll;
 pub use pool::{Block, Class, Layout, Pool};
 pub use uring::{SetupError, Uring};
 
-use super::sys::RawAddr;
+use super::sys::{Datagram, RawAddr};
 use std::io;
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -52,6 +52,9 @@ pub enum Owned {
     /// An accept: the listening socket, and once the accept succeeded the connection it made,
     /// owned from the moment the kernel handed it over (an abandoned accept closes it).
     Accept(Fd, Option<std::os::fd::OwnedFd>),
+    /// A datagram sent or received on a UDP socket: its bytes, its peer and the message header
+    /// the kernel reads.
+    Datagram(Fd, Box<Datagram>),
     /// Nothing to hold (the simulated reactor's timers).
     Nothing,
 }
@@ -79,6 +82,17 @@ impl Owned {
         if let (Owned::Accept(_, conn @ None), true) = (self, res >= 0) {
             // SAFETY: the kernel returned a fresh descriptor for this accept; nobody else has it.
             *conn = Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(res) });
+        }
+    }
+
+    /// The datagram of a `send_to` or `recv_from`.
+    // (Datagram sockets are built ahead of their first user, the trackers and the DHT; the
+    // contract tests use them on both reactors.)
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn into_datagram(self) -> Option<Box<Datagram>> {
+        match self {
+            Owned::Datagram(_, d) => Some(d),
+            _ => None,
         }
     }
 
@@ -129,6 +143,21 @@ pub trait Reactor<T> {
     fn udp_socket(&mut self, _peer: &SocketAddr) -> io::Result<Fd> {
         Err(io::ErrorKind::Unsupported.into())
     }
+    /// A UDP socket bound to `local` (port 0: one the kernel picks), for datagrams to and from
+    /// any peer (`send_to`, `recv_from`): trackers and the DHT. A reactor without datagrams (the
+    /// simulation's) says `Unsupported`.
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn udp_bound(&mut self, _local: &SocketAddr) -> io::Result<Fd> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    /// Sends one datagram ([`Datagram::to`]) on a bound UDP socket; the result is its length.
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn send_to(&mut self, tag: T, sock: Fd, datagram: Box<Datagram>) -> OpId;
+    /// Receives one datagram into `datagram` ([`Datagram::receiving`]; a longer one is cut to it);
+    /// the result is its length, and the completion's datagram says who sent it. No deadline: a
+    /// socket that waits for datagrams waits until the engine abandons the receive.
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn recv_from(&mut self, tag: T, sock: Fd, datagram: Box<Datagram>) -> OpId;
     /// Accepts one connection on `listener`; a result of 0 or more means the completion's
     /// `Owned::Accept` holds the new socket. No deadline.
     fn accept(&mut self, tag: T, listener: Fd) -> OpId;

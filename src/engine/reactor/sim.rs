@@ -13,7 +13,7 @@
 //! servers that speak TLS (rustls's server over the wire's bytes) and misbehave
 //! ([`ServerFaults`]). Those added later draw from `rng2` and `rng3`, so that the draws of `rng`
 //! for a seed stay as they were.
-use super::{completion_result, Block, Completion, Fd, Job, OpId, Owned, Pool, Reactor};
+use super::{completion_result, Block, Completion, Datagram, Fd, Job, OpId, Owned, Pool, Reactor};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
@@ -1139,6 +1139,7 @@ fn fd_of(owned: &Owned) -> RawFd {
         | Owned::Connect(f, _)
         | Owned::Block(f, _)
         | Owned::Bytes(f, _)
+        | Owned::Datagram(f, _)
         | Owned::Accept(f, _) => f.as_raw_fd(),
         Owned::Timer(_) | Owned::Nothing => -1,
     }
@@ -1268,6 +1269,16 @@ impl<T> Reactor<T> for Sim<T> {
 
     fn accept(&mut self, tag: T, listener: Fd) -> OpId {
         self.insert(tag, Owned::Accept(listener, None), Kind::Accept)
+    }
+
+    // No datagrams here (`udp_bound` says Unsupported, so no socket has them): an operation on
+    // one would wait until abandoned.
+    fn send_to(&mut self, tag: T, sock: Fd, datagram: Box<Datagram>) -> OpId {
+        self.insert(tag, Owned::Datagram(sock, datagram), Kind::Never)
+    }
+
+    fn recv_from(&mut self, tag: T, sock: Fd, datagram: Box<Datagram>) -> OpId {
+        self.insert(tag, Owned::Datagram(sock, datagram), Kind::Never)
     }
 
     fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId {

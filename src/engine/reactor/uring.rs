@@ -2,7 +2,7 @@
 //! flight keyed by user_data (index and generation, so a stale id names nothing).
 use super::table::Table;
 use super::worker::Worker;
-use super::{Block, Completion, Fd, Job, OpId, Owned, Pool, RawAddr, Reactor};
+use super::{Block, Completion, Datagram, Fd, Job, OpId, Owned, Pool, RawAddr, Reactor};
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 use std::collections::VecDeque;
 use std::io;
@@ -30,6 +30,8 @@ const NEEDED: &[(u8, &str)] = &[
     (opcode::Connect::CODE, "CONNECT"),
     (opcode::Accept::CODE, "ACCEPT"),
     (opcode::Send::CODE, "SEND"),
+    (opcode::SendMsg::CODE, "SENDMSG"),
+    (opcode::RecvMsg::CODE, "RECVMSG"),
     (opcode::Read::CODE, "READ"),
     (opcode::Timeout::CODE, "TIMEOUT"),
     (opcode::LinkTimeout::CODE, "LINK_TIMEOUT"),
@@ -331,6 +333,32 @@ impl<T> Reactor<T> for Uring<T> {
 
     fn udp_socket(&mut self, peer: &SocketAddr) -> io::Result<Fd> {
         Ok(Rc::new(super::super::sys::udp_connected(peer)?))
+    }
+
+    fn udp_bound(&mut self, local: &SocketAddr) -> io::Result<Fd> {
+        Ok(Rc::new(super::super::sys::udp_bound(local)?))
+    }
+
+    fn send_to(&mut self, tag: T, sock: Fd, mut datagram: Box<Datagram>) -> OpId {
+        let fd = sock.as_raw_fd();
+        let msg = datagram.header();
+        // Moving the box into the table does not move the datagram the header points into.
+        let ud = self.insert(tag, Owned::Datagram(sock, datagram));
+        let s = opcode::SendMsg::new(types::Fd(fd), msg)
+            .flags(libc::MSG_NOSIGNAL as u32)
+            .build()
+            .user_data(ud);
+        self.stage(ud, &[s])
+    }
+
+    fn recv_from(&mut self, tag: T, sock: Fd, mut datagram: Box<Datagram>) -> OpId {
+        let fd = sock.as_raw_fd();
+        let msg = datagram.header_for_receive();
+        let ud = self.insert(tag, Owned::Datagram(sock, datagram));
+        let r = opcode::RecvMsg::new(types::Fd(fd), msg)
+            .build()
+            .user_data(ud);
+        self.stage(ud, &[r])
     }
 
     fn accept(&mut self, tag: T, listener: Fd) -> OpId {
