@@ -251,11 +251,13 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
             let jobs = list.jobs(settings.config.download.clone(), patterns, Rc::default());
             Box::new(jobs.map(move |job| {
                 let mut p = one(job.uris, None);
-                for (def, v) in job.own {
-                    match def.name {
-                        "gid" => p.gid = cli::parse_gid(&v).unwrap_or(0),
-                        "pause" => p.paused = v == "true",
-                        _ => p.options.push((def, v)),
+                for (name, v) in job.own {
+                    match (name, cli::defs::by_name(name)) {
+                        ("gid", _) => p.gid = cli::parse_gid(&v).unwrap_or(0),
+                        ("pause", _) => p.paused = v == "true",
+                        (_, Some(def)) => p.options.push((def, v)),
+                        // (Every name came from the option table.)
+                        (_, None) => {}
                     }
                 }
                 p
@@ -582,7 +584,7 @@ impl InputList {
             Ok(e) => Some(Job {
                 opts: base.with_entry(&e.options, &env),
                 uris: e.uris,
-                own: e.options,
+                own: e.options.iter().map(|(d, v)| (d.name, v.clone())).collect(),
                 restarted: false,
             }),
             Err(msg) => {

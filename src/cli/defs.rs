@@ -73,6 +73,13 @@ pub struct OptDef {
     pub long_help: &'static str,
 }
 
+/// An option is named by its long name (what session files and RPC options write).
+impl AsRef<str> for OptDef {
+    fn as_ref(&self) -> &str {
+        self.name
+    }
+}
+
 /// A new option definition; refine it with the builder methods below.
 pub const fn opt(name: &'static str, value: ValueKind, help: &'static str) -> OptDef {
     OptDef {

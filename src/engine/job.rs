@@ -10,18 +10,15 @@ use std::path::PathBuf;
 pub struct Job {
     pub uris: Vec<String>,
     pub opts: DownloadOptions,
-    /// An input-list entry's own options (what a saved session writes for it).
-    pub own: Vec<(&'static crate::cli::defs::OptDef, String)>,
+    /// An input-list entry's own options by name (what a saved session writes for it).
+    pub own: Vec<(&'static str, String)>,
     /// Started before by this process (a daemon's paused or restarted download): the file
     /// `opts.out` names is its own partial file, not one a user left there.
     pub restarted: bool,
 }
 
 /// What a saved session writes of a download: its URIs as given, and its entry's own options.
-pub type SessionEntry = (
-    Vec<String>,
-    Vec<(&'static crate::cli::defs::OptDef, String)>,
-);
+pub type SessionEntry = (Vec<String>, Vec<(&'static str, String)>);
 
 /// How a download ended.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 //! their own option lines, so a long queue stays small; the options are resolved when one starts.
 use super::*;
 use crate::cli::defs::OptDef;
-use crate::cli::DownloadOptions;
+use crate::engine::DownloadOptions;
 use crate::rpc::status::{Status, StatusView, UriState};
 use crate::rpc::RpcError;
 use crate::store::gidmap::GidMap;
@@ -256,13 +256,13 @@ impl SessionSnapshot {
 /// Appends one session entry: the URIs on a line (TAB-separated, with aria2's trailing TAB), then
 /// ` gid=`, ` pause=true` when paused, the command line's per-download options and the entry's
 /// own (its own win; its own headers are its whole list).
-pub(crate) fn session_entry(
+pub(crate) fn session_entry<N: AsRef<str>>(
     out: &mut String,
     uris: &[String],
     gid: u64,
     paused: bool,
     command_line: &[(&'static str, String)],
-    own: &[(&'static OptDef, String)],
+    own: &[(N, String)],
 ) {
     for u in uris {
         out.push_str(u);
@@ -273,7 +273,7 @@ pub(crate) fn session_entry(
     if paused {
         out.push_str(" pause=true\n");
     }
-    let overridden = |name: &str| own.iter().any(|(d, _)| d.name == name);
+    let overridden = |name: &str| own.iter().any(|(d, _)| d.as_ref() == name);
     for (name, v) in command_line {
         if matches!(*name, "gid" | "pause" | "out") || overridden(name) {
             continue;
@@ -281,10 +281,11 @@ pub(crate) fn session_entry(
         out.push_str(&format!(" {name}={v}\n"));
     }
     for (d, v) in own {
-        if matches!(d.name, "gid" | "pause") {
+        let name = d.as_ref();
+        if matches!(name, "gid" | "pause") {
             continue;
         }
-        out.push_str(&format!(" {}={v}\n", d.name));
+        out.push_str(&format!(" {name}={v}\n"));
     }
 }
 
