@@ -14,6 +14,14 @@ fn gid_of(v: &Value) -> String {
     v.as_str().expect("a gid").to_string()
 }
 
+/// A status's `completedLength`.
+fn completed(s: &Value) -> usize {
+    s["completedLength"]
+        .as_str()
+        .and_then(|n| n.parse().ok())
+        .expect("completedLength")
+}
+
 #[test]
 fn add_poll_pause_resume_remove_and_shut_down() {
     let server = TestServer::plain();
@@ -35,13 +43,7 @@ fn add_poll_pause_resume_remove_and_shut_down() {
     let gid = gid_of(&d.call("aria2.addUri", json!([[server.url("/big.bin")]])));
     assert_eq!(gid.len(), 16);
     let active = d.wait_for(&gid, Duration::from_secs(10), |s| {
-        s["status"] == "active"
-            && s["completedLength"]
-                .as_str()
-                .unwrap()
-                .parse::<usize>()
-                .unwrap()
-                > 3 * MIB / 2
+        s["status"] == "active" && completed(s) > 3 * MIB / 2
     });
     assert_eq!(active["totalLength"], (big.len()).to_string());
     assert_eq!(
@@ -54,7 +56,7 @@ fn add_poll_pause_resume_remove_and_shut_down() {
     // Pause: back in the queue, paused, its control file on disk.
     assert_eq!(d.call("aria2.pause", json!([&gid[..6]])), json!(gid));
     let paused = d.wait_for(&gid, Duration::from_secs(10), |s| s["status"] == "paused");
-    let done_at_pause: u64 = paused["completedLength"].as_str().unwrap().parse().unwrap();
+    let done_at_pause = completed(&paused) as u64;
     assert!(
         done_at_pause > 0 && done_at_pause < big.len() as u64,
         "{paused}"
@@ -908,13 +910,7 @@ fn a_session_is_saved_and_a_restarted_daemon_carries_on() {
         json!([[server.url("/big.bin"), server.url("/big.bin?mirror")]]),
     ));
     d.wait_for(&running, Duration::from_secs(10), |s| {
-        s["status"] == "active"
-            && s["completedLength"]
-                .as_str()
-                .unwrap()
-                .parse::<usize>()
-                .unwrap()
-                > MIB
+        s["status"] == "active" && completed(s) > MIB
     });
     let paused = gid_of(&d.call(
         "aria2.addUri",
@@ -1148,14 +1144,7 @@ fn a_paused_download_of_unknown_length_starts_over_in_its_own_file() {
     let dir = TestDir::new();
     let d = Daemon::start(&dir, &["-d", &dir.arg()]);
     let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/chunked.bin")]])));
-    d.wait_for(&g, Duration::from_secs(10), |s| {
-        s["completedLength"]
-            .as_str()
-            .unwrap()
-            .parse::<usize>()
-            .unwrap()
-            > 200_000
-    });
+    d.wait_for(&g, Duration::from_secs(10), |s| completed(s) > 200_000);
     d.call("aria2.pause", json!([g]));
     d.wait_for(&g, Duration::from_secs(10), |s| s["status"] == "paused");
     let partial = std::fs::metadata(dir.join("chunked.bin"))
@@ -1192,14 +1181,7 @@ fn pause_and_unpause_in_one_batch_resume_from_the_saved_control_file() {
     let dir = TestDir::new();
     let d = Daemon::start(&dir, &["-d", &dir.arg(), "--file-allocation=prealloc"]);
     let g = gid_of(&d.call("aria2.addUri", json!([[server.url("/b.bin")]])));
-    d.wait_for(&g, Duration::from_secs(10), |s| {
-        s["completedLength"]
-            .as_str()
-            .unwrap()
-            .parse::<usize>()
-            .unwrap()
-            > MIB
-    });
+    d.wait_for(&g, Duration::from_secs(10), |s| completed(s) > MIB);
     let batch = json!([
         {"id": 1, "method": "aria2.pause", "params": [g]},
         {"id": 2, "method": "aria2.unpause", "params": [g]}
@@ -1238,7 +1220,7 @@ fn the_bitfield_of_a_stopped_or_paused_download_says_what_is_on_disk() {
     let d = Daemon::start(&dir, &["-d", &dir.arg(), "-s1"]);
     let keys = json!(["status", "bitfield", "completedLength", "numPieces"]);
     let status = |g: &str| d.call("aria2.tellStatus", json!([g, keys]));
-    let progress = |s: &Value| -> usize { s["completedLength"].as_str().unwrap().parse().unwrap() };
+    let progress = completed;
     // One connection fills the file from its start: the pieces wholly in what it wrote.
     let on_disk = |s: &Value| format!("{:02x}", (0xff00u32 >> (progress(s) / MIB)) & 0xff);
 
@@ -1322,7 +1304,7 @@ fn a_paused_download_asks_for_nothing_more() {
             later["completedLength"], paused["completedLength"],
             "round {round}"
         );
-        let done: usize = later["completedLength"].as_str().unwrap().parse().unwrap();
+        let done = completed(&later);
         assert!(done < data.len(), "round {round}: {later}");
     }
 }

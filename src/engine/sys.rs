@@ -201,18 +201,9 @@ pub fn tcp_listener(addr: &SocketAddr) -> io::Result<OwnedFd> {
     if addr.is_ipv6() {
         let _ = set(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY);
     }
-    let a = raw_addr(addr);
-    // SAFETY: bind reads the address from the box, borrowed for the call; listen takes the
-    // descriptor only.
-    let rc = unsafe {
-        libc::bind(
-            raw,
-            &a.storage as *const libc::sockaddr_storage as *const libc::sockaddr,
-            a.len,
-        )
-    };
-    // SAFETY: as above.
-    if rc < 0 || unsafe { libc::listen(raw, 1024) } < 0 {
+    bind(raw, addr)?;
+    // SAFETY: listen takes the descriptor only.
+    if unsafe { libc::listen(raw, 1024) } < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(fd)
@@ -267,36 +258,9 @@ pub fn raw_addr(addr: &SocketAddr) -> Box<RawAddr> {
 /// A UDP socket bound to `local` (port 0: one the kernel picks), close-on-exec and non-blocking:
 /// datagrams to and from any peer (trackers, the DHT), one per operation.
 pub fn udp_bound(local: &SocketAddr) -> io::Result<OwnedFd> {
-    let family = match local {
-        SocketAddr::V4(_) => libc::AF_INET,
-        SocketAddr::V6(_) => libc::AF_INET6,
-    };
-    // SAFETY: socket(2) with constant arguments; the descriptor is owned at once.
-    let fd = unsafe {
-        libc::socket(
-            family,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor nobody else owns.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let addr = raw_addr(local);
-    // SAFETY: the address is ours for the call; the socket is open.
-    let rc = unsafe {
-        libc::bind(
-            fd,
-            &addr.storage as *const libc::sockaddr_storage as *const libc::sockaddr,
-            addr.len,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(sock)
+    let fd = new_socket(local, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK)?;
+    bind(std::os::fd::AsRawFd::as_raw_fd(&fd), local)?;
+    Ok(fd)
 }
 
 /// The address a socket is bound to (`getsockname`).
@@ -617,7 +581,12 @@ pub fn interface_addresses(name: &str) -> Vec<std::net::IpAddr> {
 
 /// Binds `fd` (not yet connected) to `ip`, any port: the connection leaves from that address.
 pub fn bind_to(fd: std::os::fd::RawFd, ip: std::net::IpAddr) -> io::Result<()> {
-    let a = raw_addr(&SocketAddr::new(ip, 0));
+    bind(fd, &SocketAddr::new(ip, 0))
+}
+
+/// Binds `fd` to `addr`.
+fn bind(fd: std::os::fd::RawFd, addr: &SocketAddr) -> io::Result<()> {
+    let a = raw_addr(addr);
     // SAFETY: bind reads the address from the box, borrowed for the call.
     let r = unsafe {
         libc::bind(
