@@ -30,6 +30,7 @@ mod body;
 mod connection;
 mod credentials;
 pub(crate) mod daemon;
+mod entries;
 mod hooks;
 mod lookup;
 mod methods;
@@ -43,6 +44,7 @@ mod resume;
 mod rpc;
 mod schedule;
 mod select;
+mod session;
 mod start;
 mod verify;
 mod writer;
@@ -306,7 +308,7 @@ fn file_changed() -> (ExitCode, String) {
 /// `--save-session` outside daemon mode: a GID is made for it, as aria2 gives every entry one.
 pub fn session_entry_of_job(out: &mut String, job: &Job, command_line: &[(&'static str, String)]) {
     let gid = job.opts.gid.unwrap_or_else(random_gid);
-    daemon::session_entry(out, &job.uris, gid, false, command_line, &job.own);
+    session::session_entry(out, &job.uris, gid, false, command_line, &job.own);
 }
 
 /// A socket operation that ended with `res` did nothing and is simply issued again (EINTR, or

@@ -570,7 +570,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                     // From now on the session is saved there (`saveSession`, the interval, the
                     // end); an empty name saves none.
                     if let Some(dm) = e.daemon.as_deref_mut() {
-                        dm.session = (!v.is_empty()).then(|| super::daemon::SessionRules {
+                        dm.session = (!v.is_empty()).then(|| super::session::SessionRules {
                             path: v.into(),
                             ..dm.session_rules.clone()
                         });

@@ -4,7 +4,7 @@
 //! its message, paths, URIs and own options are a record in a [`Records`] store, so a hundred
 //! thousand results cost their heads. Reading a result decodes a copy.
 use super::daemon::Stopped;
-use super::queue::{put_uris_options, uris_options};
+use super::entries::{put_uris_options, uris_options, OwnOptions};
 use crate::engine::ExitCode;
 use crate::rpc::status::Status;
 use crate::store::records::{Dec, Enc, Frozen, Loc, Place, Records};
@@ -51,7 +51,7 @@ type Parts = (
     String,
     Option<String>,
     Vec<String>,
-    super::queue::OwnOptions,
+    OwnOptions,
 );
 
 fn decode(bytes: &[u8]) -> std::io::Result<Parts> {
@@ -81,7 +81,7 @@ impl ResultsSnapshot {
     /// first error (a record that cannot be read back, or `f`'s).
     pub(crate) fn each(
         &self,
-        mut f: impl FnMut(u64, &[String], &super::queue::OwnOptions) -> std::io::Result<()>,
+        mut f: impl FnMut(u64, &[String], &OwnOptions) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         let mut reader = self.records.reader();
         for &(gid, place) in &self.entries {

@@ -248,7 +248,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if keep {
             let (uris, own) = *entry;
             let text = self.summary.session.get_or_insert_with(String::new);
-            super::daemon::session_entry(
+            super::session::session_entry(
                 text,
                 &uris,
                 outcome.gid,
