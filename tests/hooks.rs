@@ -46,25 +46,28 @@ fn log_lines(dir: &TestDir, n: usize) -> Vec<Vec<String>> {
     }
 }
 
+/// `ringdl --no-conf` with `start.sh` and `done.sh` (see [`hook`]) as the start and complete
+/// hooks, `opts`, `-d DIR` and `url`.
+fn with_start_and_done_hooks(dir: &TestDir, opts: &[&str], url: &str) -> crate::support::Run {
+    let start = hook(dir, "start.sh");
+    let done = hook(dir, "done.sh");
+    let mut args = vec![
+        "--no-conf".to_string(),
+        format!("--on-download-start={}", start.display()),
+        format!("--on-download-complete={}", done.display()),
+    ];
+    args.extend(opts.iter().map(|o| o.to_string()));
+    args.extend(["-d".to_string(), dir.arg(), url.to_string()]);
+    ringdl(dir, &args)
+}
+
 #[test]
 fn start_and_complete_hooks_get_the_gid_one_file_and_the_path() {
     let server = TestServer::plain();
     let data = content(301, 700_000);
     server.route("/f.bin", Route::bytes(data.clone()));
     let dir = TestDir::new();
-    let start = hook(&dir, "start.sh");
-    let done = hook(&dir, "done.sh");
-    let run = ringdl(
-        &dir,
-        &[
-            "--no-conf".to_string(),
-            format!("--on-download-start={}", start.display()),
-            format!("--on-download-complete={}", done.display()),
-            "-d".into(),
-            dir.arg(),
-            server.url("/f.bin"),
-        ],
-    );
+    let run = with_start_and_done_hooks(&dir, &[], &server.url("/f.bin"));
     assert_eq!(run.code(), 0, "{run}");
     assert_eq!(sha256_file(&dir.join("f.bin")), sha256_hex(&data));
     let mut lines = log_lines(&dir, 2);
@@ -100,21 +103,8 @@ fn a_file_fetched_again_after_a_failed_check_starts_once() {
     let mut corrupt = data.clone();
     corrupt[400_000..400_064].fill(0x5a);
     std::fs::write(dir.join("f.bin"), &corrupt).unwrap();
-    let start = hook(&dir, "start.sh");
-    let done = hook(&dir, "done.sh");
-    let run = ringdl(
-        &dir,
-        &[
-            "--no-conf".to_string(),
-            format!("--on-download-start={}", start.display()),
-            format!("--on-download-complete={}", done.display()),
-            "-V".into(),
-            format!("--checksum=sha-256={}", sha256_hex(&data)),
-            "-d".into(),
-            dir.arg(),
-            server.url("/f.bin"),
-        ],
-    );
+    let checksum = format!("--checksum=sha-256={}", sha256_hex(&data));
+    let run = with_start_and_done_hooks(&dir, &["-V", &checksum], &server.url("/f.bin"));
     assert_eq!(run.code(), 0, "{run}");
     assert!(run.output().contains("Checksum error detected"), "{run}");
     assert_eq!(sha256_file(&dir.join("f.bin")), sha256_hex(&data));
