@@ -497,6 +497,8 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         max_resume_failure_tries: u32::try_from(r.int("max-resume-failure-tries"))
             .unwrap_or(u32::MAX),
         checksum: r.text("checksum"),
+        // (From a Metalink or a torrent, never from an option.)
+        pieces: None,
         max_download_limit: r.size("max-download-limit"),
         lowest_speed_limit: r.size("lowest-speed-limit"),
         max_file_not_found: u32::try_from(r.int("max-file-not-found")).unwrap_or(u32::MAX),

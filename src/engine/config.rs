@@ -46,6 +46,9 @@ pub struct DownloadOptions {
     pub max_resume_failure_tries: u32,
     /// `--checksum=TYPE=DIGEST` the finished file must have.
     pub checksum: Option<String>,
+    /// The digest of each piece (a Metalink's chunk checksums): a piece is claimed only once its
+    /// bytes match, and one that does not is fetched again from another mirror.
+    pub pieces: Option<std::sync::Arc<super::pieces::PieceHashes>>,
     /// Bytes per second this download may receive (0: no limit).
     pub max_download_limit: u64,
     /// Bytes per second at or below which the download fails with exit 5 (0: never).

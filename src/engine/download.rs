@@ -184,6 +184,15 @@ pub struct Download {
     pub expected: Option<crate::store::checksum::Expected>,
     pub hasher: Option<crate::store::checksum::Hasher>,
     pub hash_pos: u64,
+    /// Its pieces' checks (`DownloadOptions::pieces`), made once the length is known
+    /// ([`Download::pieces`]).
+    pub pieces: Option<crate::engine::pieces::Pieces>,
+    /// Pieces that failed their check so far.
+    pub bad_pieces: u32,
+    /// A piece's read-back is in flight (one at a time).
+    pub reading_piece: bool,
+    /// The file generation `pieces` was made for.
+    pub pieces_generation: u64,
     /// Reading the file back to finish the hash (blocks arrived out of order, or resumed).
     pub verifying: bool,
     pub verified: bool,
@@ -270,6 +279,15 @@ impl Download {
         now: Instant,
     ) -> Download {
         let n = uris.len();
+        let mut opts = opts;
+        if let Some(length) = opts
+            .pieces
+            .as_ref()
+            .and_then(|h| u32::try_from(h.length).ok())
+        {
+            // Its control file counts in its pieces, as aria2's does for a Metalink's.
+            opts.piece_length = length;
+        }
         let piece_length = opts.piece_length;
         let opts_limit = opts.max_download_limit;
         let expected = opts
@@ -330,6 +348,10 @@ impl Download {
             expected,
             hasher,
             hash_pos: 0,
+            pieces: None,
+            bad_pieces: 0,
+            reading_piece: false,
+            pieces_generation: 0,
             verifying: false,
             verified: false,
             verify_waits: false,
@@ -388,12 +410,16 @@ impl Download {
             .expected
             .as_ref()
             .map(|e| crate::store::checksum::Hasher::new(e.kind));
+        self.pieces = None;
     }
 
     /// Nothing written is claimed any more (a checksum failed, a writeback was lost): not by
     /// this download's next control file, nor by one already queued.
     pub fn withdraw_claims(&mut self) {
         self.written = crate::plan::RangeSet::new();
+        if let Some(p) = self.pieces.as_mut() {
+            p.reset();
+        }
         self.withdrawals
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
@@ -545,6 +571,93 @@ impl Download {
             self.plan.as_ref().map(Plan::total)
         } else {
             None
+        }
+    }
+
+    /// Takes `plan` as the download's plan (split on its pieces, when it has them).
+    pub fn install_plan(&mut self, mut plan: Plan) {
+        if let Some(h) = self.opts.pieces.as_ref() {
+            plan.split_on_pieces(h.length);
+        }
+        self.plan = Some(plan);
+    }
+
+    /// Its pieces' checks, made when first asked for once the length is known: the pieces the
+    /// bytes found on disk and trusted cover (a control file's claims) count as verified, as
+    /// aria2 trusts them. `Ok(None)`: no piece digests, or no length yet. An error: the digests
+    /// do not fit the length.
+    pub fn pieces(&mut self) -> Result<Option<&mut crate::engine::pieces::Pieces>, String> {
+        if self.pieces_generation != self.generation {
+            // Made for a file this download has let go of: the writes it counted in flight end
+            // on that file, and are never counted down here.
+            self.pieces = None;
+        }
+        if self.pieces.is_none() {
+            self.pieces_generation = self.generation;
+            let (Some(hashes), Some(total)) = (self.opts.pieces.clone(), self.total()) else {
+                return Ok(None);
+            };
+            hashes
+                .check(total)
+                .map_err(|e| format!("The piece digests do not fit the file: {e}"))?;
+            let mut p = crate::engine::pieces::Pieces::new(hashes, total);
+            // (A length learnt only at the body's end: what is written is this run's, unchecked,
+            // and read back.)
+            if !self.length_at_end {
+                p.trust(&self.written);
+            }
+            self.pieces = Some(p);
+        }
+        Ok(self.pieces.as_mut())
+    }
+
+    /// Its pieces' checks if made for the current file (see [`Download::pieces`]), and the bytes
+    /// on disk they are checked against.
+    pub fn live_pieces(
+        &mut self,
+    ) -> (
+        Option<&mut crate::engine::pieces::Pieces>,
+        &crate::plan::RangeSet,
+    ) {
+        let live = self.pieces_generation == self.generation;
+        (self.pieces.as_mut().filter(|_| live), &self.written)
+    }
+
+    /// The bytes a control file may claim: those written, and with piece digests only the
+    /// pieces verified.
+    pub fn claims(&self) -> crate::plan::RangeSet {
+        // (Digests, but no check made yet: nothing was written since what is trusted was found.)
+        match &self.pieces {
+            Some(p) if self.pieces_generation == self.generation => p.claims(&self.written),
+            _ => self.written.clone(),
+        }
+    }
+
+    /// What its pieces' checks stand at, for a debug build's assertion.
+    pub fn pieces_state(&self) -> String {
+        format!(
+            "generation {} of {}, file {}, written {:?}, {}",
+            self.pieces_generation,
+            self.generation,
+            self.file.is_some(),
+            self.written,
+            self.pieces
+                .as_ref()
+                .map_or("not made".into(), |p| p.state())
+        )
+    }
+
+    /// Every piece with a digest is verified (true without digests, and for a download that
+    /// fetched no body: a dry run, a 304, a file found whole).
+    pub fn pieces_checked(&self) -> bool {
+        if self.no_data {
+            return true;
+        }
+        match (&self.pieces, &self.opts.pieces) {
+            (Some(p), _) if self.pieces_generation == self.generation => p.all_verified(),
+            (Some(_), _) => false,
+            (None, Some(_)) => false,
+            (None, None) => true,
         }
     }
 }

@@ -35,6 +35,7 @@ mod hooks;
 mod lookup;
 mod methods;
 mod pace;
+mod pieces;
 mod proxy;
 mod queue;
 mod receive;
@@ -131,6 +132,12 @@ pub(crate) enum Tag {
     VerifyRead {
         file: FileOf,
         off: u64,
+    },
+    /// Reading a piece back to finish its check (`pieces.rs`), from `at`.
+    PieceRead {
+        file: FileOf,
+        rb: crate::engine::pieces::ReadBack,
+        at: u64,
     },
     /// A control file saved (or not) by the file-job thread.
     ControlSaved {
@@ -520,6 +527,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     if let Some(block) = block {
                         self.on_verify_read(dl, block, off, res);
                     }
+                }
+            }
+            Tag::PieceRead { file, rb, at } => {
+                let block = owned.into_block();
+                if let Some(dl) = self.file_op_done(file) {
+                    self.on_piece_read(dl, block, rb, at, res);
                 }
             }
             Tag::Timer { at } => self.on_timer(at),

@@ -9,6 +9,7 @@ mod driver;
 mod exit;
 mod job;
 pub(crate) mod packing;
+pub mod pieces;
 mod reactor;
 pub mod report;
 mod resolver;

@@ -15,6 +15,8 @@ pub struct Flush {
     pub dl: usize,
     pub fill: Fill,
     pub at_file_end: bool,
+    /// The source (mirror) its bytes came from: a piece that fails its check names it.
+    pub source: usize,
 }
 
 /// Feeds response bytes of one exchange: head collection, unframing, placement into write blocks.
@@ -263,6 +265,7 @@ impl BodySink<'_> {
                     dl: self.ex.dl,
                     fill,
                     at_file_end: end == plan.total(),
+                    source: self.ex.mirror,
                 });
             } else {
                 *self.fill = Some(fill);

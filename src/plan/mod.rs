@@ -34,11 +34,17 @@ impl Segment {
 pub struct Plan {
     total: u64,
     min_split: u64,
+    /// Split points are multiples of this ([`ALIGN`], or a piece length that is a multiple of it).
+    grain: u64,
     segments: Vec<Segment>,
 }
 
 fn align_up(v: u64) -> u64 {
     v.div_ceil(ALIGN) * ALIGN
+}
+
+fn grain_up(v: u64, grain: u64) -> u64 {
+    v.div_ceil(grain) * grain
 }
 
 impl Plan {
@@ -47,6 +53,7 @@ impl Plan {
         Plan {
             total,
             min_split: min_split.max(ALIGN),
+            grain: ALIGN,
             segments: vec![Segment {
                 start: 0,
                 pos: 0,
@@ -101,8 +108,61 @@ impl Plan {
         Plan {
             total,
             min_split: min_split.max(ALIGN),
+            grain: ALIGN,
             segments,
         }
+    }
+
+    /// New splits fall on multiples of `piece` (a verified download's piece length), so each piece
+    /// is fetched by one connection, in order, and hashed as it is written. A length that is not a
+    /// multiple of [`ALIGN`] changes nothing: split points must stay where `O_DIRECT` can write.
+    pub fn split_on_pieces(&mut self, piece: u64) {
+        if piece > 0 && piece % ALIGN == 0 {
+            self.grain = piece;
+            self.min_split = self.min_split.max(piece);
+        }
+    }
+
+    /// The bytes `r`, received, are to be fetched again (a piece failed its check): they become a
+    /// segment of their own with nobody on it. `r` must start on [`ALIGN`] and end on it or at the
+    /// file's end. A segment still being received past `r` keeps its place (its index) and owner
+    /// for what is after `r`.
+    pub fn reopen(&mut self, r: std::ops::Range<u64>) {
+        let r = r.start..r.end.min(self.total);
+        if r.is_empty() {
+            return;
+        }
+        let mut add = Vec::new();
+        for s in &mut self.segments {
+            if s.end <= r.start || s.start >= r.end || s.end == s.start {
+                continue;
+            }
+            // [s.start, r.start): stays as it is, received.
+            if s.start < r.start {
+                add.push(Segment {
+                    start: s.start,
+                    pos: s.pos.min(r.start),
+                    end: r.start,
+                    owner: None,
+                });
+            }
+            if s.end > r.end {
+                // Past `r`: the segment itself, so its owner keeps it.
+                s.start = r.end;
+                s.pos = s.pos.max(r.end);
+            } else {
+                // Within `r`: left empty, at its end (where its owner, done with it, may go on).
+                s.start = s.end;
+                s.pos = s.end;
+            }
+        }
+        add.push(Segment {
+            start: r.start,
+            pos: r.start,
+            end: r.end,
+            owner: None,
+        });
+        self.segments.extend(add);
     }
 
     /// File length.
@@ -218,8 +278,8 @@ impl Plan {
         let (pos, end) = (self.segments[i].pos, self.segments[i].end);
         let len = end - pos;
         let parts = (parts as u64).min(len / self.min_split).max(1);
-        let piece = align_up(len.div_ceil(parts));
-        let mut cut = align_up(pos + piece);
+        let piece = grain_up(len.div_ceil(parts), self.grain);
+        let mut cut = grain_up(pos + piece, self.grain);
         if cut >= end {
             return 1;
         }
@@ -276,7 +336,7 @@ impl Plan {
         if from >= s.end {
             return None;
         }
-        let cut = align_up(from + (s.end - from) / 2);
+        let cut = grain_up(from + (s.end - from) / 2, self.grain);
         if cut >= s.end {
             return None;
         }
@@ -323,7 +383,7 @@ mod tests {
 
     fn check_cover(p: &Plan) {
         let mut segs: Vec<&Segment> = p.segments().iter().collect();
-        segs.sort_by_key(|s| s.start);
+        segs.sort_by_key(|s| (s.start, s.end));
         let mut at = 0;
         for s in segs {
             assert_eq!(s.start, at, "gap or overlap in {:?}", p.segments());
@@ -516,5 +576,62 @@ mod tests {
             }
         }
         assert!(p.is_complete());
+    }
+
+    #[test]
+    fn a_reopened_range_is_fetched_again_and_its_neighbours_keep_their_owners() {
+        let total = 8 * MIB;
+        let mut p = Plan::new(total, MIB);
+        p.assign(0, 7);
+        p.advance(0, 5 * MIB);
+        // The range [1 MiB, 2 MiB) failed its check; connection 7 is past it.
+        p.reopen(MIB..2 * MIB);
+        check_cover(&p);
+        let s0 = p.segment(0);
+        assert_eq!(
+            (s0.start, s0.pos, s0.end, s0.owner),
+            (2 * MIB, 5 * MIB, total, Some(7))
+        );
+        assert_eq!(
+            p.received(),
+            4 * MIB,
+            "the reopened MiB is not received any more"
+        );
+        let open: Vec<_> = p
+            .segments()
+            .iter()
+            .filter(|s| s.owner.is_none() && s.pos < s.end)
+            .collect();
+        assert_eq!(open.len(), 1);
+        assert_eq!((open[0].start, open[0].end), (MIB, 2 * MIB));
+        // A connection that comes free takes it.
+        let i = p.take(9, |_| 0).expect("work");
+        assert_eq!(p.segment(i).start, MIB);
+        // A finished segment inside the range, and one ending in it.
+        let mut p = Plan::from_done(total, MIB, &RangeSet::single(0..total));
+        p.reopen(7 * MIB..total);
+        check_cover(&p);
+        assert_eq!(p.received(), 7 * MIB);
+        assert!(!p.is_complete());
+    }
+
+    #[test]
+    fn splits_fall_on_pieces() {
+        let piece = 3 * ALIGN * 16;
+        let mut p = Plan::new(100 * MIB + 5, MIB);
+        p.split_on_pieces(piece);
+        p.presplit(7);
+        check_cover(&p);
+        for s in p.segments() {
+            assert!(s.start % piece == 0, "{s:?}");
+        }
+        p.assign(0, 1);
+        let i = p.take(2, |_| 0).expect("a split");
+        assert_eq!(p.segment(i).start % piece, 0);
+        // A length O_DIRECT cannot split on is not taken.
+        let mut q = Plan::new(10 * MIB, MIB);
+        q.split_on_pieces(ALIGN + 1);
+        q.presplit(4);
+        assert!(q.segments().iter().all(|s| s.start % ALIGN == 0));
     }
 }

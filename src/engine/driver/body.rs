@@ -39,6 +39,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     dl: ex.dl,
                     fill,
                     at_file_end: end == plan.total(),
+                    source: ex.mirror,
                 });
             }
         }
@@ -403,6 +404,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         dl,
                         fill: f,
                         at_file_end: true,
+                        source: ex.mirror,
                     });
                 }
             }
@@ -605,6 +607,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     ..fill
                 },
                 at_file_end: false,
+                source: ex.mirror,
             });
         }
         // In line behind those already waiting (its block is not its to take back at once),
@@ -622,6 +625,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(ex) = c.ex.as_ref() else { return };
         let dl = ex.dl;
         let seg_i = ex.seg;
+        let mirror = ex.mirror;
         let owner = c.id;
         // A receive straight into the fill's block holds that block: none of its bytes can be
         // written, so the range goes back from where the block starts.
@@ -659,6 +663,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         dl,
                         fill: Fill { filled: kept, ..f },
                         at_file_end: whole,
+                        source: mirror,
                     });
                 }
                 keep

@@ -497,7 +497,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let now = self.reactor.now();
         let total = d.total().unwrap_or(0);
         let piece = u64::from(d.piece_length.max(1));
-        let bitfield = crate::rpc::status::bitfield(total, piece, |a, b| d.written.covers(a..b));
+        let claims = d.claims();
+        let bitfield = crate::rpc::status::bitfield(total, piece, |a, b| claims.covers(a..b));
         let uris = d
             .uris
             .iter()
@@ -582,10 +583,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let d = &self.dls[dl];
         let gid = d.gid;
         // What is on disk, as its control file says (not what was in flight when it stopped).
+        let claims = d.claims();
         let completed = if outcome.finished && outcome.code == ExitCode::OK {
             d.received()
         } else {
-            d.written.len()
+            claims.len()
         };
         let total = d.total().unwrap_or(0);
         let whole = outcome.finished && outcome.code == ExitCode::OK;
@@ -594,7 +596,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             completed,
             path: d.path_text(),
             bitfield: crate::rpc::status::bitfield(total, u64::from(d.piece_length), |a, b| {
-                whole || d.written.covers(a..b)
+                whole || claims.covers(a..b)
             }),
         };
         let dir = d.opts.dir.display().to_string();

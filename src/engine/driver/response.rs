@@ -548,16 +548,20 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.length_at_end = false;
         d.ranges_ok = total.is_some() && !resp.accept_ranges_none;
         d.split_url = Some((mirror, url));
+        d.install_plan(plan);
         if d.ranges_ok {
-            let pieces = plan.presplit(d.connections_wanted());
-            d.wanted += pieces.saturating_sub(1);
+            let wanted = d.connections_wanted();
+            let parts = d.plan.as_mut().map_or(1, |p| p.presplit(wanted));
+            d.wanted += parts.saturating_sub(1);
         }
-        d.plan = Some(plan);
-        if created && allocating.is_none() && one_block && d.control.is_none() {
+        let verified = d.opts.pieces.is_some();
+        if created && allocating.is_none() && one_block && d.control.is_none() && !verified {
             // The whole body fits one write block, so its only write is its last and the file
             // stays empty until then: there is nothing to resume yet. Its control file waits for
             // the next tick (within a second; `autosave`), so a small file that finishes before
             // does not pay for creating, renaming and removing one. Stops and failures save it.
+            // (Not with piece digests: a file no control file describes is trusted by `-c` up to
+            // its length, and its bytes are not verified until they are on disk.)
         } else {
             // The control file exists from the start, like aria2's, for a file of known length.
             self.save_control(dl);

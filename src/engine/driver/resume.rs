@@ -187,7 +187,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 return;
             }
         };
-        d.plan = Some(Plan::from_done(
+        d.install_plan(Plan::from_done(
             total,
             d.opts.min_split_size,
             &RangeSet::single(0..total),
@@ -233,7 +233,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let done = RangeSet::from_ranges(&cf.done_ranges());
         d.validator =
             sys::validator(out.file.as_raw_fd()).and_then(|kept| Validator::decode(&kept));
-        d.plan = Some(Plan::from_done(
+        d.install_plan(Plan::from_done(
             cf.total_length,
             d.opts.min_split_size,
             &done,
@@ -311,7 +311,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     let d = &mut self.dls[dl];
                     if t >= from {
                         d.written = RangeSet::single(0..from);
-                        d.plan = Some(Plan::from_done(t, d.opts.min_split_size, &d.written));
+                        d.install_plan(Plan::from_done(t, d.opts.min_split_size, &d.written));
                         d.length_known = true;
                     }
                     return Err(Failure::fatal(ExitCode::CANNOT_RESUME, why));
@@ -342,7 +342,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         d.found_len = found;
         d.untouched = from;
         d.written = done;
-        d.plan = Some(plan);
+        d.install_plan(plan);
         d.length_known = true;
         d.ranges_ok = true;
         d.ranges_confirmed = true;
@@ -511,7 +511,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.path = Some(path.clone());
         }
         let total = would_be.map_or(0, |(_, t)| t);
-        d.plan = Some(Plan::from_done(
+        d.install_plan(Plan::from_done(
             total,
             d.opts.min_split_size,
             &RangeSet::single(0..total),
@@ -554,7 +554,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .control
             .get_or_insert_with(|| control::control_path(path))
             .clone();
-        let cf = ControlFile::from_done(plan.total(), d.piece_length, d.written.ranges());
+        let claims = d.claims();
+        let cf = ControlFile::from_done(plan.total(), d.piece_length, claims.ranges());
         d.last_save = Some(self.reactor.now());
         if d.saved_generation != d.generation {
             d.first_save_pending = true;
@@ -566,7 +567,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // and must not leave a control file claiming them. A control file that claims nothing
         // (the first, saved before any byte is written) needs no sync: blocks wait for it, and
         // syncing a file just created and allocated costs a journal commit.
-        let data = match d.written.is_empty() {
+        let data = match claims.is_empty() {
             true => None,
             false => d.file.as_ref().and_then(|f| f.try_clone().ok()),
         };
@@ -648,6 +649,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 if let Some(n) = d.alloc_after_save.take() {
                     self.allocate(dl, n);
                 }
+            } else if d.opts.pieces.is_some() && d.error.is_none() && res != -libc::ESTALE {
+                // Its bytes are verified only once written, and without a control file `-c`
+                // would take the file's length for verified bytes: nothing is written.
+                let path = d.control.as_ref().map(|p| p.display().to_string());
+                let f = Failure::fatal(
+                    ExitCode::FILE_IO,
+                    format!(
+                        "Failed to save the control file {}, cause: {}; a download with piece digests is not written without one",
+                        path.unwrap_or_default(),
+                        errno_text(res)
+                    ),
+                );
+                self.fail_download(dl, f, None);
             }
         }
         if res < 0 && res != -libc::ESTALE {

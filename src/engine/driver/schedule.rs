@@ -319,7 +319,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // (A download that fetched no body, its file already whole or not wanted, has nothing
         // to write.)
         let written = d.no_data || d.written.covers(0..total);
-        let settled = all_in && written && (d.expected.is_none() || d.verified);
+        let settled =
+            all_in && written && (d.expected.is_none() || d.verified) && d.pieces_checked();
         // Every byte arrived and nothing is in flight or waiting, yet some never reached the
         // file: their blocks were dropped (an emergency stop, a forced shutdown) and nothing
         // will write them now. Complete means written: such a download ends not complete.
@@ -366,7 +367,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 } else {
                     found
                 };
-                let prefix = d.written.prefix_end().max(by_length);
+                // (With piece digests, only verified bytes: `-c` takes the prefix for data.)
+                let prefix = d.claims().prefix_end().max(by_length);
                 // A checksum that failed disowned the bytes written, which are the server's:
                 // they stay for the user to see, as aria2c leaves them (a kill before the control
                 // file saying so is saved leaves them as aria2c does, with none). Bytes a lost
@@ -404,6 +406,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                             lost: if standing { kept } else { found },
                         });
                 let cut_later = settle.is_some();
+                if undescribed && file.is_some() {
+                    // Cut there: nothing past it is on disk for the last save to claim.
+                    self.dls[dl].written.remove(prefix..u64::MAX);
+                }
                 let described = self.save_control_then(dl, settle);
                 self.dls[dl].file = None;
                 if let (Some(f), false) = (&file, described && cut_later) {
@@ -430,6 +436,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         if !all_in {
             return;
+        }
+        if !self.dls[dl].pieces_checked() {
+            // A piece is claimed only once verified: those not yet (bytes found on disk, or that
+            // came out of order) are read back first; a piece that fails goes back to the plan,
+            // and the download goes on.
+            if !self.settle_pieces(dl) {
+                return;
+            }
+            let d = &self.dls[dl];
+            if !d.pieces_checked() {
+                debug_assert!(
+                    d.reading_piece || d.verify_waits || d.error.is_some(),
+                    "pieces left unverified with nothing to check them: {}",
+                    d.pieces_state()
+                );
+                return;
+            }
         }
         if self.dls[dl].expected.is_some() && !self.dls[dl].verified {
             // The digest decides: finish hashing (reading the file back if needed) first.

@@ -79,6 +79,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 held.push_back(fl);
                 continue;
             }
+            if !d.described() && d.opts.pieces.is_some() && d.length_known && !d.length_at_end {
+                // Piece digests, and no control file: the first save failed, which ended the
+                // download. Its bytes are verified only once on disk, and `-c` would take a file
+                // no control file describes for data up to its length: none is written.
+                idle.push(fl.dl);
+                continue;
+            }
             if !d.described() && fl.fill.off != d.written.prefix_end() {
                 // A gap lies before this block: a write before it failed (the download is
                 // failing), or blocks of several connections came while the first save of a
@@ -118,7 +125,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 idle.push(fl.dl);
                 continue;
             };
-            let Flush { fill, .. } = fl;
+            let Flush {
+                dl, fill, source, ..
+            } = fl;
             let Fill {
                 mut block,
                 off,
@@ -140,6 +149,20 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 // run's bytes): no control file, and no cut to the bytes without a gap, may
                 // count those as on disk any more.
                 d.written.remove(off + filled as u64..off + len as u64);
+            }
+            match d.pieces() {
+                Ok(Some(p)) => p.issued(off, &block.as_slice()[..filled], Some(source)),
+                Ok(None) => {}
+                Err(e) => {
+                    // The digests do not fit the length the server gave: nothing of this file
+                    // can be verified, so nothing is written.
+                    drop(block);
+                    if d.error.is_none() {
+                        self.fail_download(dl, Failure::fatal(ExitCode::CHECKSUM, e), None);
+                    }
+                    idle.push(dl);
+                    continue;
+                }
             }
             if d.hasher.is_some() && d.hash_pos == off {
                 // In file order: hash the block now, while it is in memory.
@@ -295,6 +318,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 let tag = Tag::Writeback { file: d.file_of() };
                 self.reactor.writeback(tag, file, w.off, w.len);
             }
+            // (After the writeback is counted: a piece that fails may end the download.)
+            self.pieces_written(dl, w.off..w.off + w.data as u64);
         }
         self.wake_starved();
         self.maybe_finish(dl);

@@ -152,6 +152,7 @@ impl ListScenario {
                         ranges,
                         framing,
                     },
+                    Mirror::Corrupt => unreachable!("an input list's jobs draw no corrupt mirror"),
                     Mirror::NotFound => Route::Status(404),
                     Mirror::Unavailable => Route::Status(503),
                     Mirror::Redirect => {

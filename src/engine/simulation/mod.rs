@@ -23,9 +23,10 @@
 //! drew and did (`RINGDL_SIM_LOG=1` adds the engine's own log). A failing seed prints the command
 //! that replays it; `bench/sim.sh` runs millions.
 use super::driver::{run_on, wanted_slots, Outside, Summary};
+use super::pieces::PieceHashes;
 use super::reactor::sim::{signal_fd, Faults, Framing, Rng, Route, Sim, Stop, World};
 use super::reactor::{Layout, Pool};
-use super::Job;
+use super::{DownloadOptions, Job};
 use crate::cli::{self, Command, LogLevel};
 use crate::engine::ExitCode;
 use crate::store::control;
@@ -35,6 +36,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 mod daemon;
@@ -100,6 +102,14 @@ const REGRESSIONS: &[u64] = &[
     992702, 82567, 156812, 153497, 133303, 79186, 139619, 139048, 284917, 889197, 937905,
 ];
 
+/// Seeds that found faults of the piece checks once piece digests and mirrors serving changed
+/// bytes were drawn (`draw_pieces`, which the seeds above never draw): 17 and 24, a file found
+/// whole; 291, a piece failing with no other mirror while a writeback was issued; 1430 and 5555,
+/// control-file saves that fail (claims past the cut, unverified bytes in a file `-c` trusts by
+/// its length); 832 and 1419, a piece over bytes found on disk; 37106 and 38897, a piece failing
+/// during a Ctrl-C stop.
+const PIECE_REGRESSIONS: &[u64] = &[17, 24, 291, 1430, 5555, 832, 1419, 37106, 38897];
+
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
 const RECORDED_WITHOUT_PRIORS: &[u64] = &[
     3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071,
@@ -125,6 +135,9 @@ struct Scenario {
     budget: usize,
     /// What is on disk before the first run (the run then has `-c`).
     prior: Prior,
+    /// The download's piece digests (both runs have them), and what a `Corrupt` mirror serves.
+    pieces: Option<Arc<PieceHashes>>,
+    corrupt: Option<Rc<Vec<u8>>>,
 }
 
 /// A state a user or an earlier run left on disk before the first run: every byte of it is the
@@ -284,6 +297,10 @@ enum Mirror {
     /// Redirects to the first good mirror (or to itself when there is none).
     Redirect,
     Silent,
+    /// Serves the file with a few bytes changed, under the same validator and length: drawn only
+    /// for a download with piece digests, which must catch every changed byte, fetch its piece
+    /// again from another mirror, and never claim it.
+    Corrupt,
 }
 
 fn addr(i: usize) -> SocketAddr {
@@ -351,6 +368,57 @@ fn https(seed: u64, args: &mut Vec<String>) -> Option<(bool, bool)> {
     let ca = PKI.with(|p| p.ca_file.display().to_string());
     args.push(format!("--ca-certificate={ca}"));
     Some((rng.below(2) == 0, rng.below(2) == 0))
+}
+
+/// Piece digests for one seed in five whose file does not change between the runs (a stream of
+/// its own; none for the regression seeds), and in half of those a mirror serving changed bytes
+/// (it takes the place of a drawn mirror, or joins them). The pieces are 1 MiB where a control
+/// file is found (its piece length), else of a length drawn to split on (multiples of 16 KiB) or
+/// not (read back where bytes come out of order).
+fn draw_pieces(
+    seed: u64,
+    data: &[u8],
+    prior: Prior,
+    changed: bool,
+    mirrors: &mut Vec<Mirror>,
+) -> (Option<Arc<PieceHashes>>, Option<Rc<Vec<u8>>>) {
+    let mut rng = Rng::new(seed ^ 0x1a7e_d4a5_0000_000d);
+    if REGRESSIONS.contains(&seed) || data.is_empty() || changed || rng.below(5) != 0 {
+        return (None, None);
+    }
+    let length: u64 = match prior {
+        Prior::Claimed(_) | Prior::CompleteClaimed => 1 << 20,
+        _ => [16_384, 65_536, 262_144, 1 << 20, 49_152, 20_000][rng.below(6) as usize],
+    };
+    let pieces = Arc::new(PieceHashes {
+        length,
+        kind: crate::store::checksum::Kind::Sha256,
+        digests: data
+            .chunks(length as usize)
+            .map(|c| {
+                let mut h =
+                    crate::store::checksum::Hasher::new(crate::store::checksum::Kind::Sha256);
+                h.update(c);
+                h.finish()
+            })
+            .collect(),
+    });
+    if rng.below(2) != 0 {
+        return (Some(pieces), None);
+    }
+    let mut bad = data.to_vec();
+    for _ in 0..1 + rng.below(3) {
+        let at = rng.below(bad.len() as u64) as usize;
+        bad[at] ^= 1 + rng.below(255) as u8;
+    }
+    if rng.below(2) == 0 || mirrors.len() >= 3 {
+        let i = rng.below(mirrors.len() as u64) as usize;
+        mirrors[i] = Mirror::Corrupt;
+    } else {
+        let at = rng.below(mirrors.len() as u64 + 1) as usize;
+        mirrors.insert(at, Mirror::Corrupt);
+    }
+    (Some(pieces), Some(Rc::new(bad)))
 }
 
 fn content(rng: &mut Rng, len: usize) -> Vec<u8> {
@@ -566,6 +634,7 @@ impl Scenario {
         if prior != Prior::Nothing {
             args.push("-c".into());
         }
+        let (pieces, corrupt) = draw_pieces(seed, &data, prior, changed.is_some(), &mut mirrors);
         Scenario {
             seed,
             data,
@@ -576,6 +645,8 @@ impl Scenario {
             faults,
             budget,
             prior,
+            pieces,
+            corrupt,
         }
     }
 
@@ -604,6 +675,12 @@ impl Scenario {
                 Mirror::Unavailable => Route::Status(503),
                 Mirror::Redirect => Route::Redirect(self.url(first_good.unwrap_or(i))),
                 Mirror::Silent => continue,
+                Mirror::Corrupt => Route::File {
+                    data: self.corrupt.clone().unwrap_or_else(|| self.data.clone()),
+                    etag: "\"v1\"".into(),
+                    ranges: true,
+                    framing: Framing::Length,
+                },
             };
             servers.insert(addr(i), HashMap::from([(format!("/d/{NAME}"), route)]));
         }
@@ -660,7 +737,7 @@ fn run(
     world: Rc<RefCell<World>>,
     seed: u64,
 ) -> Result<Ended, String> {
-    run_with(budget, dir, args, uris, jobs, world, seed, None)
+    run_with(budget, dir, args, uris, jobs, world, seed, None, None)
 }
 
 /// [`run`], in daemon mode when `daemon` holds the queue it starts with (`args` then has
@@ -675,6 +752,7 @@ fn run_with(
     world: Rc<RefCell<World>>,
     seed: u64,
     daemon: Option<Vec<super::Pending>>,
+    pieces: Option<Arc<PieceHashes>>,
 ) -> Result<Ended, String> {
     let mut argv: Vec<String> = args.to_vec();
     argv.push("-d".into());
@@ -699,7 +777,10 @@ fn run_with(
         .unwrap_or_else(|| {
             vec![Job {
                 uris: settings.uris.clone(),
-                opts: settings.config.download.clone(),
+                opts: DownloadOptions {
+                    pieces,
+                    ..settings.config.download.clone()
+                },
                 own: Vec::new(),
                 restarted: false,
             }]
@@ -900,6 +981,16 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
             .entry("a file on disk before the run")
             .or_default() += 1;
     }
+    if sc.pieces.is_some() {
+        *world.borrow_mut().fired.entry("piece digests").or_default() += 1;
+    }
+    if sc.corrupt.is_some() {
+        *world
+            .borrow_mut()
+            .fired
+            .entry("a mirror serving changed bytes")
+            .or_default() += 1;
+    }
     if sc
         .args
         .iter()
@@ -911,7 +1002,7 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
             .entry("a server trickling")
             .or_default() += 1;
     }
-    let first = run(
+    let first = run_with(
         sc.budget,
         dir.path(),
         &sc.args,
@@ -919,6 +1010,8 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
         None,
         world.clone(),
         seed,
+        None,
+        sc.pieces.clone(),
     )?;
     let steps = world.borrow().steps;
     if verbose {
@@ -1073,7 +1166,7 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
         // started over (If-Range) or refused; it is never mixed.
         args.push("--allow-overwrite=true".into());
     }
-    let second = run(
+    let second = run_with(
         sc.budget,
         dir.path(),
         &args,
@@ -1081,6 +1174,8 @@ fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
         None,
         world2.clone(),
         seed ^ 0xabcd,
+        None,
+        sc.pieces.clone(),
     )?;
     if verbose {
         eprintln!(
@@ -1242,6 +1337,8 @@ fn custom(seed: u64, len: usize, mirrors: Vec<Mirror>, args: &[&str], faults: Fa
         faults,
         budget: 2 << 20,
         prior: Prior::Nothing,
+        pieces: None,
+        corrupt: None,
     }
 }
 
@@ -1837,6 +1934,156 @@ fn one_stream_is_hashed_in_file_order_without_reading_back() {
     }
 }
 
+/// Scenario `sc` with piece digests of `length` bytes (and, with `corrupt`, what its `Corrupt`
+/// mirrors serve: the file with the byte at each offset changed), run once over every mirror.
+fn run_with_pieces(
+    mut sc: Scenario,
+    length: u64,
+    corrupt: &[usize],
+) -> (
+    Scenario,
+    tempfile::TempDir,
+    Rc<RefCell<World>>,
+    Result<Ended, String>,
+) {
+    let digests = sc
+        .data
+        .chunks(length as usize)
+        .map(|c| {
+            let mut h = crate::store::checksum::Hasher::new(crate::store::checksum::Kind::Sha256);
+            h.update(c);
+            h.finish()
+        })
+        .collect();
+    let pieces = Arc::new(PieceHashes {
+        length,
+        kind: crate::store::checksum::Kind::Sha256,
+        digests,
+    });
+    let mut bad = sc.data.to_vec();
+    for &at in corrupt {
+        bad[at] ^= 0x5a;
+    }
+    sc.corrupt = Some(Rc::new(bad));
+    sc.pieces = Some(pieces.clone());
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let world = Rc::new(RefCell::new(World {
+        servers: sc.servers(),
+        faults: sc.faults.clone(),
+        ..World::default()
+    }));
+    let uris: Vec<String> = (0..sc.mirrors.len()).map(|i| sc.url(i)).collect();
+    let ended = run_with(
+        sc.budget,
+        dir.path(),
+        &sc.args,
+        &uris,
+        None,
+        world.clone(),
+        sc.seed,
+        None,
+        Some(pieces),
+    );
+    (sc, dir, world, ended)
+}
+
+/// Metalink's chunk checksums, in the engine: a mirror that serves changed bytes under the same
+/// length and validator is caught piece by piece, given up on, and its pieces fetched again from
+/// the other mirror; the file ends byte-exact. Pieces on the 16 KiB grid and off it (fetched
+/// again in whole 16 KiB blocks, the bytes around read back), changed bytes at the start, the
+/// end and a piece boundary.
+#[test]
+fn a_mirror_serving_changed_bytes_is_given_up_and_its_pieces_fetched_again() {
+    // (Over 2 MiB: `-k1M` splits it.)
+    let len = 3_000_003;
+    for length in [65_536, 262_144, 20_000] {
+        for (seed, first) in [(1, true), (2, false), (3, true)] {
+            let good = Mirror::Good {
+                ranges: true,
+                framing: Framing::Length,
+            };
+            let mirrors = match first {
+                true => vec![Mirror::Corrupt, good],
+                false => vec![good, Mirror::Corrupt],
+            };
+            // (A link slow enough for the second connection to start before the first is done.)
+            let faults = Faults {
+                max_chunk: 50_000,
+                reorder: true,
+                ns_per_byte: 2_000,
+                ..Faults::default()
+            };
+            let sc = custom(seed, len, mirrors, &["-s4", "-x1", "-k1M"], faults);
+            let at = [0, 19_999, 20_000, 2_500_000, len - 1];
+            let (sc, dir, world, ended) = run_with_pieces(sc, length, &at);
+            let what = format!("pieces of {length}, seed {seed}");
+            let outcome = only_outcome(ended, &what).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((outcome.code.0, outcome.finished), (0, true), "{what}");
+            check_complete(dir.path(), &sc.data, &what).unwrap_or_else(|e| panic!("{e}"));
+            let w = world.borrow();
+            let bad = addr(if first { 0 } else { 1 });
+            assert!(
+                w.requests.iter().any(|(a, _, _)| *a == bad),
+                "{what}: the corrupt mirror was never asked: {:?}",
+                w.requests
+            );
+        }
+    }
+}
+
+/// A piece that no mirror sends right ends the download with aria2's checksum error (exit 32),
+/// and its control file claims only pieces that were verified.
+#[test]
+fn a_piece_no_mirror_sends_right_ends_the_download_with_exit_32() {
+    for length in [65_536, 20_000] {
+        let faults = Faults::default();
+        let sc = custom(4, 700_001, vec![Mirror::Corrupt], &["-s2", "-x2"], faults);
+        let (sc, dir, _world, ended) = run_with_pieces(sc, length, &[300_000]);
+        let what = format!("pieces of {length}");
+        let outcome = only_outcome(ended, &what).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(outcome.code.0, 32, "{what}");
+        check_claims(dir.path(), &sc.data).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let cf = control::load(&control::control_path(&dir.path().join(NAME)))
+            .ok()
+            .flatten()
+            .expect("a control file");
+        let claimed: u64 = cf.done_ranges().iter().map(|r| r.end - r.start).sum();
+        assert!(claimed > 0, "{what}: the good pieces are kept");
+        assert!(
+            !cf.done_ranges()
+                .iter()
+                .any(|r| r.start <= 300_000 && 300_000 < r.end),
+            "{what}: the bad piece is claimed"
+        );
+    }
+}
+
+/// Pieces on the 16 KiB grid, split between connections on their boundaries, are each fetched
+/// in order by one connection and hashed as their blocks are written: nothing is read back.
+#[test]
+fn pieces_split_on_their_boundaries_are_hashed_as_written() {
+    for seed in 1..4 {
+        let good = Mirror::Good {
+            ranges: true,
+            framing: Framing::Length,
+        };
+        let faults = Faults {
+            max_chunk: 100_000,
+            short_write: 300,
+            reorder: true,
+            ..Faults::default()
+        };
+        let sc = custom(seed, 3_000_017, vec![good], &["-s4", "-x4", "-k1M"], faults);
+        let (sc, dir, world, ended) = run_with_pieces(sc, 262_144, &[]);
+        let what = format!("seed {seed}");
+        let outcome = only_outcome(ended, &what).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((outcome.code.0, outcome.finished), (0, true), "{what}");
+        check_complete(dir.path(), &sc.data, &what).unwrap_or_else(|e| panic!("{e}"));
+        let reads = world.borrow().file_reads;
+        assert_eq!(reads, 0, "{what}: {reads} blocks read back for the pieces");
+    }
+}
+
 /// A receive on a fast connection waits for a low-water mark of bytes (`SO_RCVLOWAT`), which must
 /// never ask for bytes that are not coming: past the end of a body, or of a range, or on a
 /// kept-alive connection waiting for its next head. Over a 10 MB/s link with every framing, split
@@ -2000,10 +2247,16 @@ fn run_seeds(block: u64) {
         .unwrap_or(1)
         .saturating_add(block.saturating_mul(count));
     let regressions = if with_regressions { REGRESSIONS } else { &[] };
+    let pieces = if with_regressions {
+        PIECE_REGRESSIONS
+    } else {
+        &[]
+    };
     let mut failures = Vec::new();
     let started = std::time::Instant::now();
     for seed in regressions
         .iter()
+        .chain(pieces)
         .copied()
         .chain(first..first.saturating_add(count))
     {
