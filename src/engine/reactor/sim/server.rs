@@ -1,0 +1,276 @@
+//! The simulated servers: what a request on the wire gets (a route's file with or without ranges,
+//! in its framing, a status, a redirect), sent in chunks the faults allow, misbehaving as drawn.
+use super::*;
+
+impl<T> Sim<T> {
+    /// A receive on `fd` completed: bytes left with none asking for them start to wait.
+    pub(super) fn received(&mut self, fd: RawFd) {
+        let clock = self.clock;
+        if let Some(w) = self.wires.get_mut(&fd) {
+            w.receiving = w.receiving.saturating_sub(1);
+            if w.receiving == 0 && w.readable() > 0 {
+                w.unread_since.get_or_insert(clock);
+            }
+        }
+    }
+
+    /// The most one read may return now: any amount, or up to a drawn part of `max_chunk`.
+    pub(super) fn chunk_limit(&mut self, max_chunk: usize) -> usize {
+        if max_chunk == 0 {
+            usize::MAX
+        } else {
+            1 + self.rng.below(max_chunk as u64) as usize
+        }
+    }
+
+    /// The server behind `fd` answers every complete request in its inbound bytes.
+    pub(super) fn serve(&mut self, fd: RawFd) {
+        loop {
+            let Some(wire) = self.wires.get_mut(&fd) else {
+                return;
+            };
+            let Some(addr) = wire.server else { return };
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut req = httparse::Request::new(&mut headers);
+            let used = match req.parse(&wire.inbound) {
+                Ok(httparse::Status::Complete(n)) => n,
+                _ => return,
+            };
+            let method = req.method.unwrap_or("GET").to_string();
+            let path = req.path.unwrap_or("/").to_string();
+            let header = |name: &str| {
+                req.headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case(name))
+                    .map(|h| String::from_utf8_lossy(h.value).to_string())
+            };
+            let range = header("Range");
+            let if_range = header("If-Range");
+            let close = header("Connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+            wire.inbound.drain(..used);
+            let mut world = self.world.borrow_mut();
+            world
+                .requests
+                .push((addr, format!("{method} {path}"), range.clone()));
+            let mut route = world
+                .servers
+                .get(&addr)
+                .and_then(|s| s.get(&path))
+                .cloned()
+                .unwrap_or(Route::Status(404));
+            let faults = world.faults.clone();
+            let sf = &faults.server;
+            let mut if_range = if_range;
+            // The file changed on the server, which answers ranges whatever If-Range says.
+            if let (
+                Some(after),
+                Some(v2),
+                Route::File {
+                    ranges, framing, ..
+                },
+            ) = (sf.change_after, &sf.changed_to, &route)
+            {
+                if world.requests.len() > after {
+                    route = Route::File {
+                        data: v2.clone(),
+                        etag: "\"v2\"".into(),
+                        ranges: *ranges,
+                        framing: *framing,
+                    };
+                    if range.is_some() && if_range.take().is_some_and(|v| v != "\"v2\"") {
+                        world.fire("a range of another version, If-Range ignored");
+                    }
+                }
+            }
+            drop(world);
+            let head_only = method == "HEAD";
+            let cap = (sf.short_range > 0 && range.is_some() && self.rng2.chance(sf.short_range))
+                .then(|| 1 + self.rng2.below(300_000) as usize);
+            let (mut bytes, mut body_at, mut close_after) = respond(
+                &route,
+                range.as_deref(),
+                if_range.as_deref(),
+                head_only,
+                &mut self.rng,
+                cap,
+            );
+            let mut fired = Vec::new();
+            if cap.is_some() && bytes.starts_with(b"HTTP/1.1 206") {
+                fired.push("a range answered short");
+            }
+            let length_framed = !close_after;
+            if sf.informational > 0 && self.rng2.chance(sf.informational) {
+                let interim: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n";
+                bytes.splice(0..0, interim.iter().copied());
+                body_at += interim.len();
+                fired.push("1xx heads before the response");
+            }
+            if bytes.len() > body_at && length_framed && sf.fin > 0 && self.rng2.chance(sf.fin) {
+                // (A close-delimited body cut by a FIN is whole as far as anyone can tell.)
+                let keep = body_at + self.rng2.below((bytes.len() - body_at) as u64) as usize;
+                bytes.truncate(keep);
+                close_after = true;
+                fired.push("a FIN mid-body");
+            }
+            let excess =
+                length_framed && !close_after && sf.excess > 0 && self.rng2.chance(sf.excess);
+            if !close_after && sf.idle_close > 0 && self.rng2.chance(sf.idle_close) {
+                close_after = true;
+                fired.push("a kept-alive connection closed after its response");
+            }
+            if !fired.is_empty() {
+                let mut w = self.world.borrow_mut();
+                for class in &fired {
+                    w.fire(class);
+                }
+            }
+            let cut_short = close_after && fired.contains(&"a FIN mid-body");
+            let Some(wire) = self.wires.get_mut(&fd) else {
+                return;
+            };
+            let before = wire.pending();
+            let body_len = match wire.tls.as_mut() {
+                Some(session) => {
+                    // Sealed into records: the whole response stands for its body where faults
+                    // fall. A server that closes says so with close_notify, unless it was cut.
+                    session.seal(&bytes, &mut wire.outbound);
+                    if close_after && !cut_short {
+                        session.close(&mut wire.outbound);
+                    }
+                    // (A response without a body has none for a reset or a stall to fall in.)
+                    if bytes.len() > body_at {
+                        wire.pending() - before
+                    } else {
+                        0
+                    }
+                }
+                None => {
+                    wire.outbound.extend_from_slice(&bytes);
+                    bytes.len() - body_at
+                }
+            };
+            if wire.receiving == 0 {
+                wire.unread_since.get_or_insert(self.clock);
+            }
+            wire.close_after |= close_after || close;
+            if let Some(n) = faults.stall_after.filter(|&n| body_len > n) {
+                wire.stall_in = Some(wire.pending() - body_len + n);
+            } else if body_len > 0 && wire.reset_in.is_none() && self.rng.chance(faults.reset) {
+                let already = wire.pending() - body_len;
+                wire.reset_in = Some(already + self.rng.below(body_len as u64) as usize);
+            } else if body_len > 0 && wire.stall_in.is_none() && self.rng.chance(faults.stall) {
+                let already = wire.pending() - body_len;
+                wire.stall_in = Some(already + self.rng.below(body_len as u64) as usize);
+            }
+            if excess {
+                // A whole response more, after the body, that nobody asked for.
+                let stray: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nGARBAGE";
+                match wire.tls.as_mut() {
+                    Some(session) => session.seal(stray, &mut wire.outbound),
+                    None => wire.outbound.extend_from_slice(stray),
+                }
+                self.world.borrow_mut().fire("a response past the framing");
+            }
+            if wire.close_after {
+                return;
+            }
+        }
+    }
+}
+/// The bytes a server sends for one request: head and body, where the body starts, and whether
+/// the connection closes after it.
+pub(super) fn respond(
+    route: &Route,
+    range: Option<&str>,
+    if_range: Option<&str>,
+    head_only: bool,
+    rng: &mut Rng,
+    cap: Option<usize>,
+) -> (Vec<u8>, usize, bool) {
+    let empty = |status: u16, extra: &str| {
+        let head = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n{extra}\r\n");
+        let n = head.len();
+        (head.into_bytes(), n, false)
+    };
+    let (data, etag, ranges, framing) = match route {
+        Route::Redirect(to) => return empty(302, &format!("Location: {to}\r\n")),
+        Route::Status(s) => return empty(*s, ""),
+        Route::File {
+            data,
+            etag,
+            ranges,
+            framing,
+        } => (data, etag, *ranges, *framing),
+    };
+    let total = data.len() as u64;
+    let wanted = range
+        .filter(|_| ranges && if_range.is_none_or(|v| v == etag))
+        .and_then(|r| r.strip_prefix("bytes="))
+        .and_then(|r| {
+            let (a, b) = r.split_once('-')?;
+            let a: u64 = a.parse().ok()?;
+            let b: u64 = if b.is_empty() {
+                total.saturating_sub(1)
+            } else {
+                b.parse::<u64>().ok()?.min(total.saturating_sub(1))
+            };
+            Some((a, b))
+        });
+    let mut head = String::new();
+    let (start, end) = match wanted {
+        Some((a, _)) if a >= total => {
+            return empty(416, &format!("Content-Range: bytes */{total}\r\n"));
+        }
+        Some((a, b)) => {
+            // A server that answers a range with its first part only.
+            let b = cap.map_or(b, |c| b.min(a + c as u64 - 1));
+            head.push_str("HTTP/1.1 206 Partial Content\r\n");
+            head.push_str(&format!("Content-Range: bytes {a}-{b}/{total}\r\n"));
+            (a, b + 1)
+        }
+        None => {
+            head.push_str("HTTP/1.1 200 OK\r\n");
+            (0, total)
+        }
+    };
+    if ranges {
+        head.push_str("Accept-Ranges: bytes\r\n");
+    }
+    head.push_str(&format!("ETag: {etag}\r\n"));
+    let body = &data[start as usize..end as usize];
+    let mut close = false;
+    let mut out;
+    match framing {
+        Framing::Length => {
+            head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+            out = head.into_bytes();
+        }
+        Framing::UntilClose => {
+            head.push_str("Connection: close\r\n\r\n");
+            out = head.into_bytes();
+            close = true;
+        }
+        Framing::Chunked => {
+            head.push_str("Transfer-Encoding: chunked\r\n\r\n");
+            out = head.into_bytes();
+        }
+    }
+    let at = out.len();
+    if head_only {
+        return (out, at, close);
+    }
+    if framing == Framing::Chunked {
+        let mut rest = body;
+        while !rest.is_empty() {
+            let n = (1 + rng.below(40_000) as usize).min(rest.len());
+            out.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+            out.extend_from_slice(&rest[..n]);
+            out.extend_from_slice(b"\r\n");
+            rest = &rest[n..];
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+    } else {
+        out.extend_from_slice(body);
+    }
+    (out, at, close)
+}
