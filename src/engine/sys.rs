@@ -386,6 +386,23 @@ impl Datagram {
         buf
     }
 
+    /// Its bytes as they are (for one to send, the datagram).
+    #[cfg(test)]
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Takes `bytes`, from `from`, as a received datagram (cut to the room, as `recvmsg` cuts
+    /// it): what the simulated reactor delivers. Its length.
+    #[cfg(test)]
+    pub fn receive(&mut self, bytes: &[u8], from: &SocketAddr) -> usize {
+        let n = bytes.len().min(self.buf.len());
+        self.buf[..n].copy_from_slice(&bytes[..n]);
+        self.peer = *raw_addr(from);
+        self.msg.msg_namelen = self.peer.len;
+        n
+    }
+
     /// `sendmsg` now, without waiting.
     pub fn send_now(&mut self, fd: std::os::fd::RawFd) -> io::Result<usize> {
         // SAFETY: the header points into this datagram, alive for the call; the socket is open.

@@ -134,6 +134,16 @@ enum Kind {
     Timer(Duration),
     /// A blocking job (its place in the queue), run when it completes: one at a time, in order.
     Job(u64, Option<Job>),
+    /// A datagram sent from a bound UDP socket: delivered (or lost) at once.
+    SendTo,
+    /// A datagram received on a bound UDP socket: completes when one waits for it.
+    RecvFrom,
+}
+
+/// A bound UDP socket: its address, and the datagrams that arrived for it (with who sent each).
+struct Udp {
+    addr: SocketAddr,
+    inbox: std::collections::VecDeque<(SocketAddr, Vec<u8>)>,
 }
 
 struct Op<T> {
@@ -166,6 +176,8 @@ pub struct Sim<T> {
     free: Vec<u32>,
     live: usize,
     wires: HashMap<RawFd, Wire>,
+    /// Bound UDP sockets, by descriptor.
+    udp: HashMap<RawFd, Udp>,
     next_sock: RawFd,
     jobs_given: u64,
     jobs_done: u64,
@@ -200,6 +212,7 @@ impl<T> Sim<T> {
             free: Vec::new(),
             live: 0,
             wires: HashMap::new(),
+            udp: HashMap::new(),
             next_sock: 1 << 20,
             jobs_given: 0,
             jobs_done: 0,
@@ -313,6 +326,13 @@ impl<T> Sim<T> {
                 }
             }
             Kind::Write { .. } => Some(op.since + self.world.borrow().faults.write_time),
+            Kind::RecvFrom => {
+                let fd = fd_of(&op.owned);
+                match self.udp.get(&fd) {
+                    Some(u) if !u.inbox.is_empty() => Some(op.since.max(self.clock)),
+                    _ => None,
+                }
+            }
             _ => Some(op.since),
         }
     }
@@ -393,14 +413,35 @@ impl<T> Reactor<T> for Sim<T> {
         self.insert(tag, Owned::Accept(listener, None), Kind::Accept)
     }
 
-    // No datagrams here (`udp_bound` says Unsupported, so no socket has them): an operation on
-    // one would wait until abandoned.
+    /// A UDP socket at `local` (port 0: the next free one from 40 000), reached by every other
+    /// simulated socket and by `World::udp_servers`.
+    fn udp_bound(&mut self, local: &SocketAddr) -> io::Result<Fd> {
+        let mut addr = *local;
+        if addr.port() == 0 {
+            let mut port = 40_000;
+            while self.udp.values().any(|u| u.addr.port() == port) {
+                port += 1;
+            }
+            addr.set_port(port);
+        }
+        if self.udp.values().any(|u| u.addr == addr) {
+            return Err(io::ErrorKind::AddrInUse.into());
+        }
+        self.next_sock += 1;
+        let udp = Udp {
+            addr,
+            inbox: Default::default(),
+        };
+        self.udp.insert(self.next_sock, udp);
+        Ok(Rc::new(SimSock(self.next_sock)))
+    }
+
     fn send_to(&mut self, tag: T, sock: Fd, datagram: Box<Datagram>) -> OpId {
-        self.insert(tag, Owned::Datagram(sock, datagram), Kind::Never)
+        self.insert(tag, Owned::Datagram(sock, datagram), Kind::SendTo)
     }
 
     fn recv_from(&mut self, tag: T, sock: Fd, datagram: Box<Datagram>) -> OpId {
-        self.insert(tag, Owned::Datagram(sock, datagram), Kind::Never)
+        self.insert(tag, Owned::Datagram(sock, datagram), Kind::RecvFrom)
     }
 
     fn connect(&mut self, tag: T, sock: Fd, addr: SocketAddr) -> OpId {
@@ -656,5 +697,111 @@ impl<T> Reactor<T> for Sim<T> {
         }
         self.live = 0;
         self.free = (0..self.slots.len() as u32).collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Layout;
+    use super::*;
+
+    fn sim(world: Rc<RefCell<World>>) -> Sim<u32> {
+        let pool =
+            Pool::new(Layout::fit(2, 72 * 1024, 2 << 20).expect("a layout")).expect("a pool");
+        Sim::new(
+            pool,
+            world,
+            1,
+            Duration::from_secs(5),
+            Duration::from_secs(3),
+        )
+    }
+
+    fn wait_for(r: &mut Sim<u32>, n: usize) -> Vec<Completion<u32>> {
+        let mut out = Vec::new();
+        for _ in 0..100 {
+            if out.len() >= n {
+                break;
+            }
+            r.wait(&mut out).expect("a wait");
+        }
+        out.sort_by_key(|c| c.tag);
+        out
+    }
+
+    /// What the real reactors' contract says of datagrams (`datagrams_go_to_and_come_from_any_
+    /// peer`), on the simulated one: between two bound sockets, to and from a simulated server,
+    /// cut to the room, never delivered once abandoned; and lost where the faults say.
+    #[test]
+    fn datagrams_go_to_and_come_from_any_peer() {
+        let world = Rc::new(RefCell::new(World::default()));
+        let server: SocketAddr = "127.0.0.9:6881".parse().expect("an address");
+        world.borrow_mut().udp_servers.insert(
+            server,
+            Box::new(|from: SocketAddr, bytes: &[u8]| {
+                vec![[
+                    b"echo from ".as_slice(),
+                    from.to_string().as_bytes(),
+                    b": ",
+                    bytes,
+                ]
+                .concat()]
+            }),
+        );
+        let mut r = sim(world.clone());
+        let any: SocketAddr = "127.0.0.1:0".parse().expect("an address");
+        let a = r.udp_bound(&any).expect("a socket");
+        let b = r.udp_bound(&any).expect("a socket");
+        let a_addr = r.udp[&a.as_raw_fd()].addr;
+        let b_addr = r.udp[&b.as_raw_fd()].addr;
+        assert_ne!(a_addr, b_addr);
+        assert_eq!(
+            r.udp_bound(&a_addr).err().map(|e| e.kind()),
+            Some(io::ErrorKind::AddrInUse)
+        );
+
+        r.recv_from(1, b.clone(), Datagram::receiving(vec![0; 64]));
+        r.send_to(2, a.clone(), Datagram::to(b"ping".to_vec(), &b_addr));
+        let mut out = wait_for(&mut r, 2);
+        let got = out.remove(0);
+        assert_eq!((got.tag, got.res), (1, 4));
+        let d = got.owned.into_datagram().expect("a datagram");
+        assert_eq!(d.peer(), Some(a_addr));
+        assert_eq!(&d.into_bytes()[..4], b"ping");
+        assert_eq!((out[0].tag, out[0].res), (2, 4));
+
+        // A server's answer comes back from its address, cut to the room.
+        r.send_to(3, a.clone(), Datagram::to(b"hello".to_vec(), &server));
+        r.recv_from(4, a.clone(), Datagram::receiving(vec![0; 10]));
+        let out = wait_for(&mut r, 2);
+        assert_eq!((out[0].tag, out[0].res), (3, 5));
+        assert_eq!((out[1].tag, out[1].res), (4, 10));
+        let d = out.into_iter().nth(1).and_then(|c| c.owned.into_datagram());
+        let d = d.expect("a datagram");
+        assert_eq!(d.peer(), Some(server));
+        assert_eq!(d.into_bytes(), b"echo from ");
+
+        // Abandoned while waiting: never delivered, even once a datagram arrives.
+        let id = r.recv_from(5, b.clone(), Datagram::receiving(vec![0; 64]));
+        r.abandon(id);
+        r.send_to(6, a.clone(), Datagram::to(b"late".to_vec(), &b_addr));
+        let out = wait_for(&mut r, 1);
+        assert_eq!(out.iter().map(|c| c.tag).collect::<Vec<_>>(), [6]);
+        assert_eq!(
+            r.udp[&b.as_raw_fd()].inbox.len(),
+            1,
+            "the late datagram waits"
+        );
+
+        // Lost on the way, when the faults say so: sent, never received.
+        world.borrow_mut().faults.datagram_loss = 1000;
+        r.send_to(7, a.clone(), Datagram::to(b"gone".to_vec(), &server));
+        let out = wait_for(&mut r, 1);
+        assert_eq!((out[0].tag, out[0].res), (7, 4));
+        assert_eq!(world.borrow().fired.get("a datagram lost"), Some(&1));
+        assert!(
+            r.udp[&a.as_raw_fd()].inbox.is_empty(),
+            "an answer to a lost datagram"
+        );
     }
 }

@@ -4,6 +4,36 @@
 use super::*;
 
 impl<T> Sim<T> {
+    /// Sends the datagram `owned` holds from its bound socket: into another simulated socket's
+    /// inbox, or to a `World::udp_servers` server whose answers go into the sender's; lost at
+    /// `datagram_loss`, or when nothing is at its address (UDP says nothing either way).
+    fn send_datagram(&mut self, owned: &Owned, faults: &Faults) -> i32 {
+        let Owned::Datagram(sock, d) = owned else {
+            return -libc::EINVAL;
+        };
+        let len = d.bytes().len() as i32;
+        let (Some(to), Some(from)) = (d.peer(), self.udp.get(&sock.as_raw_fd()).map(|u| u.addr))
+        else {
+            return -libc::EDESTADDRREQ;
+        };
+        if faults.datagram_loss > 0 && self.rng3.chance(faults.datagram_loss) {
+            self.world.borrow_mut().fire("a datagram lost");
+            return len;
+        }
+        if let Some(peer) = self.udp.values_mut().find(|u| u.addr == to) {
+            peer.inbox.push_back((from, d.bytes().to_vec()));
+            return len;
+        }
+        let answers = match self.world.borrow_mut().udp_servers.get_mut(&to) {
+            Some(server) => server(from, d.bytes()),
+            None => Vec::new(),
+        };
+        if let Some(me) = self.udp.get_mut(&sock.as_raw_fd()) {
+            me.inbox.extend(answers.into_iter().map(|a| (to, a)));
+        }
+        len
+    }
+
     /// Carries out operation `op` now; returns its result.
     pub(super) fn perform(&mut self, op: &mut Op<T>) -> i32 {
         if op.abandoned && !matches!(op.kind, Kind::Job(..)) {
@@ -85,6 +115,17 @@ impl<T> Sim<T> {
                 -libc::ECANCELED
             }
             Kind::Plain => 0,
+            Kind::SendTo => self.send_datagram(&op.owned, &faults),
+            Kind::RecvFrom => {
+                let fd = fd_of(&op.owned);
+                let Owned::Datagram(_, d) = &mut op.owned else {
+                    return -libc::EINVAL;
+                };
+                match self.udp.get_mut(&fd).and_then(|u| u.inbox.pop_front()) {
+                    Some((from, bytes)) => d.receive(&bytes, &from) as i32,
+                    None => -libc::EAGAIN,
+                }
+            }
             Kind::Accept => {
                 let Some((_, bytes)) = self.world.borrow_mut().rpc_calls.pop_front() else {
                     return -libc::EAGAIN;

@@ -114,6 +114,8 @@ pub struct Faults {
     pub read_error: u32,
     /// A write through the page cache (a file without `O_DIRECT`) is short by any number of bytes.
     pub odd_writes: u32,
+    /// A datagram sent is lost on the way (per mille), as UDP may lose it.
+    pub datagram_loss: u32,
 }
 
 /// Servers that misbehave, each a rate in per mille of responses.
@@ -159,8 +161,13 @@ pub enum Stop {
 
 /// The servers and what happened: shared between the reactor (which the engine owns) and the
 /// test that reads it afterwards.
+/// A simulated UDP server: the datagrams it answers one from a peer with (none: it stays silent).
+pub type UdpServer = Box<dyn FnMut(SocketAddr, &[u8]) -> Vec<Vec<u8>>>;
+
 #[derive(Default)]
 pub struct World {
+    /// UDP servers by address (trackers, DHT nodes, DNS servers to come).
+    pub udp_servers: HashMap<SocketAddr, UdpServer>,
     pub servers: HashMap<SocketAddr, HashMap<String, Route>>,
     /// Addresses that accept no connection and refuse nothing (connects time out).
     pub blackholes: Vec<SocketAddr>,
