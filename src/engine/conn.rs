@@ -141,6 +141,11 @@ pub struct Exchange {
     /// the performance profile (`driver/select.rs`).
     pub body_bytes: u64,
     pub began: Option<std::time::Instant>,
+    /// A protocol other than HTTP: its machine for this exchange (`sources::Conversation`), the
+    /// answer it gave (the head phase's end), and bytes it asked to send meanwhile.
+    pub conversation: Option<Box<dyn super::sources::Conversation>>,
+    pub answer: Option<super::sources::Answer>,
+    pub outgoing: Vec<u8>,
 }
 
 /// Most inflated bytes made at a time: what an encoded body can hold in memory beyond its blocks.
@@ -217,6 +222,9 @@ impl Exchange {
             inflated_waiting: 0..0,
             body_bytes: 0,
             began: None,
+            conversation: None,
+            answer: None,
+            outgoing: Vec::new(),
         }
     }
 

@@ -26,11 +26,13 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 use url::Url;
 
+mod answer;
 mod body;
 mod connection;
 mod credentials;
 pub(crate) mod daemon;
 mod entries;
+mod first;
 mod hooks;
 mod lookup;
 mod methods;

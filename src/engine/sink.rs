@@ -4,6 +4,7 @@
 use super::conn::{Exchange, Fill, Phase, INFLATE_STEP};
 use super::job::{http_failure, Failure};
 use super::reactor::{Class, Pool};
+use super::sources::Step;
 use crate::engine::ExitCode;
 use crate::http::{self, ChunkEvent, Framing};
 use crate::plan::{Owner, Plan};
@@ -39,6 +40,10 @@ impl BodySink<'_> {
         }
         self.ex.any_bytes = true;
         match self.ex.phase {
+            Phase::Head if self.ex.conversation.is_some() => {
+                self.ex.head.extend_from_slice(data);
+                self.converse();
+            }
             Phase::Head => {
                 self.ex.head.extend_from_slice(data);
                 match http::parse_head(&self.ex.head) {
@@ -53,6 +58,43 @@ impl BodySink<'_> {
             }
             Phase::Decide => self.ex.head_rest.extend_from_slice(data),
             Phase::Body => self.unframe(data),
+        }
+    }
+
+    /// A protocol other than HTTP reads what came before its answer: bytes to send go out, the
+    /// answer ends the head phase (what came after it is the body's), a failure ends the exchange.
+    fn converse(&mut self) {
+        let ex = &mut *self.ex;
+        let Some(conv) = ex.conversation.as_mut() else {
+            return;
+        };
+        loop {
+            let (used, step) = conv.received(&ex.head);
+            let used = used.min(ex.head.len());
+            match step {
+                Step::Wait => {
+                    ex.head.drain(..used);
+                    return;
+                }
+                Step::Send(bytes) => {
+                    ex.head.drain(..used);
+                    ex.outgoing.extend_from_slice(&bytes);
+                    if used == 0 {
+                        return;
+                    }
+                }
+                Step::Answer(a) => {
+                    ex.head_rest = ex.head.split_off(used);
+                    ex.head.clear();
+                    ex.answer = Some(a);
+                    ex.phase = Phase::Decide;
+                    return;
+                }
+                Step::Fail(f) => {
+                    ex.error = Some(f);
+                    return;
+                }
+            }
         }
     }
 

@@ -1,6 +1,100 @@
 //! What the engine can download: which URIs name a source it has a protocol for (HTTP and HTTPS
 //! today), and the one-line reason for one it has not. A new protocol is added here first.
+//!
+//! A protocol other than HTTP comes in through [`Conversation`]: a sans-I/O machine for one
+//! exchange over one connection that says what to send, reads what comes back until it can say
+//! what the answer means for the file ([`Answer`]); from there the body's bytes go into write
+//! blocks, and scheduling, the writer, piece checks, control files and resume work as for HTTP,
+//! without knowing the protocol. [`conversation_for`] says which URIs have one. (HTTP keeps its
+//! own path: cookies, credentials, proxies, redirects and aria2's status rules are its alone.)
+use super::job::Failure;
+use crate::http::Framing;
 use std::path::Path;
+use url::Url;
+
+/// What a source's answer says of the file and of the bytes that follow it on the connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The file's length, when the answer says it.
+    pub total: Option<u64>,
+    /// Where the bytes that follow start in the file: 0, or the first byte of the range asked.
+    pub first: u64,
+    /// How the bytes that follow end: after a length, or when the peer closes.
+    pub framing: Framing,
+    /// The source serves ranges.
+    pub ranges: bool,
+    /// The file's name as the source gives it.
+    pub name: Option<String>,
+    /// The connection takes another exchange once the body has ended.
+    pub keep_alive: bool,
+}
+
+/// Where a conversation stands after bytes came in.
+#[derive(Debug)]
+#[cfg_attr(not(test), allow(dead_code))]
+pub enum Step {
+    /// More bytes are needed.
+    Wait,
+    /// Send these, then read on.
+    Send(Vec<u8>),
+    /// The answer: the file's bytes follow.
+    Answer(Answer),
+    /// The exchange failed (aria2's exit code, and whether another try may do better).
+    Fail(Failure),
+}
+
+/// One exchange of a protocol other than HTTP, over one connection, as a machine without I/O.
+pub trait Conversation {
+    /// The bytes that open the exchange for `url`: the whole file, or the bytes from `first` to
+    /// `last` (inclusive; `None`: to the end).
+    fn begin(&mut self, url: &Url, range: Option<(u64, Option<u64>)>) -> Vec<u8>;
+    /// Bytes received before the answer: how many it took, and where it stands. Bytes it did
+    /// not take are given again with the next ones.
+    fn received(&mut self, bytes: &[u8]) -> (usize, Step);
+}
+
+/// A protocol machine made for a URI's scheme.
+pub type Maker = fn() -> Box<dyn Conversation>;
+
+#[cfg(test)]
+thread_local! {
+    /// Protocols the tests add (the simulation's toy protocol), by scheme.
+    static TEST_PROTOCOLS: std::cell::RefCell<Vec<(&'static str, Maker)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Makes protocol `maker` the one for URIs of `scheme` on this thread (tests only).
+#[cfg(test)]
+pub fn add_test_protocol(scheme: &'static str, maker: Maker) {
+    TEST_PROTOCOLS.with(|p| {
+        let mut p = p.borrow_mut();
+        p.retain(|(s, _)| *s != scheme);
+        p.push((scheme, maker));
+    });
+}
+
+/// A test protocol for `scheme`, if one was added.
+fn test_protocol(scheme: &str) -> Option<Maker> {
+    #[cfg(test)]
+    {
+        TEST_PROTOCOLS.with(|p| {
+            p.borrow()
+                .iter()
+                .find(|(s, _)| *s == scheme)
+                .map(|(_, m)| *m)
+        })
+    }
+    #[cfg(not(test))]
+    {
+        let _ = scheme;
+        None
+    }
+}
+
+/// The machine for an exchange with `url`, when its protocol is not HTTP's.
+pub fn conversation_for(url: &Url) -> Option<Box<dyn Conversation>> {
+    test_protocol(url.scheme()).map(|make| make())
+}
 
 /// Whether aria2 takes `u` for a URI at all: anything with a scheme (one it or ringdl cannot
 /// fetch fails as a download), a magnet link, a torrent or Metalink file. An input list's line
@@ -32,6 +126,7 @@ pub fn check_uri(u: &str) -> Result<(), String> {
             "ringdl does not support {f}: {u}; use aria2c for it"
         )),
         _ if is_http && url::Url::parse(u).is_ok_and(|p| p.host().is_some()) => Ok(()),
+        _ if url::Url::parse(u).is_ok_and(|p| test_protocol(p.scheme()).is_some()) => Ok(()),
         _ => Err(format!("Unrecognized URI or unsupported protocol: {u}")),
     }
 }

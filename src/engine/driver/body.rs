@@ -342,6 +342,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 c.rb_start = 0;
                 c.rb_end = b - a;
             }
+            if let Some(ex) = c.ex.as_mut().filter(|ex| !ex.outgoing.is_empty()) {
+                // A conversation's reply, sent as a request is.
+                let out = std::mem::take(&mut ex.outgoing);
+                match c.tls.is_some() {
+                    true => c.plain_out.extend_from_slice(&out),
+                    false => c.out.extend_from_slice(&out),
+                }
+            }
             let decide = c.ex.as_ref().is_some_and(|ex| ex.phase == Phase::Decide);
             if !decide {
                 return;
@@ -356,9 +364,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         let Some(ex) = c.ex.as_mut() else { return };
         if let Some(f) = ex.error.take() {
+            let head = matches!(ex.phase, Phase::Head | Phase::Decide);
+            if head && ex.conversation.is_some() && f.code == ExitCode::NOT_FOUND {
+                // Another protocol's "not found": aria2's rules for a 404.
+                self.not_found(slot, f.message);
+                return;
+            }
             // A range answered with a head that cannot be read (a malformed Content-Range, say)
             // while others carry the file is one connection's failure, not the download's.
-            let head = matches!(ex.phase, Phase::Head | Phase::Decide);
             if head && self.give_up_range(slot, &f) {
                 return;
             }

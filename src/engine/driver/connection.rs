@@ -101,14 +101,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.connect_via(slot, &p, host);
             return true;
         }
-        match host {
-            Some(url::Host::Ipv4(a)) => {
-                self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)])
-            }
-            Some(url::Host::Ipv6(a)) => {
-                self.connect_to(slot, vec![SocketAddr::new(a.into(), key.port)])
-            }
-            _ => {
+        match host.as_ref().and_then(literal_ip) {
+            Some(ip) => self.connect_to(slot, vec![SocketAddr::new(ip, key.port)]),
+            None => {
                 if let Some(addrs) = self.dns.get(&key.host, key.port) {
                     let addrs = addrs.to_vec();
                     self.connect_to(slot, addrs);
@@ -373,6 +368,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     pub(super) fn begin_exchange(&mut self, slot: usize, ex: Exchange) {
         let mut ex = ex;
+        if let Some(mut conv) = crate::engine::sources::conversation_for(&ex.url) {
+            // A protocol other than HTTP: its machine says what opens the exchange.
+            let req = conv.begin(&ex.url, ex.range);
+            ex.conversation = Some(conv);
+            self.send_exchange(slot, ex, req);
+            return;
+        }
         let mut req = Vec::with_capacity(512);
         let authorization = self.authorization(ex.dl, ex.mirror, &ex.url);
         let cookie = self.identity.cookie_header(&ex.url);
@@ -431,6 +433,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             },
             &mut req,
         );
+        self.send_exchange(slot, ex, req);
+    }
+
+    /// Puts exchange `ex` on connection `slot` and sends its opening bytes `req`.
+    fn send_exchange(&mut self, slot: usize, ex: Exchange, req: Vec<u8>) {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
@@ -667,9 +674,37 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 }
 
+/// The address a URL's host names literally: an IP host, or, for a scheme the URL standard
+/// does not know (`sftp://`, a test's `toy://`), whose host it leaves as written, text that is
+/// one (`127.0.0.1`, `[::1]`).
+fn literal_ip(host: &url::Host<String>) -> Option<std::net::IpAddr> {
+    match host {
+        url::Host::Ipv4(a) => Some((*a).into()),
+        url::Host::Ipv6(a) => Some((*a).into()),
+        url::Host::Domain(d) => d.trim_start_matches('[').trim_end_matches(']').parse().ok(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scheme the URL standard does not know keeps its host as written: an address there is
+    /// still connected to directly, never looked up.
+    #[test]
+    fn an_address_in_an_opaque_host_is_taken_as_it_is() {
+        for (u, ip) in [
+            ("sftp://127.0.0.1:22/f", Some("127.0.0.1")),
+            ("sftp://[::1]:22/f", Some("::1")),
+            ("sftp://example.com/f", None),
+            ("http://10.0.0.1/f", Some("10.0.0.1")),
+        ] {
+            let url = Url::parse(u).expect("a URL");
+            let host = url.host().map(|h| h.to_owned()).expect("a host");
+            let want = ip.map(|i| i.parse::<std::net::IpAddr>().expect("an address"));
+            assert_eq!(literal_ip(&host), want, "{u}");
+        }
+    }
 
     /// Review finding 8: the DNS cache was never evicted, so a run over a list of many hosts kept
     /// every name it had resolved.

@@ -1,6 +1,7 @@
 //! The response policy: aria2's rules for what a response head means — status codes, redirects,
 //! ranges answered or refused, mirrors that cannot resume — and, for the first response of a
 //! download, naming and opening the file and making the plan.
+use super::first::FirstAnswer;
 use super::*;
 
 impl<R: Reactor<Tag>> Engine<'_, R> {
@@ -10,6 +11,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         };
         let Some(ex) = c.ex.as_mut() else { return };
+        if ex.answer.is_some() {
+            // A protocol other than HTTP answered.
+            self.on_answer(slot);
+            return;
+        }
         let Some(resp) = ex.response.take() else {
             return;
         };
@@ -173,18 +179,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.fail_conn(slot, Failure::retry(code, msg).after(wait));
                 return;
             }
-            if status == 404 && d.opts.max_file_not_found > 0 {
-                d.not_found += 1;
-                let limit = d.opts.max_file_not_found;
-                let f = if d.not_found >= limit {
-                    Failure::fatal(
-                        ExitCode(4),
-                        format!("{msg}; {limit} 'not found' answers (--max-file-not-found)"),
-                    )
-                } else {
-                    Failure::retry(code, msg)
-                };
-                self.fail_conn(slot, f);
+            if status == 404 {
+                self.not_found(slot, msg);
                 return;
             }
             d.bad_uris[mirror] = true;
@@ -381,6 +377,56 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
             }
         }
+        self.begin_body(slot, framing, resp.keep_alive, coding);
+    }
+
+    /// The mirror of connection `slot` says it has no such file (HTTP's 404, any protocol's "not
+    /// found"; aria2's exit 3): it is given up on unless `--max-file-not-found` counts these
+    /// answers (then it is asked again, until the count is reached: exit 4), and the download
+    /// fails once no mirror is left.
+    pub(super) fn not_found(&mut self, slot: usize, msg: String) {
+        let Some((_, ex)) = self.exchange_at(slot) else {
+            return;
+        };
+        let (dl, mirror) = (ex.dl, ex.mirror);
+        let code = ExitCode::NOT_FOUND;
+        let d = &mut self.dls[dl];
+        if d.opts.max_file_not_found > 0 {
+            d.not_found += 1;
+            let limit = d.opts.max_file_not_found;
+            let f = if d.not_found >= limit {
+                Failure::fatal(
+                    ExitCode(4),
+                    format!("{msg}; {limit} 'not found' answers (--max-file-not-found)"),
+                )
+            } else {
+                Failure::retry(code, msg)
+            };
+            self.fail_conn(slot, f);
+            return;
+        }
+        if let Some(b) = d.bad_uris.get_mut(mirror) {
+            *b = true;
+        }
+        if d.bad_uris.iter().all(|b| *b) {
+            self.fail_conn(slot, Failure::fatal(code, msg));
+        } else {
+            // Another mirror may have it.
+            self.fail_conn(slot, Failure::retry(code, msg));
+        }
+    }
+
+    /// The answer is taken: the body begins on the connection, with what came after the head.
+    pub(super) fn begin_body(
+        &mut self,
+        slot: usize,
+        framing: Framing,
+        keep_alive: bool,
+        coding: Option<http::decode::Coding>,
+    ) {
+        let Some(dl) = self.exchange_at(slot).map(|(_, ex)| ex.dl) else {
+            return;
+        };
         if self.dls[dl].opts.hash_check_only && !self.dls[dl].checking_existing {
             // --hash-check-only: the file is found (or made) as for the download, and nothing
             // is fetched (aria2c's rule for a download no digest checks): not complete, exit 1.
@@ -393,7 +439,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(ex) = c.ex.as_mut() else { return };
         ex.start_body(framing);
         ex.decoder = coding.map(http::decode::Decoder::new);
-        if !resp.keep_alive || framing == Framing::UntilClose {
+        if !keep_alive || framing == Framing::UntilClose {
             ex.unusable = true;
         }
         let rest = std::mem::take(&mut ex.head_rest);
@@ -422,11 +468,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         framing: Framing,
         inflating: bool,
     ) -> Result<(), Failure> {
-        let Some((c, ex)) = self.exchange_at(slot) else {
+        let Some((_, ex)) = self.exchange_at(slot) else {
             return Ok(());
         };
-        let conn_id = c.id;
-        let (dl, mirror) = (ex.dl, ex.mirror);
+        let dl = ex.dl;
         let url = ex.url.clone();
         let total = match (framing, resp.status, resp.content_range) {
             // Inflated, the file's length is known only at its end, and it cannot be split.
@@ -446,131 +491,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
             _ => None,
         };
-        let d = &mut self.dls[dl];
-        d.last_modified = resp.last_modified.clone();
-        d.validator = Validator::of(resp, &url);
-        if d.opts.dry_run {
-            let name = d
-                .opts
-                .out
-                .clone()
-                .unwrap_or_else(|| http::filename_from_url(&url));
-            let path = d.opts.dir.join(name);
-            self.finish_without_body(dl, Some((path, total.unwrap_or(0))));
-            return Ok(());
-        }
-        // Whether this response creates the file (not a retry that goes on writing into it).
-        let created = d.file.is_none() && d.opening.is_none();
-        let one_block = total.is_some_and(|n| n <= self.reactor.pool().size(Class::Write) as u64);
-        let mut allocating = None;
-        if created {
-            // Starting over: in the file it made or took up, under its name (never renamed
-            // again, nor onto a file of the name the URL gives that it left alone).
-            let own = d.own_path.clone();
-            let path = match own {
-                Some(p) => {
-                    d.path = Some(p.clone());
-                    p
-                }
-                None => self.name_new_file(dl, resp, &url)?,
-            };
-            // A download starting over keeps its old control file until this one replaces it
-            // (below); one under another name belongs to a file this run leaves alone.
-            let d = &mut self.dls[dl];
-            if d.control.as_ref() != Some(&store::control::control_path(&path)) {
-                d.control = None;
-            }
-            // The file is created on the file-job thread (creating a file costs the loop a
-            // millisecond on some file systems, and a list of small files creates one per
-            // download): the body goes on arriving into blocks, which wait for it
-            // (`submit_flushes`), and the download cannot end before it is open (`on_opened`).
-            let validator = d.validator.as_ref().map(Validator::encode);
-            // A file of one block is written through the page cache, uncached: its one write
-            // has its exact length, so no padding reaches the file and no cut follows
-            // (`WriteMode::Uncached`).
-            let open = Opening {
-                result: Default::default(),
-                conn: conn_id,
-                uri: url.to_string(),
-                uncached: one_block,
-            };
-            let result = open.result.clone();
-            let at = path.clone();
-            // Starting over at the same path: the control file of the earlier attempt claims
-            // nothing before the file is emptied, and goes once it is if no control file will
-            // describe this attempt (length unknown). `d.control` keeps its path, so an attempt
-            // whose job never ran (dropped by another start over) leaves it to the next one.
-            let disclaim = d.control.clone();
-            let unknown = total.is_none();
-            let job: crate::engine::reactor::Job = Box::new(move || {
-                let cleared = disclaim.as_deref().map(|ctl| {
-                    store::control::disclaim(ctl).map_err(|e| {
-                        std::io::Error::other(format!(
-                            "its control file {} could not be cleared first: {}",
-                            ctl.display(),
-                            sys::cause(&e)
-                        ))
-                    })
-                });
-                let out = match cleared {
-                    Some(Err(e)) => Err(e),
-                    _ => store::open_output(&at, true, one_block),
-                };
-                if let (Ok(_), Some(ctl), true) = (&out, &disclaim, unknown) {
-                    let _ = std::fs::remove_file(ctl);
-                }
-                if let (Ok(o), Some(v)) = (&out, &validator) {
-                    sys::set_validator(o.file.as_raw_fd(), v);
-                }
-                if let Ok(mut slot) = result.lock() {
-                    *slot = Some(out);
-                }
-                Ok(())
-            });
-            let d = &mut self.dls[dl];
-            let file = d.begin_open(open);
-            d.writes += 1;
-            if d.old_writes > 0 {
-                // The file it empties may still be written by the attempt before.
-                d.parked_open = Some(job);
-            } else {
-                self.reactor.blocking(Tag::Opened { file }, job);
-            }
-            let d = &mut self.dls[dl];
-            d.own_path = Some(path.clone());
-            d.path = Some(path);
-            allocating = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit);
-        }
-        let d = &mut self.dls[dl];
-        let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);
-        plan.assign(0, conn_id);
-        d.length_known = total.is_some();
-        d.length_at_end = false;
-        d.ranges_ok = total.is_some() && !resp.accept_ranges_none;
-        d.split_url = Some((mirror, url));
-        d.install_plan(plan);
-        if d.ranges_ok {
-            let wanted = d.connections_wanted();
-            let parts = d.plan.as_mut().map_or(1, |p| p.presplit(wanted));
-            d.wanted += parts.saturating_sub(1);
-        }
-        let verified = d.opts.pieces.is_some();
-        if created && allocating.is_none() && one_block && d.control.is_none() && !verified {
-            // The whole body fits one write block, so its only write is its last and the file
-            // stays empty until then: there is nothing to resume yet. Its control file waits for
-            // the next tick (within a second; `autosave`), so a small file that finishes before
-            // does not pay for creating, renaming and removing one. Stops and failures save it.
-            // (Not with piece digests: a file no control file describes is trusted by `-c` up to
-            // its length, and its bytes are not verified until they are on disk.)
-        } else {
-            // The control file exists from the start, like aria2's, for a file of known length.
-            self.save_control(dl);
-        }
-        if let Some(n) = allocating {
-            // After the control file is queued: the file grows only once one describes it.
-            self.allocate(dl, n);
-        }
-        Ok(())
+        let d = &self.dls[dl];
+        let name = resp.content_disposition.as_deref().and_then(|v| {
+            http::filename_from_content_disposition_with(v, d.opts.content_disposition_default_utf8)
+        });
+        let first = FirstAnswer {
+            total,
+            ranges: !resp.accept_ranges_none,
+            name,
+            validator: Validator::of(resp, &url),
+            last_modified: resp.last_modified.clone(),
+        };
+        self.take_first_answer(slot, first)
     }
 
     /// The first answer to a download that took up what it found on disk (a control file and
@@ -607,86 +539,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             false => None,
         };
         true
-    }
-
-    /// The path of the file a download's first response creates, when it has none of its own:
-    /// `-o`, else the Content-Disposition name, else the URL's; renamed (`name.1.ext`) past a
-    /// file of that name or one another download is creating, unless `--allow-overwrite`; a
-    /// control file found alone goes (aria2c's notice).
-    fn name_new_file(
-        &mut self,
-        dl: usize,
-        resp: &http::ResponseHead,
-        url: &Url,
-    ) -> Result<std::path::PathBuf, Failure> {
-        let d = &mut self.dls[dl];
-        let name = match d.opts.out.clone() {
-            Some(o) => o,
-            None => resp
-                .content_disposition
-                .as_deref()
-                .and_then(|v| {
-                    http::filename_from_content_disposition_with(
-                        v,
-                        d.opts.content_disposition_default_utf8,
-                    )
-                })
-                .unwrap_or_else(|| http::filename_from_url(url)),
-        };
-        // Until the file is open, failures still name the path it would have had (as aria2).
-        d.path = Some(d.opts.dir.join(&name));
-        if let Some(ctl) = d.defunct_control.take() {
-            let _ = std::fs::remove_file(&ctl);
-            let path = d.opts.dir.join(&name);
-            self.console.notice(&format!(
-                "Removed the defunct control file {} because the download file {} doesn't exist.",
-                ctl.display(),
-                path.display()
-            ));
-        }
-        let d = &self.dls[dl];
-        // A name is taken by a file, or by another download whose file is still being
-        // created (the job thread has not made it yet).
-        let creating = |p: &std::path::Path| {
-            self.dls.iter().enumerate().any(|(i, o)| {
-                i != dl
-                    && o.state == DlState::Active
-                    && o.opening.is_some()
-                    && o.path.as_deref() == Some(p)
-            })
-        };
-        let (path, renamed) = store::choose_path(
-            &d.opts.dir,
-            &name,
-            d.opts.allow_overwrite,
-            d.opts.auto_file_renaming,
-            |p| p.exists() || creating(p),
-        )
-        .map_err(|e| match e {
-            store::PathError::Exists(_) => Failure::fatal(ExitCode::FILE_EXISTS, e.to_string()),
-            store::PathError::NoFreeName(_) => {
-                Failure::fatal(ExitCode::RENAME_FAILED, e.to_string())
-            }
-        })?;
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                Failure::fatal(
-                    ExitCode::MKDIR,
-                    format!(
-                        "Failed to make the directory {}, cause: {}",
-                        parent.display(),
-                        sys::cause(&e)
-                    ),
-                )
-            })?;
-        }
-        if renamed {
-            self.console.notice(&format!(
-                "File already exists. Renamed to {}.",
-                path.display()
-            ));
-        }
-        Ok(path)
     }
 
     /// A range request that failed (refused, or answered with a head that cannot be read) while
@@ -765,7 +617,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// request asked for: that request only asks the server whether the file is still there
     /// and of the same length (`Range: bytes=T-`), as aria2c asks before it trusts a control
     /// file. Whether this is that answer.
-    fn claimed_whole(&self, dl: usize, asked: Option<(u64, Option<u64>)>) -> bool {
+    pub(super) fn claimed_whole(&self, dl: usize, asked: Option<(u64, Option<u64>)>) -> bool {
         let d = &self.dls[dl];
         d.plan.as_ref().is_some_and(|plan| {
             d.resumed

@@ -264,10 +264,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         resp: &http::ResponseHead,
         from: u64,
     ) -> Result<(), Failure> {
-        let Some((c, ex)) = self.exchange_at(slot) else {
+        let Some((_, ex)) = self.exchange_at(slot) else {
             return Ok(());
         };
-        let (dl, mirror, conn_id, url) = (ex.dl, ex.mirror, c.id, ex.url.clone());
+        let (dl, url) = (ex.dl, ex.url.clone());
         let d = &self.dls[dl];
         let asked = d.validator.as_ref().and_then(|v| v.for_url(&url));
         if d.opts.always_resume && asked.is_some_and(|a| changed_since(resp, a)) {
@@ -321,7 +321,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.say_cannot_resume(slot, &why);
             return self.restart_from_scratch(slot, resp, resp.framing(false));
         }
-        let total = total.unwrap_or(from);
+        self.continue_found(slot, from, total.unwrap_or(from))
+    }
+
+    /// `-c`'s first answer, from any protocol, carries the file found's rest from `from` of a
+    /// `total`-byte file: the file is opened as it is and the download goes on from there.
+    pub(super) fn continue_found(
+        &mut self,
+        slot: usize,
+        from: u64,
+        total: u64,
+    ) -> Result<(), Failure> {
+        let Some((c, ex)) = self.exchange_at(slot) else {
+            return Ok(());
+        };
+        let (dl, mirror, conn_id, url) = (ex.dl, ex.mirror, c.id, ex.url.clone());
         let d = &mut self.dls[dl];
         let path = d
             .path

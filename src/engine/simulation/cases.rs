@@ -29,6 +29,7 @@ pub(super) fn custom(
         prior: Prior::Nothing,
         pieces: None,
         corrupt: None,
+        toy: false,
     }
 }
 

@@ -200,6 +200,13 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
             .entry("a file on disk before the run")
             .or_default() += 1;
     }
+    if sc.toy {
+        *world
+            .borrow_mut()
+            .fired
+            .entry("the toy protocol")
+            .or_default() += 1;
+    }
     if sc.pieces.is_some() {
         *world.borrow_mut().fired.entry("piece digests").or_default() += 1;
     }

@@ -379,3 +379,84 @@ fn a_failing_signal_descriptor_is_not_read_again_for_ever() {
     let sc = custom(7, 2_000_000, vec![good], &["-s2"], faults);
     check_scenario(&sc, false).unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// A protocol that is not HTTP (the toy one, `toy.rs`) goes through the same engine: split over
+/// two mirrors (one sending its bodies to the close), every byte written where it belongs, and a
+/// download killed part-way resumed from its control file by a second run.
+#[test]
+fn the_toy_protocol_splits_and_resumes_as_http_does() {
+    let mirrors = vec![
+        Mirror::Good {
+            ranges: true,
+            framing: Framing::Length,
+        },
+        Mirror::Good {
+            ranges: true,
+            framing: Framing::UntilClose,
+        },
+    ];
+    let faults = Faults {
+        max_chunk: 50_000,
+        ns_per_byte: 1_000,
+        ..Faults::default()
+    };
+    let mut sc = custom(
+        5,
+        3_000_001,
+        mirrors.clone(),
+        &["-s4", "-x2", "-k1M"],
+        faults,
+    );
+    sc.toy = true;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let world = Rc::new(RefCell::new(World {
+        servers: sc.servers(),
+        faults: sc.faults.clone(),
+        ..World::default()
+    }));
+    let uris: Vec<String> = (0..sc.mirrors.len()).map(|i| sc.url(i)).collect();
+    assert!(uris[0].starts_with("toy://"));
+    let ended = run(
+        sc.budget,
+        dir.path(),
+        &sc.args,
+        &uris,
+        None,
+        world.clone(),
+        5,
+    );
+    let outcome = only_outcome(ended, "toy").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((outcome.code.0, outcome.finished), (0, true));
+    check_complete(dir.path(), &sc.data, "toy").unwrap_or_else(|e| panic!("{e}"));
+    let w = world.borrow();
+    let ranges: Vec<&String> = w
+        .requests
+        .iter()
+        .filter(|(_, line, _)| line.starts_with("TOY SEND"))
+        .filter_map(|(_, _, r)| r.as_ref())
+        .filter(|r| *r != "bytes=0-")
+        .collect();
+    assert!(!ranges.is_empty(), "not split: {:?}", w.requests);
+    let both = (0..2).all(|i| w.requests.iter().any(|(a, _, _)| *a == addr(i)));
+    assert!(both, "one mirror unused: {:?}", w.requests);
+    drop(w);
+
+    // Killed part-way, then `-c` on a healed mirror: resumed from the control file.
+    for kill_at in [40, 120, 300] {
+        let faults = Faults {
+            max_chunk: 50_000,
+            ns_per_byte: 1_000,
+            kill_at: Some(kill_at),
+            ..Faults::default()
+        };
+        let mut sc = custom(
+            6,
+            3_000_001,
+            mirrors.clone(),
+            &["-s4", "-x2", "-k1M"],
+            faults,
+        );
+        sc.toy = true;
+        check_scenario(&sc, false).unwrap_or_else(|e| panic!("kill at {kill_at}: {e}"));
+    }
+}

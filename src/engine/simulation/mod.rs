@@ -49,6 +49,7 @@ mod daemon;
 mod flow;
 mod lists;
 mod scenario;
+mod toy;
 
 use cases::*;
 use checks::*;
@@ -62,6 +63,10 @@ use scenario::*;
 /// its length); 832 and 1419, a piece over bytes found on disk; 37106 and 38897, a piece failing
 /// during a Ctrl-C stop.
 const PIECE_REGRESSIONS: &[u64] = &[17, 24, 291, 1430, 5555, 832, 1419, 37106, 38897];
+
+/// Seeds that found faults once the toy protocol was drawn (`draw_toy`): 16276, another
+/// protocol's "not found" retried on the same mirror where aria2 gives the mirror up (exit 3).
+const TOY_REGRESSIONS: &[u64] = &[16276];
 
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
 const RECORDED_WITHOUT_PRIORS: &[u64] = &[
@@ -125,6 +130,8 @@ fn run_with(
     daemon: Option<Vec<super::Pending>>,
     pieces: Option<Arc<PieceHashes>>,
 ) -> Result<Ended, String> {
+    // (`toy://` URIs are taken on this thread from now on.)
+    toy::register();
     let mut argv: Vec<String> = args.to_vec();
     argv.push("-d".into());
     argv.push(dir.display().to_string());
@@ -292,6 +299,11 @@ fn run_seeds(block: u64) {
     for seed in regressions
         .iter()
         .chain(pieces)
+        .chain(if with_regressions {
+            TOY_REGRESSIONS
+        } else {
+            &[]
+        })
         .copied()
         .chain(first..first.saturating_add(count))
     {

@@ -30,6 +30,12 @@ impl<T> Sim<T> {
                 return;
             };
             let Some(addr) = wire.server else { return };
+            if wire.inbound.starts_with(b"TOY ") {
+                if !self.serve_toy(fd, addr) {
+                    return;
+                }
+                continue;
+            }
             let mut headers = [httparse::EMPTY_HEADER; 32];
             let mut req = httparse::Request::new(&mut headers);
             let used = match req.parse(&wire.inbound) {
@@ -177,6 +183,94 @@ impl<T> Sim<T> {
         }
     }
 }
+impl<T> Sim<T> {
+    /// The toy protocol's server side (`simulation/toy.rs` is its client): one line from the
+    /// inbound bytes answered, with the route's file. False while no whole line has come.
+    ///
+    /// `TOY HELLO path` → `TOY READY total ranges(0|1)`, `TOY NOTFOUND` or `TOY BUSY`;
+    /// `TOY SEND path first end|-` → `TOY DATA first len` and the bytes (`-` for a body that ends
+    /// when the server closes: the route's framing is not `Length`); the server closes after.
+    fn serve_toy(&mut self, fd: RawFd, addr: SocketAddr) -> bool {
+        let Some(wire) = self.wires.get_mut(&fd) else {
+            return false;
+        };
+        let Some(nl) = wire.inbound.iter().position(|&b| b == b'\n') else {
+            return false;
+        };
+        let line: String = String::from_utf8_lossy(&wire.inbound[..nl]).into();
+        wire.inbound.drain(..=nl);
+        let words: Vec<&str> = line.split(' ').collect();
+        let path = words.get(2).copied().unwrap_or("/");
+        let mut world = self.world.borrow_mut();
+        let route = world.servers.get(&addr).and_then(|s| s.get(path)).cloned();
+        let range = match words.get(1) {
+            Some(&"SEND") => Some(format!("bytes={}-", words.get(3).unwrap_or(&"?"))),
+            _ => None,
+        };
+        world
+            .requests
+            .push((addr, format!("TOY {}", words[1..].join(" ")), range));
+        let faults = world.faults.clone();
+        drop(world);
+        let busy = matches!(route, Some(Route::Status(503)));
+        let file = match route {
+            Some(Route::File {
+                data,
+                ranges,
+                framing,
+                ..
+            }) => Some((data, ranges, framing)),
+            _ => None,
+        };
+        let (head, body) = match (words.get(1).copied(), file) {
+            (Some("HELLO"), Some((data, ranges, _))) => (
+                format!("TOY READY {} {}\n", data.len(), u8::from(ranges)),
+                Vec::new(),
+            ),
+            (_, None) if busy => ("TOY BUSY\n".to_string(), Vec::new()),
+            (Some("SEND"), Some((data, ranges, framing))) => {
+                let len = data.len() as u64;
+                let number = |i: usize| words.get(i).and_then(|w| w.parse::<u64>().ok());
+                let (first, end) = match ranges {
+                    true => (number(3).unwrap_or(0), number(4).unwrap_or(len).min(len)),
+                    false => (0, len),
+                };
+                if first > end {
+                    ("TOY BAD\n".to_string(), Vec::new())
+                } else {
+                    let bytes = data[first as usize..end as usize].to_vec();
+                    let size = match framing {
+                        Framing::Length => bytes.len().to_string(),
+                        _ => "-".to_string(),
+                    };
+                    (format!("TOY DATA {first} {size}\n"), bytes)
+                }
+            }
+            _ => ("TOY NOTFOUND\n".to_string(), Vec::new()),
+        };
+        let Some(wire) = self.wires.get_mut(&fd) else {
+            return false;
+        };
+        wire.outbound.extend_from_slice(head.as_bytes());
+        wire.outbound.extend_from_slice(&body);
+        if wire.receiving == 0 {
+            wire.unread_since.get_or_insert(self.clock);
+        }
+        // Only READY keeps the conversation going.
+        wire.close_after |= !head.starts_with("TOY READY");
+        // A reset or a stall somewhere in the body, as for HTTP's.
+        let body_len = body.len();
+        if body_len > 0 && wire.reset_in.is_none() && self.rng.chance(faults.reset) {
+            let already = wire.pending() - body_len;
+            wire.reset_in = Some(already + self.rng.below(body_len as u64) as usize);
+        } else if body_len > 0 && wire.stall_in.is_none() && self.rng.chance(faults.stall) {
+            let already = wire.pending() - body_len;
+            wire.stall_in = Some(already + self.rng.below(body_len as u64) as usize);
+        }
+        !wire.close_after
+    }
+}
+
 /// The bytes a server sends for one request: head and body, where the body starts, and whether
 /// the connection closes after it.
 pub(super) fn respond(

@@ -1,0 +1,228 @@
+//! A download's first answer, from any protocol: the file named (`-o`, the name the answer gives,
+//! the URL's; renamed past a file found) and created on the file-job thread, the plan made, the
+//! helpers asked for, the first control file saved.
+use super::*;
+
+impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// The first answer of a download, from any protocol: name and open the file, make the plan,
+    /// ask for helpers.
+    pub(super) fn take_first_answer(
+        &mut self,
+        slot: usize,
+        first: FirstAnswer,
+    ) -> Result<(), Failure> {
+        let Some((c, ex)) = self.exchange_at(slot) else {
+            return Ok(());
+        };
+        let conn_id = c.id;
+        let (dl, mirror) = (ex.dl, ex.mirror);
+        let url = ex.url.clone();
+        let total = first.total;
+        let d = &mut self.dls[dl];
+        d.last_modified = first.last_modified;
+        d.validator = first.validator;
+        if d.opts.dry_run {
+            let name = d
+                .opts
+                .out
+                .clone()
+                .unwrap_or_else(|| http::filename_from_url(&url));
+            let path = d.opts.dir.join(name);
+            self.finish_without_body(dl, Some((path, total.unwrap_or(0))));
+            return Ok(());
+        }
+        // Whether this response creates the file (not a retry that goes on writing into it).
+        let created = d.file.is_none() && d.opening.is_none();
+        let one_block = total.is_some_and(|n| n <= self.reactor.pool().size(Class::Write) as u64);
+        let mut allocating = None;
+        if created {
+            // Starting over: in the file it made or took up, under its name (never renamed
+            // again, nor onto a file of the name the URL gives that it left alone).
+            let own = d.own_path.clone();
+            let path = match own {
+                Some(p) => {
+                    d.path = Some(p.clone());
+                    p
+                }
+                None => self.name_new_file(dl, first.name, &url)?,
+            };
+            // A download starting over keeps its old control file until this one replaces it
+            // (below); one under another name belongs to a file this run leaves alone.
+            let d = &mut self.dls[dl];
+            if d.control.as_ref() != Some(&store::control::control_path(&path)) {
+                d.control = None;
+            }
+            // The file is created on the file-job thread (creating a file costs the loop a
+            // millisecond on some file systems, and a list of small files creates one per
+            // download): the body goes on arriving into blocks, which wait for it
+            // (`submit_flushes`), and the download cannot end before it is open (`on_opened`).
+            let validator = d.validator.as_ref().map(Validator::encode);
+            // A file of one block is written through the page cache, uncached: its one write
+            // has its exact length, so no padding reaches the file and no cut follows
+            // (`WriteMode::Uncached`).
+            let open = Opening {
+                result: Default::default(),
+                conn: conn_id,
+                uri: url.to_string(),
+                uncached: one_block,
+            };
+            let result = open.result.clone();
+            let at = path.clone();
+            // Starting over at the same path: the control file of the earlier attempt claims
+            // nothing before the file is emptied, and goes once it is if no control file will
+            // describe this attempt (length unknown). `d.control` keeps its path, so an attempt
+            // whose job never ran (dropped by another start over) leaves it to the next one.
+            let disclaim = d.control.clone();
+            let unknown = total.is_none();
+            let job: crate::engine::reactor::Job = Box::new(move || {
+                let cleared = disclaim.as_deref().map(|ctl| {
+                    store::control::disclaim(ctl).map_err(|e| {
+                        std::io::Error::other(format!(
+                            "its control file {} could not be cleared first: {}",
+                            ctl.display(),
+                            sys::cause(&e)
+                        ))
+                    })
+                });
+                let out = match cleared {
+                    Some(Err(e)) => Err(e),
+                    _ => store::open_output(&at, true, one_block),
+                };
+                if let (Ok(_), Some(ctl), true) = (&out, &disclaim, unknown) {
+                    let _ = std::fs::remove_file(ctl);
+                }
+                if let (Ok(o), Some(v)) = (&out, &validator) {
+                    sys::set_validator(o.file.as_raw_fd(), v);
+                }
+                if let Ok(mut slot) = result.lock() {
+                    *slot = Some(out);
+                }
+                Ok(())
+            });
+            let d = &mut self.dls[dl];
+            let file = d.begin_open(open);
+            d.writes += 1;
+            if d.old_writes > 0 {
+                // The file it empties may still be written by the attempt before.
+                d.parked_open = Some(job);
+            } else {
+                self.reactor.blocking(Tag::Opened { file }, job);
+            }
+            let d = &mut self.dls[dl];
+            d.own_path = Some(path.clone());
+            d.path = Some(path);
+            allocating = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit);
+        }
+        let d = &mut self.dls[dl];
+        let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);
+        plan.assign(0, conn_id);
+        d.length_known = total.is_some();
+        d.length_at_end = false;
+        d.ranges_ok = total.is_some() && first.ranges;
+        d.split_url = Some((mirror, url));
+        d.install_plan(plan);
+        if d.ranges_ok {
+            let wanted = d.connections_wanted();
+            let parts = d.plan.as_mut().map_or(1, |p| p.presplit(wanted));
+            d.wanted += parts.saturating_sub(1);
+        }
+        let verified = d.opts.pieces.is_some();
+        if created && allocating.is_none() && one_block && d.control.is_none() && !verified {
+            // The whole body fits one write block, so its only write is its last and the file
+            // stays empty until then: there is nothing to resume yet. Its control file waits for
+            // the next tick (within a second; `autosave`), so a small file that finishes before
+            // does not pay for creating, renaming and removing one. Stops and failures save it.
+            // (Not with piece digests: a file no control file describes is trusted by `-c` up to
+            // its length, and its bytes are not verified until they are on disk.)
+        } else {
+            // The control file exists from the start, like aria2's, for a file of known length.
+            self.save_control(dl);
+        }
+        if let Some(n) = allocating {
+            // After the control file is queued: the file grows only once one describes it.
+            self.allocate(dl, n);
+        }
+        Ok(())
+    }
+
+    /// The path of the file a download's first response creates, when it has none of its own:
+    /// `-o`, else the Content-Disposition name, else the URL's; renamed (`name.1.ext`) past a
+    /// file of that name or one another download is creating, unless `--allow-overwrite`; a
+    /// control file found alone goes (aria2c's notice).
+    pub(super) fn name_new_file(
+        &mut self,
+        dl: usize,
+        given: Option<String>,
+        url: &Url,
+    ) -> Result<std::path::PathBuf, Failure> {
+        let d = &mut self.dls[dl];
+        let name = match d.opts.out.clone() {
+            Some(o) => o,
+            None => given.unwrap_or_else(|| http::filename_from_url(url)),
+        };
+        // Until the file is open, failures still name the path it would have had (as aria2).
+        d.path = Some(d.opts.dir.join(&name));
+        if let Some(ctl) = d.defunct_control.take() {
+            let _ = std::fs::remove_file(&ctl);
+            let path = d.opts.dir.join(&name);
+            self.console.notice(&format!(
+                "Removed the defunct control file {} because the download file {} doesn't exist.",
+                ctl.display(),
+                path.display()
+            ));
+        }
+        let d = &self.dls[dl];
+        // A name is taken by a file, or by another download whose file is still being
+        // created (the job thread has not made it yet).
+        let creating = |p: &std::path::Path| {
+            self.dls.iter().enumerate().any(|(i, o)| {
+                i != dl
+                    && o.state == DlState::Active
+                    && o.opening.is_some()
+                    && o.path.as_deref() == Some(p)
+            })
+        };
+        let (path, renamed) = store::choose_path(
+            &d.opts.dir,
+            &name,
+            d.opts.allow_overwrite,
+            d.opts.auto_file_renaming,
+            |p| p.exists() || creating(p),
+        )
+        .map_err(|e| match e {
+            store::PathError::Exists(_) => Failure::fatal(ExitCode::FILE_EXISTS, e.to_string()),
+            store::PathError::NoFreeName(_) => {
+                Failure::fatal(ExitCode::RENAME_FAILED, e.to_string())
+            }
+        })?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Failure::fatal(
+                    ExitCode::MKDIR,
+                    format!(
+                        "Failed to make the directory {}, cause: {}",
+                        parent.display(),
+                        sys::cause(&e)
+                    ),
+                )
+            })?;
+        }
+        if renamed {
+            self.console.notice(&format!(
+                "File already exists. Renamed to {}.",
+                path.display()
+            ));
+        }
+        Ok(path)
+    }
+}
+
+/// What a download's first answer says of the file, whatever the protocol: its length (if said),
+/// whether it serves ranges, the name it gives (Content-Disposition's), its version and time.
+pub(super) struct FirstAnswer {
+    pub total: Option<u64>,
+    pub ranges: bool,
+    pub name: Option<String>,
+    pub validator: Option<Validator>,
+    pub last_modified: Option<String>,
+}
