@@ -4,6 +4,7 @@
 //! for, a resumed download's answer must be of its length, and then the body goes into blocks as
 //! any body does (`begin_body`).
 use super::first::FirstAnswer;
+use super::response::total_mismatch;
 use super::*;
 use crate::engine::sources::Answer;
 
@@ -22,7 +23,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // there, of that length.
             let total = self.dls[dl].total();
             if a.total != total {
-                let f = length_mismatch(a.total, total);
+                let f = total_mismatch(a.total, total);
                 self.fail_conn(slot, f);
                 return;
             }
@@ -89,20 +90,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
             }
             Some((first, last)) => {
-                let owner = self.dls[dl]
-                    .plan
-                    .as_ref()
-                    .and_then(|p| p.segment(seg_i).owner);
-                if owner != Some(conn_id) {
-                    // The first answer took this range over while this one waited.
-                    self.close_conn(slot);
-                    self.maybe_finish(dl);
+                if self.taken_over(slot, dl, seg_i, conn_id) {
                     return;
                 }
                 let total = self.dls[dl].total();
                 let d = &self.dls[dl];
                 if d.resumed && !d.ranges_confirmed && a.total.is_some() && a.total != total {
-                    let f = length_mismatch(a.total, total);
+                    let f = total_mismatch(a.total, total);
                     self.fail_conn(slot, f);
                     return;
                 }
@@ -110,33 +104,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     self.fail_conn(slot, f);
                     return;
                 }
-                if !self.dls[dl].ranges_confirmed {
-                    self.dls[dl].ranges_confirmed = true;
-                    self.end_parked(dl);
-                    if self.dls[dl].resumed {
-                        // A resumed download starts on one connection; now that ranges work,
-                        // the others join.
-                        let working = self.conn_count(dl);
-                        let more = self.dls[dl].connections_wanted().saturating_sub(working);
-                        self.dls[dl].wanted += more;
-                    }
-                }
+                self.confirm_ranges(dl);
             }
         }
         self.begin_body(slot, a.framing, a.keep_alive, None);
     }
-}
-
-/// A resumed download's answer states another length than its control file's (aria2c's words).
-fn length_mismatch(theirs: Option<u64>, ours: Option<u64>) -> Failure {
-    Failure::fatal(
-        ExitCode::UNKNOWN,
-        format!(
-            "total length mismatch. expected: {}, actual: {}",
-            theirs.unwrap_or(0),
-            ours.unwrap_or(0)
-        ),
-    )
 }
 
 /// Whether answer `a` carries the range `first..=last` (`None`: to the end) of a `total`-byte

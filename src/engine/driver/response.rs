@@ -255,14 +255,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
             }
             Some((first, last)) => {
-                let seg_owner = self.dls[dl]
-                    .plan
-                    .as_ref()
-                    .and_then(|p| p.segment(seg_i).owner);
-                if seg_owner != Some(conn_id) {
-                    // The whole-file response took this range over while we waited.
-                    self.close_conn(slot);
-                    self.maybe_finish(dl);
+                if self.taken_over(slot, dl, seg_i, conn_id) {
                     return;
                 }
                 let total = self.dls[dl].total();
@@ -270,14 +263,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 let remote_total = resp.content_range.and_then(|cr| cr.complete_length);
                 if d.resumed && !d.ranges_confirmed && status == 206 && remote_total != total {
                     // The file on the server is not the one the partial file is part of.
-                    let f = Failure::fatal(
-                        ExitCode::UNKNOWN,
-                        format!(
-                            "total length mismatch. expected: {}, actual: {}",
-                            remote_total.unwrap_or(0),
-                            total.unwrap_or(0)
-                        ),
-                    );
+                    let f = total_mismatch(remote_total, total);
                     self.fail_conn(slot, f);
                     return;
                 }
@@ -363,17 +349,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     self.abandon_exchange(slot);
                     return;
                 }
-                if !self.dls[dl].ranges_confirmed && status == 206 {
-                    self.dls[dl].ranges_confirmed = true;
-                    self.end_parked(dl);
-                    if self.dls[dl].resumed {
-                        // A resumed download starts on one connection; now that ranges work, the
-                        // others join.
-                        let working = self.conn_count(dl);
-                        let d = &self.dls[dl];
-                        let more = d.connections_wanted().saturating_sub(working);
-                        self.dls[dl].wanted += more;
-                    }
+                if status == 206 {
+                    self.confirm_ranges(dl);
                 }
             }
         }
@@ -672,13 +649,52 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         let total = d.total()?;
         let remote = resp.file_length()?;
-        (remote != total).then(|| {
-            Failure::fatal(
-                ExitCode::UNKNOWN,
-                format!("total length mismatch. expected: {remote}, actual: {total}"),
-            )
-        })
+        (remote != total).then(|| total_mismatch(Some(remote), Some(total)))
     }
+
+    /// Whether the range connection `slot` asked for (segment `seg_i` of download `dl`) was
+    /// taken over by the first answer while this one waited: the connection then closes.
+    pub(super) fn taken_over(&mut self, slot: usize, dl: usize, seg_i: usize, conn: u64) -> bool {
+        let owner = self.dls[dl]
+            .plan
+            .as_ref()
+            .and_then(|p| p.segment(seg_i).owner);
+        if owner == Some(conn) {
+            return false;
+        }
+        self.close_conn(slot);
+        self.maybe_finish(dl);
+        true
+    }
+
+    /// A range was answered as asked: download `dl` serves ranges, streams parked on the first
+    /// answer go on, and a resumed download (begun on one connection) gets its others.
+    pub(super) fn confirm_ranges(&mut self, dl: usize) {
+        if self.dls[dl].ranges_confirmed {
+            return;
+        }
+        self.dls[dl].ranges_confirmed = true;
+        self.end_parked(dl);
+        if self.dls[dl].resumed {
+            let working = self.conn_count(dl);
+            let d = &self.dls[dl];
+            let more = d.connections_wanted().saturating_sub(working);
+            self.dls[dl].wanted += more;
+        }
+    }
+}
+
+/// A resumed download's answer states another length than its control file's (aria2c's words,
+/// its exit 1: the server's file is not the one the partial file is part of).
+pub(super) fn total_mismatch(theirs: Option<u64>, ours: Option<u64>) -> Failure {
+    Failure::fatal(
+        ExitCode::UNKNOWN,
+        format!(
+            "total length mismatch. expected: {}, actual: {}",
+            theirs.unwrap_or(0),
+            ours.unwrap_or(0)
+        ),
+    )
 }
 
 /// How `--hash-check-only` ends a download it does not let fetch.
