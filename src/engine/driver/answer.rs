@@ -34,6 +34,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.maybe_finish(dl);
             return;
         }
+        if let Some(total) = a.total {
+            // `-c`: the file found against the server's length (whole, longer, shorter).
+            let found = self.found_against(dl, asked, total);
+            if self.on_found(slot, dl, found) {
+                return;
+            }
+        }
         match asked {
             None => {
                 if a.first != 0 {

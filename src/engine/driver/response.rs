@@ -85,61 +85,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // This answer is the first response of a download that takes nothing from disk.
             asked = None;
         }
-        match self.continued_over(dl, asked, &resp) {
-            None => {}
-            Some(Existing::Whole(total)) if self.dls[dl].expected.is_some() => {
-                // The file is as long as the server's, and a digest can tell whether it is the
-                // server's: it is read back and checked; if it is not, it is fetched again
-                // (aria2c's rule for `-c` and for `-V`).
-                self.close_conn(slot);
-                self.check_found(dl, total);
-                return;
-            }
-            Some(Existing::Whole(total)) => {
-                // -c over a file that is already whole: aria2c learns the same from the length
-                // of its first answer, whatever the server does with ranges.
-                let d = &self.dls[dl];
-                let path = d.path.clone().unwrap_or_default();
-                self.console.notice(&format!(
-                    "GID#{:016x} - Download has already completed: {}",
-                    d.gid,
-                    path.display()
-                ));
-                self.finish_without_body(dl, Some((path, total)));
-                self.close_conn(slot);
-                self.maybe_finish(dl);
-                return;
-            }
-            Some(Existing::Shorter) if !self.dls[dl].verify_found => {
-                // -c: a part of the server's file, resumed (`accept_continued`, below).
-            }
-            Some(Existing::Longer | Existing::Shorter) => {
-                // Not the server's file by its length (longer than it; or, for `-V`, of another
-                // length): it is left alone and the download starts as if the file were not
-                // looked at (renamed, overwritten with --allow-overwrite, or refused), as aria2c
-                // does. The answer to the range asked for is of no use: the file is asked for
-                // again, whole.
-                let w = self.conns[slot]
-                    .as_ref()
-                    .and_then(|c| c.ex.as_ref())
-                    .map(|ex| Want {
-                        dl,
-                        url: ex.url.clone(),
-                        mirror: ex.mirror,
-                        redirects: ex.redirects,
-                    });
-                let d = &mut self.dls[dl];
-                d.continue_from = None;
-                d.verify_found = false;
-                d.path = None;
-                d.own_path = None;
-                d.validator = None;
-                self.close_conn(slot);
-                if let Some(w) = w {
-                    self.open_or_defer(w);
-                }
-                return;
-            }
+        let found = self.continued_over(dl, asked, &resp);
+        if self.on_found(slot, dl, found) {
+            return;
         }
         if self.claimed_whole(dl, asked) && ((200..300).contains(&status) || status == 416) {
             self.on_claimed_whole(slot, &resp);
@@ -549,6 +497,70 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         true
     }
 
+    /// What `-c`'s first answer says of the file found, acted on (`found`: by the server's length,
+    /// see [`continued_over`](Self::continued_over)): whole, it is checked by its digest or is
+    /// already complete; longer (or, for `-V`, of another length), it is left alone and the file
+    /// asked for again, whole. True when that ended this answer's handling.
+    pub(super) fn on_found(&mut self, slot: usize, dl: usize, found: Option<Existing>) -> bool {
+        match found {
+            None => {}
+            Some(Existing::Whole(total)) if self.dls[dl].expected.is_some() => {
+                // The file is as long as the server's, and a digest can tell whether it is the
+                // server's: it is read back and checked; if it is not, it is fetched again
+                // (aria2c's rule for `-c` and for `-V`).
+                self.close_conn(slot);
+                self.check_found(dl, total);
+                return true;
+            }
+            Some(Existing::Whole(total)) => {
+                // -c over a file that is already whole: aria2c learns the same from the length
+                // of its first answer, whatever the server does with ranges.
+                let d = &self.dls[dl];
+                let path = d.path.clone().unwrap_or_default();
+                self.console.notice(&format!(
+                    "GID#{:016x} - Download has already completed: {}",
+                    d.gid,
+                    path.display()
+                ));
+                self.finish_without_body(dl, Some((path, total)));
+                self.close_conn(slot);
+                self.maybe_finish(dl);
+                return true;
+            }
+            Some(Existing::Shorter) if !self.dls[dl].verify_found => {
+                // -c: a part of the server's file, resumed (`accept_continued`, below).
+            }
+            Some(Existing::Longer | Existing::Shorter) => {
+                // Not the server's file by its length (longer than it; or, for `-V`, of another
+                // length): it is left alone and the download starts as if the file were not
+                // looked at (renamed, overwritten with --allow-overwrite, or refused), as aria2c
+                // does. The answer to the range asked for is of no use: the file is asked for
+                // again, whole.
+                let w = self.conns[slot]
+                    .as_ref()
+                    .and_then(|c| c.ex.as_ref())
+                    .map(|ex| Want {
+                        dl,
+                        url: ex.url.clone(),
+                        mirror: ex.mirror,
+                        redirects: ex.redirects,
+                    });
+                let d = &mut self.dls[dl];
+                d.continue_from = None;
+                d.verify_found = false;
+                d.path = None;
+                d.own_path = None;
+                d.validator = None;
+                self.close_conn(slot);
+                if let Some(w) = w {
+                    self.open_or_defer(w);
+                }
+                return true;
+            }
+        }
+        false
+    }
+
     /// What the first answer to `-c`'s `Range: bytes=L-` (L: the existing file's length, down to
     /// a block) says of the existing file, by the server's length: a 416 naming it, or the
     /// complete length of a 206 or the length of a 200. `None`: shorter, so it is resumed (or
@@ -560,12 +572,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         resp: &http::ResponseHead,
     ) -> Option<Existing> {
         let d = &self.dls[dl];
-        let (Some(from), Some(path)) = (d.continue_from, &d.path) else {
-            return None;
-        };
-        if d.plan.is_some() || range != Some((from, None)) {
-            return None;
-        }
         let total = resp.file_length()?;
         // A file whose recorded version the server no longer has is not this file, whatever
         // its length: the usual answer (`accept_continued`) says so. (`-V`'s digest decides for
@@ -576,6 +582,24 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 .and_then(|ex| d.validator.as_ref().and_then(|v| v.for_url(&ex.url)))
         });
         if !d.verify_found && asked.is_some_and(|a| changed_since(resp, a)) {
+            return None;
+        }
+        self.found_against(dl, range, total)
+    }
+
+    /// The file found for `-c` (or `-V`) against a server's `total`, when `range` is the request
+    /// for its rest: whole, longer or shorter. `None` when this is not that request.
+    pub(super) fn found_against(
+        &self,
+        dl: usize,
+        range: Option<(u64, Option<u64>)>,
+        total: u64,
+    ) -> Option<Existing> {
+        let d = &self.dls[dl];
+        let (Some(from), Some(path)) = (d.continue_from, &d.path) else {
+            return None;
+        };
+        if d.plan.is_some() || range != Some((from, None)) {
             return None;
         }
         // (A directory in the way has no length to compare: opening it fails, as aria2c's does.)
@@ -707,7 +731,7 @@ fn hash_check_only_stop() -> Failure {
 
 /// What `-c`'s first answer says of the file already there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Existing {
+pub(super) enum Existing {
     /// It is the whole file (of this length): nothing to fetch.
     Whole(u64),
     /// It is longer than the server's file, so not a part of it.

@@ -65,8 +65,10 @@ use scenario::*;
 const PIECE_REGRESSIONS: &[u64] = &[17, 24, 291, 1430, 5555, 832, 1419, 37106, 38897];
 
 /// Seeds that found faults once the toy protocol was drawn (`draw_toy`): 16276, another
-/// protocol's "not found" retried on the same mirror where aria2 gives the mirror up (exit 3).
-const TOY_REGRESSIONS: &[u64] = &[16276];
+/// protocol's "not found" retried on the same mirror where aria2 gives the mirror up (exit 3);
+/// 161985, `-c` over a file found whole, refused as a range the server would not serve where
+/// HTTP's answer says the file is complete (or has it checked by its digest).
+const TOY_REGRESSIONS: &[u64] = &[16276, 161985];
 
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
 const RECORDED_WITHOUT_PRIORS: &[u64] = &[
