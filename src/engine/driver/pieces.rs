@@ -86,9 +86,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.fail_download(dl, f, None);
             return;
         }
-        if let Some(plan) = d.plan.as_mut() {
+        // A connection still receiving inside the bytes fetched again (a piece off the 16 KiB
+        // grid is fetched again in whole blocks, past its end) would go on placing its stream
+        // where the plan now says nothing is: it stops first, writing what it can.
+        self.stop_receiving_in(dl, &again);
+        if let Some(plan) = self.dls[dl].plan.as_mut() {
             plan.reopen(again);
         }
+        let d = &mut self.dls[dl];
         let others = (0..d.uris.len()).any(|m| !d.bad_uris[m] && !sources.contains(&m));
         if others {
             self.console.notice(&format!("{msg}; fetching it again"));
@@ -110,6 +115,24 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let stopped = d.halted || self.stopping || d.error.is_some();
         if !stopped && self.conn_count(dl) < d.connections_wanted() {
             self.dls[dl].wanted += 1;
+        }
+    }
+
+    /// Closes download `dl`'s connections whose range has bytes inside `r` still to receive.
+    fn stop_receiving_in(&mut self, dl: usize, r: &Range<u64>) {
+        for slot in 0..self.conns.len() {
+            let Some((c, ex)) = self.exchange_at(slot) else {
+                continue;
+            };
+            let inside = ex.dl == dl
+                && self.dls[dl].plan.as_ref().is_some_and(|p| {
+                    let s = p.segment(ex.seg);
+                    s.owner == Some(c.id) && s.start < r.end && s.end > r.start && s.pos < r.end
+                });
+            if inside {
+                self.return_range(slot);
+                self.close_conn(slot);
+            }
         }
     }
 

@@ -61,14 +61,19 @@ use scenario::*;
 /// whole; 291, a piece failing with no other mirror while a writeback was issued; 1430 and 5555,
 /// control-file saves that fail (claims past the cut, unverified bytes in a file `-c` trusts by
 /// its length); 832 and 1419, a piece over bytes found on disk; 37106 and 38897, a piece failing
-/// during a Ctrl-C stop.
-const PIECE_REGRESSIONS: &[u64] = &[17, 24, 291, 1430, 5555, 832, 1419, 37106, 38897];
+/// during a Ctrl-C stop; 292717 and 370192, a piece off the 16 KiB grid fetched again in whole
+/// blocks, past its end, under a connection still receiving there.
+const PIECE_REGRESSIONS: &[u64] = &[
+    17, 24, 291, 1430, 5555, 832, 1419, 37106, 38897, 292717, 370192,
+];
 
 /// Seeds that found faults once the toy protocol was drawn (`draw_toy`): 16276, another
 /// protocol's "not found" retried on the same mirror where aria2 gives the mirror up (exit 3);
 /// 161985, `-c` over a file found whole, refused as a range the server would not serve where
-/// HTTP's answer says the file is complete (or has it checked by its digest).
-const TOY_REGRESSIONS: &[u64] = &[16276, 161985];
+/// HTTP's answer says the file is complete (or has it checked by its digest); 241382 and 363086,
+/// where the simulation's expectations were HTTP's (a control file's failed save before the last
+/// "not found"; a mirror without ranges that still says the length).
+const TOY_REGRESSIONS: &[u64] = &[16276, 161985, 241382, 363086];
 
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
 const RECORDED_WITHOUT_PRIORS: &[u64] = &[
