@@ -84,38 +84,10 @@ fn one_stream_is_hashed_in_file_order_without_reading_back() {
     }
 }
 
-/// Scenario `sc` with piece digests of `length` bytes (and, with `corrupt`, what its `Corrupt`
-/// mirrors serve: the file with the byte at each offset changed), run once over every mirror.
-pub(super) fn run_with_pieces(
-    mut sc: Scenario,
-    length: u64,
-    corrupt: &[usize],
-) -> (
-    Scenario,
-    tempfile::TempDir,
-    Rc<RefCell<World>>,
-    Result<Ended, String>,
-) {
-    let digests = sc
-        .data
-        .chunks(length as usize)
-        .map(|c| {
-            let mut h = crate::store::checksum::Hasher::new(crate::store::checksum::Kind::Sha256);
-            h.update(c);
-            h.finish()
-        })
-        .collect();
-    let pieces = Arc::new(PieceHashes {
-        length,
-        kind: crate::store::checksum::Kind::Sha256,
-        digests,
-    });
-    let mut bad = sc.data.to_vec();
-    for &at in corrupt {
-        bad[at] ^= 0x5a;
-    }
-    sc.corrupt = Some(Rc::new(bad));
-    sc.pieces = Some(pieces.clone());
+/// Runs scenario `sc` once over every one of its mirrors (with its piece digests, if any).
+fn run_over_mirrors(
+    sc: &Scenario,
+) -> (tempfile::TempDir, Rc<RefCell<World>>, Result<Ended, String>) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let world = Rc::new(RefCell::new(World {
         servers: sc.servers(),
@@ -132,8 +104,31 @@ pub(super) fn run_with_pieces(
         world.clone(),
         sc.seed,
         None,
-        Some(pieces),
+        sc.pieces.clone(),
     );
+    (dir, world, ended)
+}
+
+/// Scenario `sc` with piece digests of `length` bytes (and, with `corrupt`, what its `Corrupt`
+/// mirrors serve: the file with the byte at each offset changed), run once over every mirror.
+pub(super) fn run_with_pieces(
+    mut sc: Scenario,
+    length: u64,
+    corrupt: &[usize],
+) -> (
+    Scenario,
+    tempfile::TempDir,
+    Rc<RefCell<World>>,
+    Result<Ended, String>,
+) {
+    let pieces = piece_hashes(&sc.data, length);
+    let mut bad = sc.data.to_vec();
+    for &at in corrupt {
+        bad[at] ^= 0x5a;
+    }
+    sc.corrupt = Some(Rc::new(bad));
+    sc.pieces = Some(pieces);
+    let (dir, world, ended) = run_over_mirrors(&sc);
     (sc, dir, world, ended)
 }
 
@@ -395,36 +390,27 @@ fn the_toy_protocol_splits_and_resumes_as_http_does() {
             framing: Framing::UntilClose,
         },
     ];
-    let faults = Faults {
-        max_chunk: 50_000,
-        ns_per_byte: 1_000,
-        ..Faults::default()
+    // Two toy mirrors, a link slow enough for both to be used; killed at `kill_at` if given.
+    let toy = |seed: u64, kill_at: Option<u64>| {
+        let faults = Faults {
+            max_chunk: 50_000,
+            ns_per_byte: 1_000,
+            kill_at,
+            ..Faults::default()
+        };
+        let mut sc = custom(
+            seed,
+            3_000_001,
+            mirrors.clone(),
+            &["-s4", "-x2", "-k1M"],
+            faults,
+        );
+        sc.toy = true;
+        sc
     };
-    let mut sc = custom(
-        5,
-        3_000_001,
-        mirrors.clone(),
-        &["-s4", "-x2", "-k1M"],
-        faults,
-    );
-    sc.toy = true;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let world = Rc::new(RefCell::new(World {
-        servers: sc.servers(),
-        faults: sc.faults.clone(),
-        ..World::default()
-    }));
-    let uris: Vec<String> = (0..sc.mirrors.len()).map(|i| sc.url(i)).collect();
-    assert!(uris[0].starts_with("toy://"));
-    let ended = run(
-        sc.budget,
-        dir.path(),
-        &sc.args,
-        &uris,
-        None,
-        world.clone(),
-        5,
-    );
+    let sc = toy(5, None);
+    assert!(sc.url(0).starts_with("toy://"));
+    let (dir, world, ended) = run_over_mirrors(&sc);
     let outcome = only_outcome(ended, "toy").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((outcome.code.0, outcome.finished), (0, true));
     check_complete(dir.path(), &sc.data, "toy").unwrap_or_else(|e| panic!("{e}"));
@@ -443,20 +429,7 @@ fn the_toy_protocol_splits_and_resumes_as_http_does() {
 
     // Killed part-way, then `-c` on a healed mirror: resumed from the control file.
     for kill_at in [40, 120, 300] {
-        let faults = Faults {
-            max_chunk: 50_000,
-            ns_per_byte: 1_000,
-            kill_at: Some(kill_at),
-            ..Faults::default()
-        };
-        let mut sc = custom(
-            6,
-            3_000_001,
-            mirrors.clone(),
-            &["-s4", "-x2", "-k1M"],
-            faults,
-        );
-        sc.toy = true;
+        let sc = toy(6, Some(kill_at));
         check_scenario(&sc, false).unwrap_or_else(|e| panic!("kill at {kill_at}: {e}"));
     }
 }

@@ -246,6 +246,21 @@ pub(super) fn https(seed: u64, args: &mut Vec<String>) -> Option<(bool, bool)> {
     Some((rng.below(2) == 0, rng.below(2) == 0))
 }
 
+/// The SHA-256 digest of each `length`-byte piece of `data`.
+pub(super) fn piece_hashes(data: &[u8], length: u64) -> Arc<PieceHashes> {
+    use crate::store::checksum::{Hasher, Kind};
+    let digest = |c: &[u8]| {
+        let mut h = Hasher::new(Kind::Sha256);
+        h.update(c);
+        h.finish()
+    };
+    Arc::new(PieceHashes {
+        length,
+        kind: Kind::Sha256,
+        digests: data.chunks(length as usize).map(digest).collect(),
+    })
+}
+
 /// The toy protocol instead of HTTP for one seed in eight whose file does not change between the
 /// runs (a stream of its own; none for the regression seeds): it has no redirects (a redirecting
 /// mirror answers "not found") and no versions to tell a changed file by.
@@ -281,19 +296,7 @@ pub(super) fn draw_pieces(
         Prior::Claimed(_) | Prior::CompleteClaimed => 1 << 20,
         _ => [16_384, 65_536, 262_144, 1 << 20, 49_152, 20_000][rng.below(6) as usize],
     };
-    let pieces = Arc::new(PieceHashes {
-        length,
-        kind: crate::store::checksum::Kind::Sha256,
-        digests: data
-            .chunks(length as usize)
-            .map(|c| {
-                let mut h =
-                    crate::store::checksum::Hasher::new(crate::store::checksum::Kind::Sha256);
-                h.update(c);
-                h.finish()
-            })
-            .collect(),
-    });
+    let pieces = piece_hashes(data, length);
     if rng.below(2) != 0 {
         return (Some(pieces), None);
     }
