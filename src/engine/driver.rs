@@ -388,6 +388,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 "a connection or a flush names download {dl}, which has ended"
             );
         }
+        // An exchange belongs to its download's current attempt: one started over closes the
+        // connections of the attempt it forgot (`start_over`).
+        for c in self.conns.iter().flatten() {
+            if let Some(ex) = c.ex.as_ref() {
+                assert!(
+                    self.dls.get(ex.dl).is_none_or(|d| d.attempt == ex.attempt),
+                    "CUID#{} carries an exchange of a download's forgotten attempt",
+                    c.id
+                );
+            }
+        }
         if let Some(dm) = self
             .daemon
             .as_deref()

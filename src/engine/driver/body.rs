@@ -408,6 +408,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(plan) = d.plan.as_mut() else { return };
         if ex.body_complete {
             if !d.length_known {
+                debug_assert!(
+                    plan.segment(0).owner == Some(c.id) && ex.attempt == d.attempt,
+                    "a body of unknown length ended on a connection not carrying it"
+                );
                 let pos = plan.segment(0).pos;
                 plan.set_total(pos);
                 d.length_known = true;

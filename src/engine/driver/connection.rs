@@ -640,10 +640,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             );
         }
         let wait = f.wait.unwrap_or(self.s.retry_wait);
-        if self.dls[dl].plan.is_some() && !self.dls[dl].length_known {
+        // (This connection's range went back to the plan when it closed.)
+        let streamed_elsewhere = self.dls[dl]
+            .plan
+            .as_ref()
+            .is_some_and(|p| p.segment(0).owner.is_some());
+        if self.dls[dl].plan.is_some() && !self.dls[dl].length_known && !streamed_elsewhere {
             // A body of unknown length cannot be resumed: like aria2, start it over, forgetting
-            // everything taken from the attempt that was cut (the digest's bytes too).
-            self.start_over(dl);
+            // everything taken from the attempt that was cut (the digest's bytes too). Not when
+            // the one that failed was not carrying it (a helper asked for before the length
+            // turned out unknown): the body goes on where it is.
+            self.start_over(dl, None);
         }
         let d = &self.dls[dl];
         let again = d.plan.is_none() || d.ranges_ok;

@@ -460,7 +460,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.close_conn(other);
             }
         }
-        self.start_over(dl);
+        self.start_over(dl, Some(slot));
         let attempt = self.dls[dl].attempt;
         if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
             // This exchange's answer is the new attempt's first response.

@@ -112,7 +112,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // after those saves and before the file is emptied (`accept_first_response`). An
             // attempt that never creates its file leaves both as they were.
             self.dls[dl].withdraw_claims();
-            self.start_over(dl);
+            self.start_over(dl, None);
             let d = &mut self.dls[dl];
             d.checking_existing = false;
             d.no_data = false;

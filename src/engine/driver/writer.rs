@@ -247,9 +247,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         self.maybe_finish(dl);
     }
 
-    /// Starts download `dl` over: forgets the attempt (`Download::forget_attempt`) and drops the
-    /// blocks of it that still wait to be written, so that none lands in the next file.
-    pub(super) fn start_over(&mut self, dl: usize) {
+    /// Starts download `dl` over: forgets the attempt (`Download::forget_attempt`), drops the
+    /// blocks of it that still wait to be written, so that none lands in the next file, and
+    /// closes every connection still carrying an exchange of it (but `keep`'s, which the caller
+    /// makes the new attempt's): an exchange of a forgotten attempt must never act on the next
+    /// one (take its first answer, fix its length, fill its blocks).
+    pub(super) fn start_over(&mut self, dl: usize, keep: Option<usize>) {
+        let attempt = self.dls[dl].attempt;
+        for slot in 0..self.conns.len() {
+            let stale = Some(slot) != keep
+                && self.conns[slot]
+                    .as_ref()
+                    .and_then(|c| c.ex.as_ref())
+                    .is_some_and(|ex| ex.dl == dl && ex.attempt == attempt);
+            if stale {
+                self.close_conn(slot);
+            }
+        }
         self.flushes.drop_download(dl);
         self.dls[dl].forget_attempt();
     }

@@ -75,6 +75,13 @@ const PIECE_REGRESSIONS: &[u64] = &[
 /// "not found"; a mirror without ranges that still says the length).
 const TOY_REGRESSIONS: &[u64] = &[16276, 161985, 241382, 363086];
 
+/// Seeds that found faults once every draw above existed (replayed as drawn, unlike
+/// `REGRESSIONS`, whose membership changes what a seed draws): 453366, a helper connection of a
+/// download whose answer turned out to have no length failed and started the download over
+/// under the connection still streaming it, whose body then fixed the new attempt's length
+/// ("not complete" with nothing lost and nothing to say why).
+const LATE_REGRESSIONS: &[u64] = &[453366];
+
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
 const RECORDED_WITHOUT_PRIORS: &[u64] = &[
     3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071,
@@ -308,6 +315,11 @@ fn run_seeds(block: u64) {
         .chain(pieces)
         .chain(if with_regressions {
             TOY_REGRESSIONS
+        } else {
+            &[]
+        })
+        .chain(if with_regressions {
+            LATE_REGRESSIONS
         } else {
             &[]
         })
