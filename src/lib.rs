@@ -5,6 +5,7 @@
 //! ranges, `store` decides where bytes go on disk, `engine` owns the ring and every byte in
 //! flight, `ui` shows progress and results.
 pub mod cli;
+pub mod daemon;
 pub mod dns;
 pub mod engine;
 #[doc(hidden)]

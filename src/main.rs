@@ -214,7 +214,7 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
     };
     let one = |uris: Vec<String>, out: Option<String>| {
         let out_def = cli::defs::by_name("out");
-        ringdl::engine::Pending {
+        ringdl::daemon::Pending {
             gid: settings.config.download.gid.unwrap_or(0),
             uris,
             options: out.zip(out_def).map(|(v, d)| (d, v)).into_iter().collect(),
@@ -234,7 +234,7 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
             return code;
         }
     };
-    let pending: Box<dyn Iterator<Item = ringdl::engine::Pending> + '_> = match list {
+    let pending: Box<dyn Iterator<Item = ringdl::daemon::Pending> + '_> = match list {
         Some(list) => {
             if let Err(m) = rewound(&list.file, &list.name) {
                 console.finish();
@@ -307,7 +307,10 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
         }
     }
     let settings = &settings;
-    let summary = match engine::serve(&settings.config, pending, tls, console) {
+    let Some(daemon) = ringdl::daemon::Daemon::new(&settings.config, pending) else {
+        return 1;
+    };
+    let summary = match engine::serve(&settings.config, Box::new(daemon), tls, console) {
         Ok(s) => s,
         Err(e) => {
             console.finish();

@@ -243,6 +243,8 @@ pub struct Download {
     pub error: Option<Failure>,
     /// Stopped by Ctrl-C/SIGTERM before it finished: reported as in progress.
     pub halted: bool,
+    /// Stopped for `aria2.remove` (daemon mode): removed as soon as asked, in progress never.
+    pub removing: bool,
     /// Why ranges were turned off (a range request refused): reported if the download then
     /// stalls, since it is what stopped the splitting.
     pub soft_error: Option<Failure>,
@@ -376,6 +378,7 @@ impl Download {
             error: None,
             soft_error: None,
             halted: false,
+            removing: false,
             started: None,
             ended: None,
             samples: std::collections::VecDeque::new(),

@@ -11,6 +11,7 @@ use super::reactor::{
 use super::report::{LogLevel, Progress, Report};
 use super::resolver::Resolver;
 use super::sink::{BodySink, Flush};
+use super::supervisor::Supervisor;
 use super::sys;
 use crate::engine::ExitCode;
 use crate::http::{self, Framing, RequestSpec};
@@ -30,24 +31,19 @@ mod answer;
 mod body;
 mod connection;
 mod credentials;
-pub(crate) mod daemon;
-mod entries;
+mod daemon;
 mod first;
 mod hooks;
 mod lookup;
-mod methods;
 mod pace;
 mod pieces;
 mod proxy;
-mod queue;
 mod receive;
 mod response;
-mod results;
 mod resume;
 mod rpc;
 mod schedule;
 mod select;
-mod session;
 mod start;
 mod verify;
 mod writer;
@@ -229,8 +225,15 @@ struct Engine<'a, R: Reactor<Tag>> {
     identity: credentials::Identity,
     /// The proxies' addresses, resolved at the start (`proxy.rs` owns them).
     proxy_addrs: proxy::ProxyAddrs,
-    /// Daemon mode (`--enable-rpc`): the queue and the RPC server.
-    daemon: Option<Box<daemon::Daemon>>,
+    /// Daemon mode (`--enable-rpc`): the RPC server and the session's saves (`daemon.rs`).
+    daemon: Option<Box<daemon::DaemonIo>>,
+    /// Daemon mode: the daemon above the engine (`crate::daemon`), taken out while it answers a
+    /// call.
+    sup: Option<Box<dyn crate::engine::Supervisor>>,
+    /// Downloads that ended while the daemon was answering a call, for it to take.
+    ends: Vec<(crate::engine::Ended, Outcome)>,
+    /// Their outcomes, once the daemon took them, until it says what becomes of them.
+    taken_ends: Vec<Outcome>,
     /// Event hooks still running (`hooks.rs`): reaped when they end, never waited for.
     hooks_running: Vec<std::process::Child>,
     /// When the run began (`--stop`).
@@ -240,7 +243,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     binds: Vec<Vec<std::net::IpAddr>>,
 }
 
-fn random_gid() -> u64 {
+/// A random 64-bit number (GIDs, DNS query ids).
+pub fn random_gid() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
         std::time::SystemTime::now()
@@ -317,7 +321,7 @@ fn file_changed() -> (ExitCode, String) {
 /// `--save-session` outside daemon mode: a GID is made for it, as aria2 gives every entry one.
 pub fn session_entry_of_job(out: &mut String, job: &Job, command_line: &[(&'static str, String)]) {
     let gid = job.opts.gid.unwrap_or_else(random_gid);
-    session::session_entry(out, &job.uris, gid, false, command_line, &job.own);
+    crate::store::session::session_entry(out, &job.uris, gid, false, command_line, &job.own);
 }
 
 /// A socket operation that ended with `res` did nothing and is simply issued again (EINTR, or
@@ -399,27 +403,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 );
             }
         }
-        if let Some(dm) = self
-            .daemon
-            .as_deref()
-            .filter(|d| d.waiting.known_count() <= 10_000)
-        {
-            // The daemon's GID index holds exactly the downloads it holds.
-            let held: std::collections::HashSet<u64> = dm
-                .waiting
-                .gids()
-                .into_iter()
-                .chain(dm.running.keys().copied())
-                .chain(dm.stopped.heads().map(|s| s.gid))
-                .chain(dm.stopped.unfinished_gids())
-                .collect();
-            let mut indexed = std::collections::HashSet::new();
-            dm.each_gid(|g| {
-                indexed.insert(g);
-            });
-            assert!(held == indexed, "the daemon's GID index is out of step");
-            dm.waiting.check();
-            dm.stopped.check();
+        if let Some(sup) = self.sup.as_deref() {
+            sup.check();
         }
         for (dl, d) in self.dls.iter().enumerate() {
             // A download told to stop (Ctrl-C, or paused or removed over RPC) that is still
@@ -459,12 +444,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.close_conn(slot);
         }
         self.rpc_stop();
-        if let Some(dm) = self.daemon.take() {
-            // A daemon's exit code follows the results it still holds: a failure whose result
-            // was removed over RPC no longer counts (aria2).
-            self.summary.last_error = dm.last_error();
-            self.summary.unfinished = dm.in_progress;
+        if let Some(sup) = self.sup.take() {
+            (self.summary.last_error, self.summary.unfinished) = sup.exit_state();
         }
+        self.daemon = None;
         self.flushes.drop_all();
         self.reactor.shutdown();
     }

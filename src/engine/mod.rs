@@ -17,16 +17,19 @@ mod resolver;
 mod simulation;
 mod sink;
 mod sources;
+mod supervisor;
 pub mod sys;
 
 pub use config::{
     Config, DownloadOptions, EngineChoice, Hooks, RpcSettings, SessionOut, UriSelector,
 };
-pub use driver::daemon::Pending;
 pub use driver::{
-    engine_report, run, serve, session_entry_of_job, StartError, Summary, MAX_RESULTS,
+    engine_report, random_gid, run, serve, session_entry_of_job, StartError, Summary, MAX_RESULTS,
 };
+/// Work for the file-job thread (a session's save).
+pub type BlockingJob = reactor::Job;
 pub use exit::ExitCode;
 pub use job::{Job, Outcome};
 pub use report::{LogLevel, Progress, Report};
 pub use sources::{check_uri, is_recognized_uri};
+pub use supervisor::{Control, Disposition, Ended, HookEvent, ServerView, Supervisor};

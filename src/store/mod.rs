@@ -7,6 +7,7 @@ pub mod control;
 pub mod gidmap;
 pub mod records;
 pub mod serverstat;
+pub mod session;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;

@@ -9,20 +9,20 @@
 //! run or never ends costs one line, or nothing: the downloads go on.
 use super::*;
 
-/// An event of a download's life that can run a hook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Event {
-    Start,
-    Pause,
-    Complete,
-    Error,
-    /// Stopped otherwise: removed, or in progress when the run ended.
-    Stop,
-}
+pub(super) use crate::engine::supervisor::HookEvent as Event;
 
 impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Runs the hook of `event` for download `dl`, if one is set.
     pub(super) fn hook(&mut self, dl: usize, event: Event) {
+        let d = &self.dls[dl];
+        // The file's path once known (from `-o` at once, else from the first response); empty
+        // before, as aria2c gives it.
+        let path = d.path_text();
+        self.hook_for(d.gid, &path, event);
+    }
+
+    /// Runs the hook of `event` for the download `gid`, whose file is `path`, if one is set.
+    pub(super) fn hook_for(&mut self, gid: u64, path: &str, event: Event) {
         let h = &self.s.hooks;
         let command = match event {
             Event::Start => h.start.as_ref(),
@@ -34,11 +34,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(command) = command.cloned() else {
             return;
         };
-        let d = &self.dls[dl];
-        // The file's path once known (from `-o` at once, else from the first response); empty
-        // before, as aria2c gives it.
-        let path = d.path_text();
-        let gid = format!("{:016x}", d.gid);
+        let gid = format!("{gid:016x}");
         self.console.log(
             LogLevel::Info,
             &format!("Executing user command: {command} {gid} 1 {path}"),
@@ -46,7 +42,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         match std::process::Command::new(&command)
             .arg(&gid)
             .arg("1")
-            .arg(&path)
+            .arg(path)
             .spawn()
         {
             Ok(child) => self.hooks_running.push(child),

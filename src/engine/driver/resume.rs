@@ -693,7 +693,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.state == DlState::Finished && d.saves == 0 {
             // Its last control file is on disk: a daemon may start it again.
             let gid = d.gid;
-            if let Some(dm) = self.daemon() {
+            if let Some(dm) = self.sup.as_deref_mut() {
                 dm.settled(gid);
             }
         }

@@ -5,7 +5,6 @@
 //! buffer plus what it sent; there are at most `MAX_CLIENTS`, the one idle longest making room for
 //! a new one; a request not complete `REQUEST_TIMEOUT` after its first byte closes its connection.
 use super::super::reactor::Owned;
-use super::daemon::Stop;
 use super::*;
 use crate::rpc::http::{self as rh, Parsed, RequestHead, Response};
 use crate::rpc::{self, ws, Secret};
@@ -541,7 +540,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
             }
             ("POST", "/jsonrpc") => {
-                let mut calls = super::methods::Calls(self);
+                let mut calls = super::daemon::Dispatch { engine: self };
                 let a = rpc::answer(&body, &secret, &mut calls);
                 self.rpc_json_reply(a, None, cors, close)
             }
@@ -549,7 +548,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 let (request, callback) = rpc::from_query(&head.query);
                 let a = match request {
                     Ok(request) => {
-                        let mut calls = super::methods::Calls(self);
+                        let mut calls = super::daemon::Dispatch { engine: self };
                         rpc::answer_value(request, &secret, &mut calls)
                     }
                     Err(a) => a,
@@ -605,7 +604,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     fn rpc_ws_message(&mut self, m: &[u8]) -> Reply {
         let secret = self.server().map(|s| s.secret.clone()).unwrap_or_default();
-        let mut calls = super::methods::Calls(self);
+        let mut calls = super::daemon::Dispatch { engine: self };
         let a = rpc::answer(m, &secret, &mut calls);
         self.after_calls();
         Reply {
@@ -773,12 +772,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// accepts that stopped (out of descriptors) start again.
     pub(super) fn rpc_tick(&mut self) {
         let now = self.reactor.now();
+        let every = match self.sup.as_deref() {
+            Some(s) if s.has_session() => s.session_interval(),
+            _ => 0,
+        };
         let due = self.daemon.as_deref().and_then(|d| {
-            let every = d.session.as_ref()?.interval;
             let last = d.last_interval_save.unwrap_or(now);
             (every > 0 && now.duration_since(last) >= Duration::from_secs(every)).then_some(())
         });
-        if let Some(d) = self.daemon() {
+        if let Some(d) = self.daemon.as_deref_mut() {
             if d.last_interval_save.is_none() || due.is_some() {
                 d.last_interval_save = Some(now);
             }
@@ -811,15 +813,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Whether the run may end as far as the RPC server goes: not a daemon, or a daemon told to
     /// shut down whose answers are out (or that has waited three seconds for slow clients).
     pub(super) fn rpc_done(&mut self) -> bool {
+        let has_session = self.sup.as_deref().is_some_and(|s| s.has_session());
         let Some(d) = self.daemon.as_deref() else {
             return true;
         };
         let Some(at) = d.shutdown else { return false };
         // The session is saved once every download has stopped (and gone back to the queue).
-        if d.session.is_some() && !d.final_saved {
+        if has_session && !d.final_saved {
             if d.save_op.is_none() {
                 let op = self.save_session(false);
-                if let Some(d) = self.daemon() {
+                if let Some(d) = self.daemon.as_deref_mut() {
                     d.final_op = op;
                 }
             }
@@ -872,12 +875,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         self.jobs_done = true;
         self.stopping = true;
         let now = self.reactor.now();
-        if let Some(d) = self.daemon() {
+        if let Some(d) = self.daemon.as_deref_mut() {
             d.shutdown.get_or_insert(now);
         }
         for dl in 0..self.dls.len() {
             if self.dls[dl].state == DlState::Active {
-                self.stop_download(dl, Stop::Shutdown);
+                self.stop_download(dl, false);
             }
         }
     }

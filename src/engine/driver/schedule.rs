@@ -9,9 +9,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if self.jobs_done {
             return None;
         }
-        let job = match self.daemon.as_deref_mut() {
+        let job = match self.sup.as_deref_mut() {
             // A daemon's queue may be empty now and not later.
-            Some(dm) => dm.take_next()?.1,
+            Some(dm) => dm.next_job()?,
+            None if self.daemon.is_some() => return None,
             None => match self.jobs.next() {
                 Some(job) => job,
                 None => {
@@ -248,7 +249,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if keep {
             let (uris, own) = *entry;
             let text = self.summary.session.get_or_insert_with(String::new);
-            super::session::session_entry(
+            crate::store::session::session_entry(
                 text,
                 &uris,
                 outcome.gid,
@@ -559,31 +560,27 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             gid: d.gid,
             code: d.error.as_ref().map_or(ExitCode::OK, |f| f.code),
             finished: !d.halted,
-            removed: self.daemon.as_deref().is_some_and(|dm| {
-                dm.running
-                    .get(&d.gid)
-                    .is_some_and(|r| r.stop == Some(super::daemon::Stop::Remove))
-            }),
+            removed: d.removing,
             path: d.path.clone(),
             first_uri: d.first_uri.clone(),
             bytes: if d.no_data { 0 } else { d.received_here() },
             total: d.total(),
             seconds,
         };
-        if self.daemon.is_some() && self.ended(dl, &outcome) {
-            // Paused or restarted: back in the queue, not a result.
+        if self.daemon.is_some() {
+            // The daemon decides where it goes: back in the queue (paused or restarted), or a
+            // result, with its notification and hook.
+            let ended = self.ended_of(dl, &outcome);
+            self.report_end(ended, outcome);
             return;
         }
-        if self.daemon.is_none() {
-            let event = match (outcome.code, outcome.finished) {
-                (ExitCode::OK, true) => hooks::Event::Complete,
-                // Stopped part-way (Ctrl-C, SIGTERM): in progress.
-                (ExitCode::OK, false) => hooks::Event::Stop,
-                _ => hooks::Event::Error,
-            };
-            self.hook(dl, event);
-        }
+        self.hook(dl, daemon::hook_event(&outcome));
         self.keep_for_session(dl, &outcome);
+        self.count_result(outcome);
+    }
+
+    /// A download that ended is one of the run's results (at most [`MAX_RESULTS`] kept).
+    pub(super) fn count_result(&mut self, outcome: Outcome) {
         let sum = &mut self.summary;
         sum.total += 1;
         if outcome.removed {

@@ -74,23 +74,23 @@ pub fn run(
     start(settings, jobs, expected, console, None)
 }
 
-/// Runs as a daemon (`--enable-rpc`): `pending` are the downloads given at start (command line,
-/// `-i`, a session), queued; the RPC server adds and controls the rest until `aria2.shutdown` or a
-/// signal.
+/// Runs as a daemon (`--enable-rpc`): `daemon` (above the engine) gives the downloads to start
+/// and answers the RPC server's calls until `aria2.shutdown` or a signal.
 pub fn serve(
     settings: &Config,
-    pending: impl IntoIterator<Item = daemon::Pending>,
+    daemon: Box<dyn Supervisor>,
     tls: Option<crate::tls::server::ServerTlsConfig>,
     console: &mut dyn Report,
 ) -> Result<Summary, StartError> {
-    let dm = daemon::Daemon::new(settings, pending, tls)
-        .ok_or_else(|| StartError::Other("--enable-rpc is not set".into()))?;
+    if settings.rpc.is_none() {
+        return Err(StartError::Other("--enable-rpc is not set".into()));
+    }
     start(
         settings,
         &mut std::iter::empty(),
         None,
         console,
-        Some(Box::new(dm)),
+        Some((daemon, tls)),
     )
 }
 
@@ -99,7 +99,10 @@ fn start(
     jobs: &mut dyn Iterator<Item = Job>,
     expected: Option<usize>,
     console: &mut dyn Report,
-    daemon: Option<Box<daemon::Daemon>>,
+    daemon: Option<(
+        Box<dyn Supervisor>,
+        Option<crate::tls::server::ServerTlsConfig>,
+    )>,
 ) -> Result<Summary, StartError> {
     let binds = interface_addresses(&settings.interfaces).map_err(StartError::Other)?;
     let slots = wanted_slots(settings, expected);
@@ -270,8 +273,11 @@ pub(crate) struct Outside {
     /// `--interface`/`--multiple-interface`: the addresses of each, for connections to leave
     /// from in turn (empty: no binding).
     pub binds: Vec<Vec<std::net::IpAddr>>,
-    /// Daemon mode's queue and RPC server.
-    pub daemon: Option<Box<daemon::Daemon>>,
+    /// Daemon mode: the daemon, and the certificate its RPC server speaks TLS with.
+    pub daemon: Option<(
+        Box<dyn Supervisor>,
+        Option<crate::tls::server::ServerTlsConfig>,
+    )>,
 }
 
 /// Runs every job to its end on `reactor`, which brings its pool (one read block per connection).
@@ -322,8 +328,16 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         last_summary: now,
         identity: credentials::Identity::default(),
         proxy_addrs: proxy::ProxyAddrs::default(),
-        daemon: outside.daemon,
+        daemon: None,
+        sup: None,
+        ends: Vec::new(),
+        taken_ends: Vec::new(),
     };
+    if let (Some((sup, tls)), Some(rpc)) = (outside.daemon, settings.rpc.as_ref()) {
+        engine.sup = Some(sup);
+        let server = super::rpc::Server::new(rpc, tls);
+        engine.daemon = Some(Box::new(daemon::DaemonIo::new(server)));
+    }
     engine.load_credentials();
     engine.load_server_stats();
     if let Err(e) = engine.rpc_start() {

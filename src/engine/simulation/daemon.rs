@@ -12,7 +12,7 @@
 use super::lists::{ListScenario, SILENT};
 use super::*;
 use crate::cli::defs;
-use crate::engine::Pending;
+use crate::daemon::Pending;
 
 /// Seeds the CI test runs.
 const DAEMON_SEEDS: u64 = 100;

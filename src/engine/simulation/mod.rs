@@ -141,7 +141,7 @@ fn run_with(
     jobs: Option<Vec<Job>>,
     world: Rc<RefCell<World>>,
     seed: u64,
-    daemon: Option<Vec<super::Pending>>,
+    daemon: Option<Vec<crate::daemon::Pending>>,
     pieces: Option<Arc<PieceHashes>>,
 ) -> Result<Ended, String> {
     // (`toy://` URIs are taken on this thread from now on.)
@@ -180,9 +180,12 @@ fn run_with(
         .into_iter();
     let mut console = console();
     let daemon = match daemon {
-        Some(pending) => Some(Box::new(
-            super::driver::daemon::Daemon::new(&settings.config, pending, None)
-                .ok_or("daemon mode without --enable-rpc")?,
+        Some(pending) => Some((
+            Box::new(
+                crate::daemon::Daemon::new(&settings.config, pending)
+                    .ok_or("daemon mode without --enable-rpc")?,
+            ) as Box<dyn crate::engine::Supervisor>,
+            None,
         )),
         None => None,
     };

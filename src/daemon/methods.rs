@@ -1,14 +1,18 @@
-//! aria2's RPC methods on the engine's state: each reads or changes the queue, a running download
-//! or the global options, with aria2's results (strings for numbers, its keys) and its errors.
-use super::daemon::{gid_err, stopped_view, Pending, Place, Stop};
-use super::*;
+//! aria2's RPC methods: each reads or changes the queue, the results, a running download (through
+//! the engine's `Control`) or the global options, with aria2's results (strings for numbers, its
+//! keys) and its errors.
+use super::{gid_err, stopped_view, Daemon, Pending, Place, Stop};
 use crate::cli::defs::{self, OptDef};
+use crate::engine::Control;
 use crate::rpc::status::page;
 use crate::rpc::{Params, RpcError, Service};
 use serde_json::{json, Map, Value};
 
-/// The methods, answered by the engine.
-pub(super) struct Calls<'e, 'a, R: Reactor<Tag>>(pub &'e mut Engine<'a, R>);
+/// The methods, answered by the daemon with the engine it drives.
+pub(super) struct Calls<'a> {
+    pub dm: &'a mut Daemon,
+    pub engine: &'a mut dyn Control,
+}
 
 /// Options that change a running download without restarting it.
 const CHANGE_IN_PLACE: &[&str] = &[
@@ -143,9 +147,13 @@ fn merge(into: &mut Vec<(&'static OptDef, String)>, new: &[(&'static OptDef, Str
     into.extend(new.iter().cloned());
 }
 
-impl<R: Reactor<Tag>> Calls<'_, '_, R> {
+impl Calls<'_> {
     fn gid(&self, p: &Params, i: usize) -> Result<u64, RpcError> {
-        self.0.resolve_gid(p.string(i)?)
+        self.dm.resolve_gid(p.string(i)?)
+    }
+
+    fn place(&self, g: u64) -> Option<Place> {
+        self.dm.place(&*self.engine, g)
     }
 
     fn add_uri(&mut self, p: &Params) -> Result<Value, RpcError> {
@@ -168,18 +176,11 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                 "Position must be greater than or equal to 0.",
             ));
         }
-        let e = &mut *self.0;
-        let in_engine = |g: u64| {
-            e.dls
-                .iter()
-                .any(|d| d.gid == g && d.state != DlState::Finished)
-        };
-        let dm = e
-            .daemon
-            .as_deref()
-            .ok_or_else(|| RpcError::new("No daemon"))?;
+        let engine = &*self.engine;
+        let in_engine = |g: u64| engine.status(g).is_some();
+        let dm = &*self.dm;
         let mut gid = None;
-        let mut paused = e.s.rpc.as_ref().is_some_and(|r| r.pause);
+        let mut paused = dm.pause_new;
         // aria2 gives a new download a copy of the global options and reads the call's over it:
         // headers it is given come after the global ones and, with them, are its whole list.
         let mut own: Vec<(&'static OptDef, String)> = Vec::new();
@@ -217,7 +218,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             known: None,
             settling: false,
         };
-        let dm = e.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
+        let dm = &mut *self.dm;
         let at = position.map_or(dm.waiting.len(), |n| n as usize);
         dm.waiting.insert(at, pending);
         Ok(json!(format!("{gid:016x}")))
@@ -227,18 +228,20 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         let g = self.gid(p, 0)?;
         let keys = p.keys(1)?;
         let v = self
-            .0
-            .view(g)
+            .dm
+            .view(&*self.engine, g)
             .ok_or_else(|| gid_err("No such download for GID#{}", g))?;
         Ok(v.to_json(&keys))
     }
 
     fn tell_active(&mut self, p: &Params) -> Result<Value, RpcError> {
         let keys = p.keys(0)?;
-        let e = &*self.0;
-        let list: Vec<Value> = (0..e.dls.len())
-            .filter(|&i| e.dls[i].state == DlState::Active)
-            .map(|i| e.active_view(i).to_json(&keys))
+        let list: Vec<Value> = self
+            .engine
+            .active()
+            .into_iter()
+            .filter_map(|g| self.engine.status(g))
+            .map(|v| v.to_json(&keys))
             .collect();
         Ok(Value::Array(list))
     }
@@ -246,11 +249,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     fn tell_waiting(&mut self, p: &Params) -> Result<Value, RpcError> {
         let (offset, num) = paging(p)?;
         let keys = p.keys(2)?;
-        let dm = self
-            .0
-            .daemon
-            .as_deref()
-            .ok_or_else(|| RpcError::new("No daemon"))?;
+        let dm = &*self.dm;
         Ok(Value::Array(
             dm.waiting
                 .get_many(&page(dm.waiting.len(), offset, num))
@@ -263,11 +262,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     fn tell_stopped(&mut self, p: &Params) -> Result<Value, RpcError> {
         let (offset, num) = paging(p)?;
         let keys = p.keys(2)?;
-        let dm = self
-            .0
-            .daemon
-            .as_deref()
-            .ok_or_else(|| RpcError::new("No daemon"))?;
+        let dm = &*self.dm;
         Ok(Value::Array(
             page(dm.stopped.len(), offset, num)
                 .into_iter()
@@ -279,19 +274,17 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
 
     fn remove(&mut self, p: &Params) -> Result<Value, RpcError> {
         let g = self.gid(p, 0)?;
-        match self.0.place(g) {
-            Some(Place::Active(dl)) => {
-                if self.0.daemon.as_ref().is_some_and(|d| d.stopping(g)) {
+        match self.place(g) {
+            Some(Place::Active) => {
+                if self.dm.stopping(g) {
                     return Err(gid_err("GID#{} cannot be removed now", g));
                 }
-                self.0.stop_download(dl, Stop::Remove);
+                self.dm.stop_running(self.engine, g, Stop::Remove);
             }
             Some(Place::Waiting(i)) => {
                 // A waiting download just leaves the queue; no result is kept (aria2).
-                if let Some(d) = self.0.daemon() {
-                    d.waiting.remove(i);
-                    d.waiting.forget(g);
-                }
+                self.dm.waiting.remove(i);
+                self.dm.waiting.forget(g);
             }
             _ => return Err(gid_err("Active Download not found for GID#{}", g)),
         }
@@ -305,19 +298,16 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     }
 
     fn pause_one(&mut self, g: u64) -> Result<(), RpcError> {
-        match self.0.place(g) {
-            Some(Place::Active(dl)) => {
-                if self.0.daemon.as_ref().is_some_and(|d| d.stopping(g)) {
+        match self.place(g) {
+            Some(Place::Active) => {
+                if self.dm.stopping(g) {
                     return Err(gid_err("GID#{} cannot be paused now", g));
                 }
-                self.0.stop_download(dl, Stop::Pause);
+                self.dm.stop_running(self.engine, g, Stop::Pause);
                 Ok(())
             }
             Some(Place::Waiting(i)) => {
-                let Some(d) = self.0.daemon() else {
-                    return Ok(());
-                };
-                if !d.waiting.set_paused(i, true) {
+                if !self.dm.waiting.set_paused(i, true) {
                     return Err(gid_err("GID#{} cannot be paused now", g));
                 }
                 Ok(())
@@ -327,42 +317,32 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     }
 
     fn pause_all(&mut self) -> Result<Value, RpcError> {
-        let active: Vec<u64> = self
-            .0
-            .dls
-            .iter()
-            .filter(|d| d.state == DlState::Active)
-            .map(|d| d.gid)
-            .collect();
-        for g in active {
+        for g in self.engine.active() {
             let _ = self.pause_one(g);
         }
-        if let Some(d) = self.0.daemon() {
-            d.waiting.set_all_paused(true);
-        }
+        self.dm.waiting.set_all_paused(true);
         Ok(json!("OK"))
     }
 
     fn unpause(&mut self, p: &Params) -> Result<Value, RpcError> {
         let g = self.gid(p, 0)?;
-        match self.0.place(g) {
+        match self.place(g) {
             Some(Place::Waiting(i)) => {
-                let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
-                if !d.waiting.set_paused(i, false) {
+                if !self.dm.waiting.set_paused(i, false) {
                     return Err(gid_err("GID#{} cannot be unpaused now", g));
                 }
                 Ok(json!(format!("{g:016x}")))
             }
             // Still stopping for its pause (its last receive or writes in flight): it goes back
             // to the queue unpaused when it has stopped, as aria2 clears a pending pause.
-            Some(Place::Active(_)) if self.unpause_stopping(g) => Ok(json!(format!("{g:016x}"))),
+            Some(Place::Active) if self.unpause_stopping(g) => Ok(json!(format!("{g:016x}"))),
             _ => Err(gid_err("GID#{} cannot be unpaused now", g)),
         }
     }
 
     /// A running download being paused is restarted instead when it has stopped.
     fn unpause_stopping(&mut self, g: u64) -> bool {
-        let Some(r) = self.0.daemon().and_then(|d| d.running.get_mut(&g)) else {
+        let Some(r) = self.dm.running.get_mut(&g) else {
             return false;
         };
         if r.stop != Some(Stop::Pause) {
@@ -373,17 +353,11 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     }
 
     fn unpause_all(&mut self) -> Result<Value, RpcError> {
-        let stopping: Vec<u64> = self
-            .0
-            .daemon()
-            .map(|d| d.running.keys().copied().collect())
-            .unwrap_or_default();
+        let stopping: Vec<u64> = self.dm.running.keys().copied().collect();
         for g in stopping {
             self.unpause_stopping(g);
         }
-        if let Some(d) = self.0.daemon() {
-            d.waiting.set_all_paused(false);
-        }
+        self.dm.waiting.set_all_paused(false);
         Ok(json!("OK"))
     }
 
@@ -391,10 +365,10 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         let g = self.gid(p, 0)?;
         let pos = p.int(1)?;
         let how = p.string(2)?.to_string();
-        let Some(Place::Waiting(cur)) = self.0.place(g) else {
+        let Some(Place::Waiting(cur)) = self.place(g) else {
             return Err(gid_err("GID#{} not found in the waiting queue.", g));
         };
-        let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
+        let d = &mut *self.dm;
         let last = d.waiting.len() as i64 - 1;
         let dest = match how.as_str() {
             "POS_SET" => pos,
@@ -409,10 +383,10 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
 
     fn get_uris(&mut self, p: &Params) -> Result<Value, RpcError> {
         let g = self.gid(p, 0)?;
-        match self.0.place(g) {
-            Some(Place::Active(_) | Place::Waiting(_)) => Ok(self
-                .0
-                .view(g)
+        match self.place(g) {
+            Some(Place::Active | Place::Waiting(_)) => Ok(self
+                .dm
+                .view(&*self.engine, g)
                 .map_or(Value::Array(Vec::new()), |v| v.uris_json())),
             _ => Err(gid_err("No URI data is available for GID#{}", g)),
         }
@@ -421,40 +395,23 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     fn get_files(&mut self, p: &Params) -> Result<Value, RpcError> {
         let g = self.gid(p, 0)?;
         let v = self
-            .0
-            .view(g)
+            .dm
+            .view(&*self.engine, g)
             .ok_or_else(|| gid_err("No file data is available for GID#{}", g))?;
         Ok(v.files_json())
     }
 
     fn get_servers(&mut self, p: &Params) -> Result<Value, RpcError> {
         let g = self.gid(p, 0)?;
-        let Some(Place::Active(dl)) = self.0.place(g) else {
-            return Err(gid_err("No active download for GID#{}", g));
-        };
-        let e = &*self.0;
-        let now = e.reactor.now();
-        let d = &e.dls[dl];
-        let speed = d.speed(now);
-        let n = e.conn_count(dl).max(1) as u64;
-        let servers: Vec<Value> = e
-            .conns
-            .iter()
-            .flatten()
-            .filter(|c| c.works_for(dl))
-            .map(|c| {
-                // `uri` is the mirror as given, `currentUri` where it led (after redirects).
-                let (mirror, current) = match (&c.ex, &c.want) {
-                    (Some(x), _) => (x.mirror, x.url.to_string()),
-                    (None, Some(w)) => (w.mirror, w.url.to_string()),
-                    (None, None) => (0, d.first_uri.clone()),
-                };
-                let uri = d
-                    .uris
-                    .get(mirror)
-                    .map_or_else(|| current.clone(), |u| u.to_string());
-                // The download's speed shared among its connections (none is metered alone).
-                json!({"currentUri": current, "downloadSpeed": (speed / n).to_string(), "uri": uri})
+        let servers = match self.place(g) {
+            Some(Place::Active) => self.engine.servers(g),
+            _ => None,
+        }
+        .ok_or_else(|| gid_err("No active download for GID#{}", g))?;
+        let servers: Vec<Value> = servers
+            .into_iter()
+            .map(|s| {
+                json!({"currentUri": s.current, "downloadSpeed": s.speed.to_string(), "uri": s.uri})
             })
             .collect();
         Ok(json!([{"index": "1", "servers": servers}]))
@@ -462,18 +419,17 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
 
     fn get_peers(&mut self, p: &Params) -> Result<Value, RpcError> {
         let g = self.gid(p, 0)?;
-        match self.0.place(g) {
-            Some(Place::Active(_) | Place::Waiting(_)) => Ok(json!([])),
+        match self.place(g) {
+            Some(Place::Active | Place::Waiting(_)) => Ok(json!([])),
             _ => Err(gid_err("No peer data is available for GID#{}", g)),
         }
     }
 
     /// The options of download `g`: the global per-download values with its own on top.
     fn options_of(&self, g: u64) -> Option<Vec<(&'static OptDef, String)>> {
-        let e = &*self.0;
-        let dm = e.daemon.as_deref()?;
-        let own = match e.place(g)? {
-            Place::Active(_) => dm.running.get(&g)?.options.clone(),
+        let dm = &*self.dm;
+        let own = match self.place(g)? {
+            Place::Active => dm.running.get(&g)?.options.clone(),
             Place::Waiting(i) => dm.waiting.get(i)?.options,
             Place::Stopped(i) => dm.stopped.get(i)?.options,
         };
@@ -501,31 +457,25 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             d.in_input_file && !NOT_CHANGEABLE.contains(&d.name)
         })?;
         check_out(&new)?;
-        match self.0.place(g) {
+        match self.place(g) {
             Some(Place::Waiting(i)) => {
-                if let Some(d) = self.0.daemon() {
-                    if let Some(Err(e)) = d.waiting.update(i, |p| merge(&mut p.options, &new)) {
-                        return Err(unreadable(g, &e));
-                    }
+                if let Some(Err(e)) = self.dm.waiting.update(i, |p| merge(&mut p.options, &new)) {
+                    return Err(unreadable(g, &e));
                 }
             }
-            Some(Place::Active(dl)) => {
+            Some(Place::Active) => {
                 let restart = new.iter().any(|(d, _)| !CHANGE_IN_PLACE.contains(&d.name));
-                if let Some(r) = self.0.daemon().and_then(|d| d.running.get_mut(&g)) {
+                if let Some(r) = self.dm.running.get_mut(&g) {
                     merge(&mut r.options, &new);
                 }
-                let now = self.0.reactor.now();
                 for (d, v) in &new {
                     if d.name == "max-download-limit" {
                         let rate = defs::parse_size(v).unwrap_or(0);
-                        let dl_ = &mut self.0.dls[dl];
-                        dl_.opts.max_download_limit = rate;
-                        dl_.bucket =
-                            (rate > 0).then(|| super::super::download::Bucket::new(rate, now));
+                        self.engine.set_download_limit(g, rate);
                     }
                 }
                 if restart {
-                    self.0.stop_download(dl, Stop::Restart);
+                    self.dm.stop_running(self.engine, g, Stop::Restart);
                 }
             }
             _ => return Err(gid_err("Cannot change option for GID#{}", g)),
@@ -534,11 +484,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     }
 
     fn get_global_option(&mut self) -> Result<Value, RpcError> {
-        let dm = self
-            .0
-            .daemon
-            .as_deref()
-            .ok_or_else(|| RpcError::new("No daemon"))?;
+        let dm = &*self.dm;
         let all: Vec<(&'static OptDef, String)> = dm
             .options
             .iter()
@@ -553,66 +499,48 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
                 && !["checksum", "index-out", "out", "pause", "select-file"].contains(&d.name))
                 || GLOBAL_CHANGEABLE.contains(&d.name)
         })?;
-        let now = self.0.reactor.now();
-        let e = &mut *self.0;
+        let dm = &mut *self.dm;
         for (d, v) in &new {
             match d.name {
                 "max-overall-download-limit" => {
-                    e.pace
-                        .set_overall_limit(defs::parse_size(v).unwrap_or(0), now);
+                    self.engine
+                        .set_overall_limit(defs::parse_size(v).unwrap_or(0));
                 }
                 "max-concurrent-downloads" => {
-                    if let Some(dm) = e.daemon.as_deref_mut() {
-                        dm.max_concurrent = v.parse().unwrap_or(dm.max_concurrent).max(1);
-                    }
+                    dm.max_concurrent = v.parse().unwrap_or(dm.max_concurrent).max(1);
                 }
                 "save-session" => {
                     // From now on the session is saved there (`saveSession`, the interval, the
                     // end); an empty name saves none.
-                    if let Some(dm) = e.daemon.as_deref_mut() {
-                        dm.session = (!v.is_empty()).then(|| super::session::SessionRules {
-                            path: v.into(),
-                            ..dm.session_rules.clone()
-                        });
-                    }
+                    dm.session = (!v.is_empty()).then(|| super::session::SessionRules {
+                        path: v.into(),
+                        ..dm.session_rules.clone()
+                    });
                 }
                 "max-download-result" => {
-                    if let Some(dm) = e.daemon.as_deref_mut() {
-                        dm.max_results = v.parse().unwrap_or(dm.max_results);
-                        dm.trim_results();
-                    }
+                    dm.max_results = v.parse().unwrap_or(dm.max_results);
+                    dm.trim_results();
                 }
                 _ => {}
             }
         }
-        if let Some(dm) = e.daemon.as_deref_mut() {
-            let per_download: Vec<(&'static OptDef, String)> = new
-                .iter()
-                .filter(|(d, _)| d.in_input_file)
-                .cloned()
-                .collect();
-            dm.base = dm.base.with_entry(&per_download, &dm.env);
-            dm.options
-                .retain(|(n, _)| !new.iter().any(|(d, _)| d.name == *n));
-            dm.options
-                .extend(new.iter().map(|(d, v)| (d.name, v.clone())));
-        }
+        let per_download: Vec<(&'static OptDef, String)> = new
+            .iter()
+            .filter(|(d, _)| d.in_input_file)
+            .cloned()
+            .collect();
+        dm.base = dm.base.with_entry(&per_download, &dm.env);
+        dm.options
+            .retain(|(n, _)| !new.iter().any(|(d, _)| d.name == *n));
+        dm.options
+            .extend(new.iter().map(|(d, v)| (d.name, v.clone())));
         Ok(json!("OK"))
     }
 
     fn global_stat(&mut self) -> Result<Value, RpcError> {
-        let e = &*self.0;
-        let now = e.reactor.now();
-        let active: Vec<&Download> = e
-            .dls
-            .iter()
-            .filter(|d| d.state == DlState::Active)
-            .collect();
-        let speed: u64 = active.iter().map(|d| d.speed(now)).sum();
-        let dm = e
-            .daemon
-            .as_deref()
-            .ok_or_else(|| RpcError::new("No daemon"))?;
+        let active = self.engine.active();
+        let speed = self.engine.download_speed();
+        let dm = &*self.dm;
         Ok(json!({
             "downloadSpeed": speed.to_string(),
             "numActive": active.len().to_string(),
@@ -625,19 +553,17 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
 
     fn remove_result(&mut self, p: &Params) -> Result<Value, RpcError> {
         let g = self.gid(p, 0)?;
-        match self.0.place(g) {
+        match self.place(g) {
             Some(Place::Stopped(i)) => {
-                if let Some(d) = self.0.daemon() {
-                    if let Some(gid) = d.stopped.remove(i) {
-                        d.waiting.forget(gid);
-                    }
+                if let Some(gid) = self.dm.stopped.remove(i) {
+                    self.dm.waiting.forget(gid);
                 }
                 Ok(json!("OK"))
             }
             // Removed, and still ending (its last writes): it already reads as removed
             // (`tellStatus`), so its result can go too; it ends without becoming one.
-            Some(Place::Active(_)) => {
-                let run = self.0.daemon().and_then(|d| d.running.get_mut(&g));
+            Some(Place::Active) => {
+                let run = self.dm.running.get_mut(&g);
                 match run {
                     Some(r) if r.stop == Some(Stop::Remove) => {
                         r.forget = true;
@@ -674,11 +600,11 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
         if index != 1 {
             return Err(RpcError::new(format!("Invalid file index: {index}")));
         }
-        let place = self.0.place(g);
-        if let Some(Place::Active(dl)) = place {
+        let place = self.place(g);
+        if let Some(Place::Active) = place {
             // The running download's mirrors change now; its record (getUris, the session) below.
             let urls: Vec<url::Url> = add.iter().filter_map(|u| url::Url::parse(u).ok()).collect();
-            self.0.dls[dl].change_mirrors(&del, &urls);
+            self.engine.change_mirrors(g, &del, &urls);
         }
         // aria2's edit of a URI list: each deleted URI's first occurrence goes, then the added
         // ones go in at `position` (past the end: last).
@@ -696,14 +622,14 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
             }
             (deleted, add.len())
         };
-        let d = self.0.daemon().ok_or_else(|| RpcError::new("No daemon"))?;
+        let d = &mut *self.dm;
         let edited = match place {
             Some(Place::Waiting(i)) => d
                 .waiting
                 .update(i, |p| edit(&mut p.uris))
                 .transpose()
                 .map_err(|e| unreadable(g, &e))?,
-            Some(Place::Active(_)) => d.running.get_mut(&g).map(|r| edit(&mut r.uris)),
+            Some(Place::Active) => d.running.get_mut(&g).map(|r| edit(&mut r.uris)),
             _ => None,
         };
         let (deleted, added) = edited.ok_or_else(|| gid_err("No such download for GID#{}", g))?;
@@ -711,10 +637,7 @@ impl<R: Reactor<Tag>> Calls<'_, '_, R> {
     }
 
     fn shutdown(&mut self) -> Result<Value, RpcError> {
-        let now = self.0.reactor.now();
-        if let Some(d) = self.0.daemon() {
-            d.shutdown.get_or_insert(now);
-        }
+        self.engine.shutdown();
         Ok(json!("OK"))
     }
 }
@@ -760,7 +683,7 @@ fn options_json(all: &[(&'static OptDef, String)]) -> Value {
     Value::Object(m)
 }
 
-impl<R: Reactor<Tag>> Service for Calls<'_, '_, R> {
+impl Service for Calls<'_> {
     fn call(&mut self, method: &str, p: Params) -> Result<Value, RpcError> {
         match method {
             "aria2.addUri" => self.add_uri(&p),
@@ -786,10 +709,8 @@ impl<R: Reactor<Tag>> Service for Calls<'_, '_, R> {
             "aria2.getGlobalOption" => self.get_global_option(),
             "aria2.changeGlobalOption" => self.change_global_option(&p),
             "aria2.purgeDownloadResult" => {
-                if let Some(d) = self.0.daemon() {
-                    for gid in d.stopped.clear() {
-                        d.waiting.forget(gid);
-                    }
+                for gid in self.dm.stopped.clear() {
+                    self.dm.waiting.forget(gid);
                 }
                 Ok(json!("OK"))
             }
@@ -799,30 +720,21 @@ impl<R: Reactor<Tag>> Service for Calls<'_, '_, R> {
                 "version": "1.37.0",
             })),
             "aria2.getSessionInfo" => {
-                let id = self
-                    .0
-                    .daemon
-                    .as_ref()
-                    .map(|d| {
-                        d.session_id
-                            .iter()
-                            .map(|b| format!("{b:02x}"))
-                            .collect::<String>()
-                    })
-                    .unwrap_or_default();
+                let id: String = self
+                    .dm
+                    .session_id
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
                 Ok(json!({ "sessionId": id }))
             }
             "aria2.shutdown" | "aria2.forceShutdown" => self.shutdown(),
             "aria2.getGlobalStat" => self.global_stat(),
             "aria2.saveSession" => {
-                let has_file = self.0.daemon.as_ref().is_some_and(|d| d.session.is_some());
-                if !has_file {
+                if self.dm.session.is_none() {
                     return Err(RpcError::new("Filename is not given."));
                 }
-                self.0.save_session(false);
-                if let Some(d) = self.0.daemon() {
-                    d.call_waits_for_save = true;
-                }
+                self.engine.save_session();
                 Ok(json!("OK"))
             }
             _ => Err(RpcError::new(format!("No such method: {method}"))),

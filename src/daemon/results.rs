@@ -3,8 +3,8 @@
 //! (`--keep-unfinished-download-result`). In memory each is a fixed-size head (GID, state, sizes);
 //! its message, paths, URIs and own options are a record in a [`Records`] store, so a hundred
 //! thousand results cost their heads. Reading a result decodes a copy.
-use super::daemon::Stopped;
 use super::entries::{put_uris_options, uris_options, OwnOptions};
+use super::Stopped;
 use crate::engine::ExitCode;
 use crate::rpc::status::Status;
 use crate::store::records::{Dec, Enc, Frozen, Loc, Place, Records};

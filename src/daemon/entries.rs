@@ -1,6 +1,6 @@
 //! A daemon entry as the waiting queue and the results keep it in a record: its URIs, its own
 //! options (by their place in the option table) and what an earlier run reached.
-use super::daemon::{Known, Pending};
+use super::{Known, Pending};
 use crate::cli::defs::{self, OptDef};
 use crate::store::records::{Dec, Enc};
 

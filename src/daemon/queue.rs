@@ -15,8 +15,8 @@
 //! Adjacent chunks are merged when together they fill less than half a chunk, so their number
 //! stays proportional to the entries' size. Reading an entry decodes a copy; changing one
 //! changes its chunk's decoded copy.
-use super::daemon::Pending;
 use super::entries::{decode, encode, OwnOptions, Parts};
+use super::Pending;
 use crate::store::gidmap::GidMap;
 use crate::store::records::{Dec, Enc, Frozen, Loc, Place, Records};
 
@@ -903,7 +903,7 @@ impl Queue {
 mod tests {
     use super::*;
     use crate::cli::defs;
-    use crate::engine::driver::daemon::Known;
+    use crate::daemon::Known;
 
     fn entry(gid: u64, paused: bool, settling: bool) -> Pending {
         Pending {

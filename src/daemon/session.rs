@@ -1,9 +1,10 @@
 //! The daemon's session file (`--save-session`): the text of every download not finished, saved
 //! on the file-job thread at the interval, on `aria2.saveSession` and at shutdown, only when it
 //! changed (a digest of the last text saved tells), and each entry as aria2 writes it.
-use super::*;
 use crate::cli::defs::OptDef;
+use crate::engine::ExitCode;
 use crate::rpc::status::Status;
+use crate::store::session::session_entry;
 use sha2::Digest;
 
 /// What a session file holds and where it goes.
@@ -30,10 +31,10 @@ impl SessionRules {
 /// A session file's contents at one moment (`Daemon::session_snapshot`).
 #[derive(Debug)]
 pub(crate) struct SessionSnapshot {
-    pub(super) command_line: Vec<(&'static str, String)>,
-    pub(super) stopped: super::results::ResultsSnapshot,
-    pub(super) running: String,
-    pub(super) waiting: super::queue::QueueSnapshot,
+    pub(crate) command_line: Vec<(&'static str, String)>,
+    pub(crate) stopped: super::results::ResultsSnapshot,
+    pub(crate) running: String,
+    pub(crate) waiting: super::queue::QueueSnapshot,
 }
 
 /// What the last session save left: the SHA-256 of the text it wrote, and whether an interval
@@ -46,7 +47,7 @@ pub(crate) struct Saved {
 
 impl Saved {
     /// The state behind `m` (a save's thread that panicked leaves it as it was).
-    pub(super) fn of(m: &std::sync::Mutex<Saved>) -> std::sync::MutexGuard<'_, Saved> {
+    pub(crate) fn of(m: &std::sync::Mutex<Saved>) -> std::sync::MutexGuard<'_, Saved> {
         m.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -127,41 +128,5 @@ impl SessionSnapshot {
             skipped: false,
         };
         Ok(())
-    }
-}
-
-/// Appends one session entry: the URIs on a line (TAB-separated, with aria2's trailing TAB), then
-/// ` gid=`, ` pause=true` when paused, the command line's per-download options and the entry's
-/// own (its own win; its own headers are its whole list).
-pub(crate) fn session_entry<N: AsRef<str>>(
-    out: &mut String,
-    uris: &[String],
-    gid: u64,
-    paused: bool,
-    command_line: &[(&'static str, String)],
-    own: &[(N, String)],
-) {
-    for u in uris {
-        out.push_str(u);
-        out.push('\t');
-    }
-    out.push('\n');
-    out.push_str(&format!(" gid={gid:016x}\n"));
-    if paused {
-        out.push_str(" pause=true\n");
-    }
-    let overridden = |name: &str| own.iter().any(|(d, _)| d.as_ref() == name);
-    for (name, v) in command_line {
-        if matches!(*name, "gid" | "pause" | "out") || overridden(name) {
-            continue;
-        }
-        out.push_str(&format!(" {name}={v}\n"));
-    }
-    for (d, v) in own {
-        let name = d.as_ref();
-        if matches!(name, "gid" | "pause") {
-            continue;
-        }
-        out.push_str(&format!(" {name}={v}\n"));
     }
 }
