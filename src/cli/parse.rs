@@ -499,6 +499,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         checksum: r.text("checksum"),
         // (From a Metalink or a torrent, never from an option.)
         pieces: None,
+        layout: None,
         max_download_limit: r.size("max-download-limit"),
         lowest_speed_limit: r.size("lowest-speed-limit"),
         max_file_not_found: u32::try_from(r.int("max-file-not-found")).unwrap_or(u32::MAX),

@@ -49,6 +49,10 @@ pub struct DownloadOptions {
     /// The digest of each piece (a Metalink's chunk checksums): a piece is claimed only once its
     /// bytes match, and one that does not is fetched again from another mirror.
     pub pieces: Option<std::sync::Arc<super::pieces::PieceHashes>>,
+    /// The files of a download over several (a torrent's), end to end in its byte space: its
+    /// length is theirs, each is created under `dir`, and a control file describes them from
+    /// before the first write. `None`: one file, named by `out` or the answer.
+    pub layout: Option<std::sync::Arc<super::layout::Layout>>,
     /// Bytes per second this download may receive (0: no limit).
     pub max_download_limit: u64,
     /// Bytes per second at or below which the download fails with exit 5 (0: never).

@@ -63,6 +63,8 @@ pub enum DlState {
 #[derive(Debug, Clone)]
 pub struct Opening {
     pub result: std::sync::Arc<std::sync::Mutex<Option<std::io::Result<store::OutFile>>>>,
+    /// A download over several files: the files after the first (`result`'s), in order.
+    pub more: std::sync::Arc<std::sync::Mutex<Vec<store::OutFile>>>,
     pub conn: Owner,
     pub uri: String,
     /// The file was asked for in [`WriteMode::Uncached`], not put in it by a refused `O_DIRECT`.
@@ -102,6 +104,10 @@ pub struct Download {
     pub own_path: Option<PathBuf>,
     /// The open output file, shared with the file operations in flight on it.
     pub file: Option<Rc<File>>,
+    /// A download over several files (`DownloadOptions::layout`): each file, `file` the first,
+    /// and how each is written (`O_DIRECT` only where its start is aligned in the byte space).
+    /// Empty for a download of one file.
+    pub files: Vec<(Rc<File>, WriteMode)>,
     /// Generation of `file` (0: none open). Every opened file gets a new one; completions carry
     /// the generation they were issued on.
     pub generation: u64,
@@ -292,9 +298,11 @@ impl Download {
         }
         let piece_length = opts.piece_length;
         let opts_limit = opts.max_download_limit;
+        // (A whole-file digest does not apply to several files: their pieces check them.)
         let expected = opts
             .checksum
             .as_deref()
+            .filter(|_| opts.layout.is_none())
             .and_then(crate::store::checksum::parse);
         let hasher = expected
             .as_ref()
@@ -316,6 +324,7 @@ impl Download {
             path: None,
             own_path: None,
             file: None,
+            files: Vec::new(),
             generation: 0,
             attempt: 0,
             old_writes: 0,
@@ -447,6 +456,34 @@ impl Download {
         self.file = Some(Rc::new(file));
     }
 
+    /// Takes `files` as the files of a download over several, under a new generation.
+    pub fn open_files(&mut self, files: Vec<store::OutFile>) {
+        self.new_generation();
+        self.attach_files(files);
+    }
+
+    /// The files the current generation's creation opened for a download over several: the
+    /// first is also `file`.
+    pub fn attach_files(&mut self, files: Vec<store::OutFile>) {
+        self.opening = None;
+        let layout = self.opts.layout.clone();
+        self.files = files
+            .into_iter()
+            .enumerate()
+            .map(|(i, out)| {
+                // A file that starts mid-block has no aligned write: through the page cache,
+                // uncached, whatever it was opened with.
+                let direct = layout.as_ref().is_some_and(|l| l.direct(i));
+                let mode = match (out.mode, direct) {
+                    (WriteMode::Direct, false) => WriteMode::Uncached,
+                    (m, _) => m,
+                };
+                (Rc::new(out.file), mode)
+            })
+            .collect();
+        self.file = self.files.first().map(|(f, _)| f.clone());
+    }
+
     fn new_generation(&mut self) {
         static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         self.drop_file();
@@ -459,6 +496,7 @@ impl Download {
     /// without forgetting what was derived from its bytes (`start_over`) would mix two attempts.
     fn drop_file(&mut self) {
         self.file = None;
+        self.files.clear();
         self.opening = None;
         if self.parked_open.take().is_some() {
             // Never issued: nothing will complete for it.

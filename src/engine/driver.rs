@@ -32,6 +32,7 @@ mod body;
 mod connection;
 mod credentials;
 mod daemon;
+mod files;
 mod first;
 mod hooks;
 mod lookup;
@@ -106,6 +107,8 @@ pub(crate) enum Tag {
         data: usize,
         /// The file's write mode when this write was issued.
         mode: WriteMode,
+        /// A download over several files: which part of the block this is.
+        span: Option<SpanWrite>,
     },
     Writeback {
         file: FileOf,
@@ -181,6 +184,23 @@ struct WriteDone {
     done: usize,
     data: usize,
     mode: WriteMode,
+    span: Option<SpanWrite>,
+}
+
+/// One file's part of a block of a download over several files: its parts are written one after
+/// the other from the same block, `off` (the write's) being where this part starts in the
+/// download.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::engine) struct SpanWrite {
+    /// The file (its place in the layout).
+    file: usize,
+    /// Where the part starts in the file.
+    at: u64,
+    /// Where the part starts in the block.
+    mem: usize,
+    /// The block's place in the download, and the bytes of it to write.
+    block_off: u64,
+    block_data: usize,
 }
 
 struct Engine<'a, R: Reactor<Tag>> {
@@ -502,6 +522,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 done,
                 data,
                 mode,
+                span,
             } => {
                 let block = owned.into_block();
                 if let Some(dl) = self.file_op_done(file) {
@@ -512,6 +533,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                             done,
                             data,
                             mode,
+                            span,
                         };
                         self.on_write(dl, block, w, res);
                     }

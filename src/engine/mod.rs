@@ -8,6 +8,7 @@ mod download;
 mod driver;
 mod exit;
 mod job;
+pub mod layout;
 pub(crate) mod packing;
 pub mod pieces;
 mod reactor;

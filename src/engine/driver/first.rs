@@ -31,20 +31,30 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.finish_without_body(dl, Some((path, total.unwrap_or(0))));
             return Ok(());
         }
+        let layout = d.opts.layout.clone();
+        if let Some(l) = &layout {
+            // A download over several files is of their length, whatever the source.
+            if total != Some(l.total()) {
+                return Err(super::response::total_mismatch(total, Some(l.total())));
+            }
+        }
         // Whether this response creates the file (not a retry that goes on writing into it).
         let created = d.file.is_none() && d.opening.is_none();
-        let one_block = total.is_some_and(|n| n <= self.reactor.pool().size(Class::Write) as u64);
+        let one_block = layout.is_none()
+            && total.is_some_and(|n| n <= self.reactor.pool().size(Class::Write) as u64);
         let mut allocating = None;
         if created {
             // Starting over: in the file it made or took up, under its name (never renamed
             // again, nor onto a file of the name the URL gives that it left alone).
             let own = d.own_path.clone();
-            let path = match own {
-                Some(p) => {
+            let path = match (own, &layout, d.path.clone()) {
+                (Some(p), _, _) => {
                     d.path = Some(p.clone());
                     p
                 }
-                None => self.name_new_file(dl, first.name, &url)?,
+                // Named by its files (`prepare_layout`), never renamed.
+                (None, Some(_), Some(p)) => p,
+                (None, _, _) => self.name_new_file(dl, first.name, &url)?,
             };
             // A download starting over keeps its old control file until this one replaces it
             // (below); one under another name belongs to a file this run leaves alone.
@@ -62,12 +72,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // (`WriteMode::Uncached`).
             let open = Opening {
                 result: Default::default(),
+                more: Default::default(),
                 conn: conn_id,
                 uri: url.to_string(),
                 uncached: one_block,
             };
             let result = open.result.clone();
-            let at = path.clone();
+            let more = open.more.clone();
+            // A download over several files creates each under its directory, `O_DIRECT` only
+            // where the file's start is aligned in the byte space.
+            let files: Vec<(std::path::PathBuf, bool)> = match &layout {
+                Some(l) => (0..l.files().len())
+                    .map(|i| (d.opts.dir.join(&l.files()[i].path), !l.direct(i)))
+                    .collect(),
+                None => vec![(path.clone(), one_block)],
+            };
             // Starting over at the same path: the control file of the earlier attempt claims
             // nothing before the file is emptied, and goes once it is if no control file will
             // describe this attempt (length unknown). `d.control` keeps its path, so an attempt
@@ -84,10 +103,35 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         ))
                     })
                 });
-                let out = match cleared {
+                let mut opened = Vec::new();
+                let mut out = match cleared {
                     Some(Err(e)) => Err(e),
-                    _ => store::open_output(&at, true, one_block),
+                    _ => Ok(()),
                 };
+                for (at, uncached) in &files {
+                    if out.is_err() {
+                        break;
+                    }
+                    if let Some(parent) = at.parent().filter(|_| files.len() > 1) {
+                        if let Err(e) = std::fs::create_dir_all(parent) {
+                            out = Err(e);
+                            break;
+                        }
+                    }
+                    match store::open_output(at, true, *uncached) {
+                        Ok(o) => opened.push(o),
+                        Err(e) => out = Err(e),
+                    }
+                }
+                let mut opened = opened.into_iter();
+                let out = out.and_then(|()| {
+                    opened
+                        .next()
+                        .ok_or_else(|| std::io::Error::other("no file to open"))
+                });
+                if let Ok(mut rest) = more.lock() {
+                    rest.extend(opened);
+                }
                 if let (Ok(_), Some(ctl), true) = (&out, &disclaim, unknown) {
                     let _ = std::fs::remove_file(ctl);
                 }
@@ -111,7 +155,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let d = &mut self.dls[dl];
             d.own_path = Some(path.clone());
             d.path = Some(path);
-            allocating = total.filter(|&n| n > 0 && n >= d.opts.no_file_allocation_limit);
+            // (Not a download over several files: each file would be allocated on its own.)
+            allocating = total
+                .filter(|&n| layout.is_none() && n > 0 && n >= d.opts.no_file_allocation_limit);
         }
         let d = &mut self.dls[dl];
         let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);

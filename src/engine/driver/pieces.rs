@@ -190,7 +190,27 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         };
         // From where `O_DIRECT` can read; the bytes before the piece's position are skipped.
-        let at = rb.from / store::DIO_ALIGN as u64 * store::DIO_ALIGN as u64;
+        let mut at = rb.from / store::DIO_ALIGN as u64 * store::DIO_ALIGN as u64;
+        let mut file = file;
+        let mut file_at = at;
+        if let Some(layout) = d.opts.layout.clone() {
+            // Several files: from the one that holds the piece's position (the read ends at its
+            // end, and the piece goes on from the next file in the next read).
+            let Some(s) = layout.spans(rb.from..rb.from + 1).into_iter().next() else {
+                return;
+            };
+            let Some((f, mode)) = d.files.get(s.file).cloned() else {
+                return;
+            };
+            file = f;
+            let start = layout.files()[s.file].start;
+            at = match mode {
+                WriteMode::Direct => rb.from / store::DIO_ALIGN as u64 * store::DIO_ALIGN as u64,
+                _ => rb.from,
+            }
+            .max(start);
+            file_at = at - start;
+        }
         d.reading_piece = true;
         d.writes += 1;
         let tag = Tag::PieceRead {
@@ -198,7 +218,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             rb,
             at,
         };
-        self.reactor.read_file(tag, file, block, at);
+        self.reactor.read_file(tag, file, block, file_at);
     }
 
     /// A read-back of a piece of download `dl`'s current file completed (`file_op_done` counted
@@ -214,7 +234,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let d = &mut self.dls[dl];
         d.reading_piece = false;
         let skip = (rb.from - at) as usize;
-        let got = usize::try_from(res).unwrap_or(0);
+        let mut got = usize::try_from(res).unwrap_or(0);
+        if let Some(layout) = d.opts.layout.clone() {
+            // Never past the end of the file read (its last block's padding may follow).
+            if let Some(s) = layout.spans(at..at + 1).into_iter().next() {
+                let end = layout.files()[s.file].range().end;
+                got = got.min(usize::try_from(end - at).unwrap_or(usize::MAX));
+            }
+        }
         let data = block
             .as_ref()
             .filter(|_| got > skip)

@@ -48,6 +48,7 @@
 //!   resumed, continued with `-c`, checked and found wrong), under its name; never renamed
 //!   again, and never onto a file it left alone.
 use super::*;
+use crate::engine::layout::Layout;
 use crate::plan::RangeSet;
 use crate::store::control::{self, ControlFile, BLOCK};
 use std::path::PathBuf;
@@ -85,6 +86,128 @@ pub(super) enum CannotResume {
 impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Before the first request of download `dl`: finds its control file (or, with `-c`, its
     /// partial file) under the name the URL or `-o` gives.
+    /// A download over several files is named by its first file's first component (a torrent's
+    /// name), its control file beside it. Found with its control file and every one of its files,
+    /// it resumes from what the control file claims; files found without one (or a control file
+    /// without its files) are another download's or an earlier run's that cannot be vouched for:
+    /// left as they are, and the download refused (exit 13) unless `--allow-overwrite`.
+    fn prepare_layout(&mut self, dl: usize, layout: &Layout) -> Result<(), Failure> {
+        let d = &mut self.dls[dl];
+        let root = layout.files()[0]
+            .path
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let path = d.opts.dir.join(root);
+        let ctl = control::control_path(&path);
+        d.path = Some(path);
+        if d.opts.remove_control_file {
+            let _ = std::fs::remove_file(&ctl);
+        }
+        let paths: Vec<PathBuf> = layout
+            .files()
+            .iter()
+            .map(|f| d.opts.dir.join(&f.path))
+            .collect();
+        let loaded = match control::load(&ctl) {
+            Ok(l) => l,
+            Err(control::LoadError::Io(_)) => None,
+            Err(e) => {
+                return Err(Failure::fatal(
+                    ExitCode::UNKNOWN,
+                    format!("Failed to load the control file {}: {e}", ctl.display()),
+                ))
+            }
+        };
+        if let Some(cf) = loaded.filter(|_| paths.iter().all(|p| p.is_file())) {
+            return self.resume_layout(dl, layout, &paths, ctl, cf);
+        }
+        let d = &self.dls[dl];
+        let found = std::iter::once(&ctl).chain(&paths).find(|p| p.exists());
+        match found {
+            Some(p) if !d.opts.allow_overwrite => Err(Failure::fatal(
+                ExitCode::FILE_EXISTS,
+                format!(
+                    "{} exists, and no control file describes the files of this download; use --allow-overwrite=true to download them again",
+                    p.display()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Resumes a download over several files from its control file: every file opened as it is,
+    /// the plan made of the bytes not claimed.
+    fn resume_layout(
+        &mut self,
+        dl: usize,
+        layout: &Layout,
+        paths: &[PathBuf],
+        ctl: PathBuf,
+        cf: ControlFile,
+    ) -> Result<(), Failure> {
+        if cf.total_length != layout.total() {
+            return Err(Failure::fatal(
+                ExitCode::FILE_EXISTS,
+                format!(
+                    "The control file {} is of {} bytes, not of these files' {}; it is left as it is",
+                    ctl.display(),
+                    cf.total_length,
+                    layout.total()
+                ),
+            ));
+        }
+        let mut files = Vec::with_capacity(paths.len());
+        for (i, p) in paths.iter().enumerate() {
+            let out = store::open_output(p, false, !layout.direct(i)).map_err(|e| {
+                Failure::fatal(
+                    ExitCode::FILE_OPEN,
+                    format!(
+                        "Failed to open the file {}, cause: {}",
+                        p.display(),
+                        sys::cause(&e)
+                    ),
+                )
+            })?;
+            files.push(out);
+        }
+        let first = self.first_mirror(dl);
+        let d = &mut self.dls[dl];
+        let done = RangeSet::from_ranges(&cf.done_ranges());
+        d.install_plan(Plan::from_done(
+            cf.total_length,
+            d.opts.min_split_size,
+            &done,
+        ));
+        d.done_at_start = done.len();
+        d.untouched = done.prefix_end();
+        d.found_len = layout.total();
+        d.written = done;
+        d.length_known = true;
+        d.ranges_ok = true;
+        d.resumed = true;
+        d.open_files(files);
+        // The control file on disk describes these files as they are.
+        d.saved_generation = d.generation;
+        d.own_path = d.path.clone();
+        d.control = Some(ctl);
+        d.piece_length = cf.piece_length;
+        d.split_url = first;
+        Ok(())
+    }
+
+    /// The first mirror download `dl` may use, and its place.
+    fn first_mirror(&self, dl: usize) -> Option<(usize, Url)> {
+        let d = &self.dls[dl];
+        d.uris
+            .iter()
+            .zip(&d.bad_uris)
+            .enumerate()
+            .find(|(_, (_, bad))| !**bad)
+            .map(|(m, (u, _))| (m, u.clone()))
+    }
+
     pub(super) fn prepare_resume(&mut self, dl: usize) -> Result<(), Failure> {
         let d = &mut self.dls[dl];
         if d.opts.dry_run {
@@ -92,13 +215,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // resuming, and so nothing on disk is written, cut or claimed (aria2c's rule).
             return Ok(());
         }
-        let first = d
-            .uris
-            .iter()
-            .zip(&d.bad_uris)
-            .enumerate()
-            .find(|(_, (_, bad))| !**bad)
-            .map(|(m, (u, _))| (m, u.clone()));
+        if let Some(layout) = d.opts.layout.clone() {
+            return self.prepare_layout(dl, &layout);
+        }
+        let first = self.first_mirror(dl);
+        let d = &mut self.dls[dl];
         let name = match (&d.opts.out, &first) {
             (Some(o), _) => o.clone(),
             (None, Some((_, u))) => http::filename_from_url(u),
@@ -581,18 +702,20 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // and must not leave a control file claiming them. A control file that claims nothing
         // (the first, saved before any byte is written) needs no sync: blocks wait for it, and
         // syncing a file just created and allocated costs a journal commit.
-        let data = match claims.is_empty() {
-            true => None,
-            false => d.file.as_ref().and_then(|f| f.try_clone().ok()),
+        let data: Vec<std::fs::File> = match claims.is_empty() {
+            true => Vec::new(),
+            false if !d.files.is_empty() => d
+                .files
+                .iter()
+                .filter_map(|(f, _)| f.try_clone().ok())
+                .collect(),
+            false => d.file.iter().filter_map(|f| f.try_clone().ok()).collect(),
         };
         let sync_error = d.sync_error.clone();
         let withdrawals = d.withdrawals.clone();
         let epoch = withdrawals.load(std::sync::atomic::Ordering::SeqCst);
         let job = move || {
-            let synced = match &data {
-                Some(f) => store::sync_data(f),
-                None => Ok(()),
-            };
+            let synced = data.iter().try_for_each(store::sync_data);
             if let Err(e) = &synced {
                 let errno = e.raw_os_error().unwrap_or(libc::EIO);
                 sync_error.store(errno, std::sync::atomic::Ordering::SeqCst);

@@ -385,6 +385,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     _ => arrived,
                 }
                 .max(found);
+                if d.opts.layout.is_some() {
+                    // Several files, described before any write: the control file says what
+                    // is on disk; each file only loses the padding past its end.
+                    self.save_control_then(dl, None);
+                    self.cut_files(dl);
+                    let d = &mut self.dls[dl];
+                    d.file = None;
+                    let (path, gid) = (d.path_text(), d.gid);
+                    self.record(dl);
+                    self.console
+                        .notice(&format!("Download GID#{gid:016x} not complete: {path}"));
+                    return;
+                }
                 // No control file of this file is on disk yet: until the last one is, a kill
                 // leaves the file to be judged by its length, so it is cut to the gap-free prefix
                 // now (it grew only there: nothing is lost but padding, or disowned bytes).
@@ -463,7 +476,28 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         let d = &mut self.dls[dl];
-        if d.mode != WriteMode::Direct && d.synced_generation != d.generation {
+        if !d.files.is_empty() && d.synced_generation != d.generation {
+            // Several files: those written through the page cache are written back first.
+            d.synced_generation = d.generation;
+            let buffered: Vec<Rc<std::fs::File>> = d
+                .files
+                .iter()
+                .filter(|(_, m)| *m != WriteMode::Direct)
+                .map(|(f, _)| f.clone())
+                .collect();
+            if !buffered.is_empty() {
+                for file in buffered {
+                    let d = &mut self.dls[dl];
+                    d.writes += 1;
+                    let tag = Tag::Writeback { file: d.file_of() };
+                    self.reactor.writeback(tag, file, 0, 0);
+                }
+                return;
+            }
+        }
+        let d = &mut self.dls[dl];
+        if d.files.is_empty() && d.mode != WriteMode::Direct && d.synced_generation != d.generation
+        {
             // Written through the page cache: an uncached write returns once its writeback has
             // started, and an I/O error there would reach nobody. Complete means on disk, as
             // with O_DIRECT: the whole file's writeback is waited for (a failure fails the
@@ -477,6 +511,31 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             }
         }
         let path = d.path_text();
+        if let Some(layout) = d.opts.layout.clone().filter(|_| !d.files.is_empty()) {
+            // Several files: each cut to its length (the padding of its last block goes) on the
+            // file-job thread; the download finishes when that is done (`on_truncated`).
+            d.file = None;
+            let files: Vec<(std::fs::File, u64)> = std::mem::take(&mut d.files)
+                .into_iter()
+                .zip(layout.files())
+                .filter_map(|((f, _), l)| f.try_clone().ok().map(|f| (f, l.length)))
+                .collect();
+            d.writes += 1;
+            let tag = Tag::Truncated { file: d.file_of() };
+            self.reactor.blocking(
+                tag,
+                Box::new(move || {
+                    for (file, len) in &files {
+                        if file.metadata()?.len() != *len {
+                            store::step()?;
+                            file.set_len(*len)?;
+                        }
+                    }
+                    Ok(())
+                }),
+            );
+            return;
+        }
         if let Some(file) = d.file.take() {
             // -R: the server's Last-Modified time (best effort: a bad date changes nothing).
             let mtime = d
@@ -577,6 +636,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         self.hook(dl, daemon::hook_event(&outcome));
         self.keep_for_session(dl, &outcome);
         self.count_result(outcome);
+    }
+
+    /// Cuts each file of a download over several files to its length (the padding of its last
+    /// block goes; nothing of the next file's is there).
+    fn cut_files(&mut self, dl: usize) {
+        let d = &self.dls[dl];
+        let Some(layout) = d.opts.layout.clone() else {
+            return;
+        };
+        for ((f, _), l) in d.files.iter().zip(layout.files()) {
+            cut_longer(f, l.length);
+        }
+        self.dls[dl].files.clear();
     }
 
     /// A download that ended is one of the run's results (at most [`MAX_RESULTS`] kept).

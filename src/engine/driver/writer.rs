@@ -48,7 +48,8 @@ impl Flushes {
 /// flag (or the call) rather than for the write: EOPNOTSUPP (kernels since 4.7 for an unknown
 /// flag, and file systems without `RWF_DONTCACHE`), EINVAL, ENOSYS and EPERM (`pwritev2` refused
 /// by a seccomp profile).
-const UNCACHED_REFUSED: [i32; 4] = [libc::EOPNOTSUPP, libc::EINVAL, libc::ENOSYS, libc::EPERM];
+pub(super) const UNCACHED_REFUSED: [i32; 4] =
+    [libc::EOPNOTSUPP, libc::EINVAL, libc::ENOSYS, libc::EPERM];
 
 impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Issues the writes of the blocks that filled, in the order they filled. A download whose
@@ -79,7 +80,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 held.push_back(fl);
                 continue;
             }
-            if !d.described() && d.opts.pieces.is_some() && d.length_known && !d.length_at_end {
+            let verified = d.opts.pieces.is_some() || d.opts.layout.is_some();
+            if !d.described() && verified && d.length_known && !d.length_at_end {
                 // Piece digests, and no control file: the first save failed, which ended the
                 // download. Its bytes are verified only once on disk, and `-c` would take a file
                 // no control file describes for data up to its length: none is written.
@@ -117,6 +119,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 {
                     d.mode = WriteMode::Direct.fallback();
                 }
+            }
+            if d.opts.layout.is_some() {
+                // Several files: the block goes out a file's part at a time.
+                self.write_layout_block(fl, &mut idle);
+                continue;
             }
             let len = d.mode.write_len(fl.fill.filled, fl.at_file_end);
             let file = d.file.clone().filter(|_| len > 0);
@@ -180,6 +187,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 done: 0,
                 data: filled.min(len),
                 mode: d.mode,
+                span: None,
             };
             let uncached = d.mode == WriteMode::Uncached;
             self.reactor.write(tag, file, block, 0..len, off, uncached);
@@ -211,7 +219,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
                 let d = &mut self.dls[dl];
                 d.mode = out.mode;
-                d.attach_file(out.file);
+                if d.opts.layout.is_some() {
+                    let more =
+                        std::mem::take(&mut *open.more.lock().unwrap_or_else(|e| e.into_inner()));
+                    d.attach_files(std::iter::once(out).chain(more).collect());
+                } else {
+                    d.attach_file(out.file);
+                }
                 if std::mem::take(&mut d.save_when_open) {
                     self.save_control(dl);
                 }
@@ -270,6 +284,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     /// A write of download `dl`'s current file completed (`file_op_done` counted it).
     pub(super) fn on_write(&mut self, dl: usize, block: Block, w: WriteDone, res: i32) {
+        if let Some(span) = w.span {
+            self.on_span_write(dl, block, w, span, res);
+            return;
+        }
         let d = &mut self.dls[dl];
         let Some(file) = d.file.clone() else {
             return;
@@ -311,6 +329,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 done,
                 data: w.data,
                 mode: d.mode,
+                span: None,
             };
             let uncached = d.mode == WriteMode::Uncached;
             self.reactor

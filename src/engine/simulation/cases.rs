@@ -28,6 +28,7 @@ pub(super) fn custom(
         budget: 2 << 20,
         prior: Prior::Nothing,
         pieces: None,
+        layout: None,
         corrupt: None,
         toy: false,
     }

@@ -237,7 +237,7 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
         world.clone(),
         seed,
         None,
-        sc.pieces.clone(),
+        Given::of(sc),
     )?;
     let steps = world.borrow().steps;
     if verbose {
@@ -401,7 +401,7 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
         world2.clone(),
         seed ^ 0xabcd,
         None,
-        sc.pieces.clone(),
+        Given::of(sc),
     )?;
     if verbose {
         eprintln!(

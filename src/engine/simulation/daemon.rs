@@ -208,7 +208,7 @@ fn run_daemon_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), St
         world.clone(),
         seed,
         Some(pending),
-        None,
+        Given::default(),
     )?;
     let answers = world.borrow().rpc_answers.clone();
     if verbose {

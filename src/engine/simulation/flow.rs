@@ -85,7 +85,7 @@ fn one_stream_is_hashed_in_file_order_without_reading_back() {
 }
 
 /// Runs scenario `sc` once over every one of its mirrors (with its piece digests, if any).
-fn run_over_mirrors(
+pub(super) fn run_over_mirrors(
     sc: &Scenario,
 ) -> (tempfile::TempDir, Rc<RefCell<World>>, Result<Ended, String>) {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -104,7 +104,7 @@ fn run_over_mirrors(
         world.clone(),
         sc.seed,
         None,
-        sc.pieces.clone(),
+        Given::of(sc),
     );
     (dir, world, ended)
 }

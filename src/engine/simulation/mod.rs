@@ -27,6 +27,7 @@
 //! a seed stands for, `checks.rs` judges what a run left, `cases.rs` and `flow.rs` hold scenarios
 //! made by hand for one class each, `lists.rs` and `daemon.rs` run input lists and daemons.
 use super::driver::{run_on, wanted_slots, Outside, Summary};
+use super::layout::Layout as Files;
 use super::pieces::PieceHashes;
 use super::reactor::sim::{signal_fd, Faults, Framing, Rng, Route, Sim, Stop, World};
 use super::reactor::{Layout, Pool};
@@ -46,6 +47,7 @@ use std::time::Duration;
 mod cases;
 mod checks;
 mod daemon;
+mod files;
 mod flow;
 mod lists;
 mod scenario;
@@ -127,11 +129,37 @@ fn run(
     world: Rc<RefCell<World>>,
     seed: u64,
 ) -> Result<Ended, String> {
-    run_with(budget, dir, args, uris, jobs, world, seed, None, None)
+    run_with(
+        budget,
+        dir,
+        args,
+        uris,
+        jobs,
+        world,
+        seed,
+        None,
+        Given::default(),
+    )
+}
+
+/// What a run's one download is given besides its command line: piece digests, several files.
+#[derive(Default)]
+struct Given {
+    pieces: Option<Arc<PieceHashes>>,
+    layout: Option<Arc<Files>>,
+}
+
+impl Given {
+    fn of(sc: &Scenario) -> Given {
+        Given {
+            pieces: sc.pieces.clone(),
+            layout: sc.layout.clone(),
+        }
+    }
 }
 
 /// [`run`], in daemon mode when `daemon` holds the queue it starts with (`args` then has
-/// `--enable-rpc`; `World::rpc_calls` are its clients).
+/// `--enable-rpc`; `World::rpc_calls` are its clients), its one download `given` more.
 #[allow(clippy::too_many_arguments)]
 fn run_with(
     budget: usize,
@@ -142,7 +170,7 @@ fn run_with(
     world: Rc<RefCell<World>>,
     seed: u64,
     daemon: Option<Vec<crate::daemon::Pending>>,
-    pieces: Option<Arc<PieceHashes>>,
+    given: Given,
 ) -> Result<Ended, String> {
     // (`toy://` URIs are taken on this thread from now on.)
     toy::register();
@@ -170,7 +198,8 @@ fn run_with(
             vec![Job {
                 uris: settings.uris.clone(),
                 opts: DownloadOptions {
-                    pieces,
+                    pieces: given.pieces,
+                    layout: given.layout,
                     ..settings.config.download.clone()
                 },
                 own: Vec::new(),

@@ -79,6 +79,8 @@ pub(super) struct Scenario {
     pub(super) prior: Prior,
     /// The download's piece digests (both runs have them), and what a `Corrupt` mirror serves.
     pub(super) pieces: Option<Arc<PieceHashes>>,
+    /// The download is over several files (its data laid across them).
+    pub(super) layout: Option<Arc<Files>>,
     pub(super) corrupt: Option<Rc<Vec<u8>>>,
     /// The mirrors speak the toy protocol (`toy.rs`), not HTTP.
     pub(super) toy: bool,
@@ -541,6 +543,7 @@ impl Scenario {
             budget,
             prior,
             pieces,
+            layout: None,
             corrupt,
             toy,
         }

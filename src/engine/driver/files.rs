@@ -1,0 +1,196 @@
+//! The writer's part for a download over several files (`engine::layout`): a block of the byte
+//! space goes out one file's part at a time, from the same block, each to its file at its place
+//! there — with `O_DIRECT` where the file starts aligned (its last part padded past its end, cut
+//! when the download finishes), through the page cache, uncached, at its exact length where it
+//! does not. The block counts as written (bytes claimed, pieces told) only once its last part is.
+use super::*;
+
+impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// Issues the first part of a full block of a download over several files.
+    pub(super) fn write_layout_block(&mut self, fl: Flush, idle: &mut Vec<usize>) {
+        let Flush {
+            dl,
+            fill,
+            source,
+            at_file_end,
+        } = fl;
+        let Fill {
+            block, off, filled, ..
+        } = fill;
+        let d = &mut self.dls[dl];
+        // (Only the last block of the download ends unaligned; the others are written up to their
+        // last 4 KiB boundary, as a single file's are.)
+        let data = match at_file_end {
+            true => filled,
+            false => filled / store::DIO_ALIGN * store::DIO_ALIGN,
+        };
+        if data == 0 || d.files.is_empty() {
+            idle.push(dl);
+            return;
+        }
+        match d.pieces() {
+            Ok(Some(p)) => p.issued(off, &block.as_slice()[..data], Some(source)),
+            Ok(None) => {}
+            Err(e) => {
+                drop(block);
+                if d.error.is_none() {
+                    self.fail_download(dl, Failure::fatal(ExitCode::CHECKSUM, e), None);
+                }
+                idle.push(dl);
+                return;
+            }
+        }
+        d.high_water = d.high_water.max(off + data as u64);
+        self.issue_span(dl, block, off, data, off);
+    }
+
+    /// Issues the part of the block at `off` (`data` bytes of it to write) that starts at `from`
+    /// in the download, if any is left; otherwise the block has been written.
+    fn issue_span(&mut self, dl: usize, mut block: Block, off: u64, data: usize, from: u64) {
+        let d = &mut self.dls[dl];
+        let Some(layout) = d.opts.layout.clone() else {
+            return;
+        };
+        let Some(s) = layout.spans(from..off + data as u64).into_iter().next() else {
+            return;
+        };
+        let Some((file, mode)) = d.files.get(s.file).cloned() else {
+            return;
+        };
+        let bytes = (s.range.end - s.range.start) as usize;
+        let mem = (s.range.start - off) as usize;
+        let ends_file = s.range.end == layout.files()[s.file].range().end;
+        // Every byte of the part is written (the block's own data ends aligned, unless it is
+        // the download's last): only `O_DIRECT` pads, and only at its file's end.
+        let len = match mode {
+            WriteMode::Direct => store::write_len(bytes, ends_file),
+            _ => bytes,
+        };
+        if len > bytes {
+            // Padding past the file's end (cut when the download finishes). Only past the
+            // block's data is it zeroed: before that lie the next file's bytes, still to go out.
+            let end = (mem + len).min(block.as_slice().len());
+            let start = data;
+            if end > start {
+                block.as_mut_slice()[start..end].fill(0);
+            }
+        }
+        debug_assert!(
+            mode != WriteMode::Direct
+                || (mem % store::DIO_ALIGN == 0 && len % store::DIO_ALIGN == 0),
+            "unaligned O_DIRECT write of a file's part at {}+{len}",
+            s.range.start
+        );
+        d.writes += 1;
+        let span = SpanWrite {
+            file: s.file,
+            at: s.at,
+            mem,
+            block_off: off,
+            block_data: data,
+        };
+        let tag = Tag::Write {
+            file: d.file_of(),
+            off: s.range.start,
+            len,
+            done: 0,
+            data: bytes,
+            mode,
+            span: Some(span),
+        };
+        let uncached = mode == WriteMode::Uncached;
+        self.reactor
+            .write(tag, file, block, mem..mem + len, s.at, uncached);
+    }
+
+    /// A part of a block of a download over several files was written (or not).
+    pub(super) fn on_span_write(
+        &mut self,
+        dl: usize,
+        block: Block,
+        w: WriteDone,
+        span: SpanWrite,
+        res: i32,
+    ) {
+        let d = &mut self.dls[dl];
+        let Some((file, mode)) = d.files.get(span.file).cloned() else {
+            return;
+        };
+        let again = match res {
+            r if r == -libc::EINTR || r == -libc::EAGAIN => Some(w.done),
+            r if r == -libc::EINVAL && w.mode == WriteMode::Direct && w.done == 0 => {
+                // The file system refused O_DIRECT for this file after all: through the page
+                // cache from now on, this part issued again.
+                if mode == WriteMode::Direct && sys::clear_direct(file.as_raw_fd()).is_ok() {
+                    d.files[span.file].1 = WriteMode::Direct.fallback();
+                }
+                (d.files[span.file].1 != WriteMode::Direct).then_some(0)
+            }
+            r if w.mode == WriteMode::Uncached && super::writer::UNCACHED_REFUSED.contains(&-r) => {
+                if mode == WriteMode::Uncached {
+                    d.files[span.file].1 = WriteMode::Uncached.fallback();
+                }
+                Some(w.done)
+            }
+            r if r > 0 && w.done + (r as usize) < w.len => Some(w.done + r as usize),
+            _ => None,
+        };
+        if let Some(done) = again {
+            let mode = d.files[span.file].1;
+            // A part that goes through the page cache after all is written at its exact length.
+            let len = match mode {
+                WriteMode::Direct => w.len,
+                _ => w.data.max(done),
+            };
+            d.writes += 1;
+            let tag = Tag::Write {
+                file: d.file_of(),
+                off: w.off,
+                len,
+                done,
+                data: w.data,
+                mode,
+                span: Some(span),
+            };
+            let uncached = mode == WriteMode::Uncached;
+            let mem = span.mem;
+            self.reactor.write(
+                tag,
+                file,
+                block,
+                mem + done..mem + len,
+                span.at + done as u64,
+                uncached,
+            );
+            return;
+        }
+        if res < 0 || (res == 0 && w.len > w.done) {
+            drop(block);
+            let errno = if res < 0 { -res } else { libc::EIO };
+            self.write_failed(dl, errno);
+            self.wake_starved();
+            self.maybe_finish(dl);
+            return;
+        }
+        let d = &mut self.dls[dl];
+        if !d.claims_lost {
+            d.written.insert(w.off..w.off + w.data as u64);
+        }
+        if w.mode == WriteMode::Buffered {
+            d.writes += 1;
+            let tag = Tag::Writeback { file: d.file_of() };
+            self.reactor.writeback(tag, file, span.at, w.data);
+        }
+        let next = w.off + w.data as u64;
+        let block_end = span.block_off + span.block_data as u64;
+        if next < block_end && d.error.is_none() {
+            self.issue_span(dl, block, span.block_off, span.block_data, next);
+            return;
+        }
+        drop(block);
+        // The whole block is on disk: its pieces may be decided.
+        self.pieces_written(dl, span.block_off..block_end);
+        self.wake_starved();
+        self.maybe_finish(dl);
+    }
+}

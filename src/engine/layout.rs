@@ -1,0 +1,271 @@
+//! A download over several files (a torrent's, next): the files laid end to end in the
+//! download's one byte space, in which the plan, the claims, the piece checks and the control file
+//! all stay (as aria2's control file does for a multi-file torrent). No I/O: this says which
+//! file each byte of a range lands in, and how each file can be written.
+//!
+//! A block of the byte space (4 KiB-aligned there) may straddle files. A file whose start is
+//! aligned in the byte space has every block of it aligned in the file too, and is written with
+//! `O_DIRECT` (its last block padded past its end, cut when it finishes); a file that starts
+//! mid-block has no aligned block at all, and is written through the page cache, uncached, at
+//! each write's exact length.
+use crate::store::DIO_ALIGN;
+use std::ops::Range;
+
+/// A file of a download over several, as given: its path under the download's directory and its
+/// length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSpec {
+    /// Relative, `/`-separated; checked by [`Layout::new`].
+    pub path: String,
+    pub length: u64,
+}
+
+/// A file laid in the byte space.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaidFile {
+    pub path: String,
+    /// Where its first byte is in the download.
+    pub start: u64,
+    pub length: u64,
+}
+
+impl LaidFile {
+    /// The bytes of the download it holds.
+    pub fn range(&self) -> Range<u64> {
+        self.start..self.start + self.length
+    }
+}
+
+/// The part of a range of the download that lands in one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    pub file: usize,
+    /// Where in the file it starts.
+    pub at: u64,
+    /// The bytes of the download it holds.
+    pub range: Range<u64>,
+}
+
+/// The files of a download, end to end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    files: Vec<LaidFile>,
+    total: u64,
+}
+
+impl Layout {
+    /// Lays `files` end to end. Refused: no file, a path that is empty, absolute, has an empty,
+    /// `.` or `..` component or a control character (a file must never land outside the
+    /// download's directory), the same path twice, or lengths whose sum overflows.
+    pub fn new(files: Vec<FileSpec>) -> Result<Layout, String> {
+        if files.is_empty() {
+            return Err("a download over several files has no file".into());
+        }
+        let mut laid: Vec<LaidFile> = Vec::with_capacity(files.len());
+        let mut start = 0u64;
+        for f in files {
+            check_path(&f.path)?;
+            if laid.iter().any(|l| l.path == f.path) {
+                return Err(format!("the file {} is given twice", f.path));
+            }
+            let end = start
+                .checked_add(f.length)
+                .ok_or_else(|| format!("the files are too long: {} overflows", f.path))?;
+            laid.push(LaidFile {
+                path: f.path,
+                start,
+                length: f.length,
+            });
+            start = end;
+        }
+        Ok(Layout {
+            files: laid,
+            total: start,
+        })
+    }
+
+    /// The download's length: every file's, added up.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    pub fn files(&self) -> &[LaidFile] {
+        &self.files
+    }
+
+    /// Whether file `i` is written with `O_DIRECT`: its first byte is aligned in the byte space,
+    /// so every block of it is aligned in the file.
+    pub fn direct(&self, i: usize) -> bool {
+        self.files[i].start % DIO_ALIGN as u64 == 0
+    }
+
+    /// The parts of `range` in each file it covers, in order (files of no length hold none).
+    pub fn spans(&self, range: Range<u64>) -> Vec<Span> {
+        let first = self
+            .files
+            .partition_point(|f| f.start + f.length <= range.start);
+        self.files[first..]
+            .iter()
+            .enumerate()
+            .take_while(|(_, f)| f.start < range.end)
+            .filter(|(_, f)| f.length > 0)
+            .map(|(k, f)| {
+                let from = range.start.max(f.start);
+                let to = range.end.min(f.start + f.length);
+                Span {
+                    file: first + k,
+                    at: from - f.start,
+                    range: from..to,
+                }
+            })
+            .filter(|s| s.range.start < s.range.end)
+            .collect()
+    }
+}
+
+/// A relative path that stays under the directory it is joined to.
+fn check_path(path: &str) -> Result<(), String> {
+    let bad = path.is_empty()
+        || path.starts_with('/')
+        || path.contains('\\')
+        || path.chars().any(char::is_control)
+        || path
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..");
+    if bad {
+        return Err(format!(
+            "the file name {path:?} is not a safe relative path"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(lens: &[u64]) -> Layout {
+        Layout::new(
+            lens.iter()
+                .enumerate()
+                .map(|(i, &length)| FileSpec {
+                    path: format!("d/f{i}"),
+                    length,
+                })
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn files_lie_end_to_end() {
+        let l = layout(&[5000, 0, 3192, 10]);
+        assert_eq!(l.total(), 8202);
+        let starts: Vec<u64> = l.files().iter().map(|f| f.start).collect();
+        assert_eq!(starts, [0, 5000, 5000, 8192]);
+        assert!(l.direct(0));
+        assert!(!l.direct(2));
+        assert!(l.direct(3));
+    }
+
+    #[test]
+    fn a_block_is_cut_at_each_file_it_covers() {
+        let l = layout(&[5000, 0, 3192, 10]);
+        assert_eq!(
+            l.spans(4096..8202),
+            [
+                Span {
+                    file: 0,
+                    at: 4096,
+                    range: 4096..5000
+                },
+                Span {
+                    file: 2,
+                    at: 0,
+                    range: 5000..8192
+                },
+                Span {
+                    file: 3,
+                    at: 0,
+                    range: 8192..8202
+                },
+            ]
+        );
+        assert_eq!(
+            l.spans(0..4096),
+            [Span {
+                file: 0,
+                at: 0,
+                range: 0..4096
+            }]
+        );
+        assert_eq!(l.spans(6000..6001)[0].at, 1000);
+        assert!(l.spans(8202..9000).is_empty());
+    }
+
+    /// Every byte of any range lands in exactly one file, at its place there.
+    #[test]
+    fn spans_cover_a_range_once() {
+        let l = layout(&[1, 4095, 0, 4097, 12288, 3, 0, 5]);
+        for a in (0..l.total()).step_by(97) {
+            for len in [1u64, 100, 4096, 16384] {
+                let r = a..(a + len).min(l.total());
+                let spans = l.spans(r.clone());
+                let mut at = r.start;
+                for s in &spans {
+                    assert_eq!(s.range.start, at);
+                    let f = &l.files()[s.file];
+                    assert_eq!(f.start + s.at, s.range.start);
+                    assert!(s.range.end <= f.start + f.length);
+                    at = s.range.end;
+                }
+                assert_eq!(at, r.end);
+            }
+        }
+    }
+
+    #[test]
+    fn names_that_leave_the_directory_are_refused() {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a//b",
+            "./a",
+            "a/.",
+            "a\\b",
+            "a\nb",
+            "a/",
+        ] {
+            let r = Layout::new(vec![FileSpec {
+                path: bad.into(),
+                length: 1,
+            }]);
+            assert!(r.is_err(), "{bad:?} was taken");
+        }
+        assert!(Layout::new(Vec::new()).is_err());
+        let twice = vec![
+            FileSpec {
+                path: "a".into(),
+                length: 1,
+            },
+            FileSpec {
+                path: "a".into(),
+                length: 2,
+            },
+        ];
+        assert!(Layout::new(twice).is_err());
+        let huge = vec![
+            FileSpec {
+                path: "a".into(),
+                length: u64::MAX,
+            },
+            FileSpec {
+                path: "b".into(),
+                length: 1,
+            },
+        ];
+        assert!(Layout::new(huge).is_err());
+    }
+}
