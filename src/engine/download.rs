@@ -108,6 +108,9 @@ pub struct Download {
     /// and how each is written (`O_DIRECT` only where its start is aligned in the byte space).
     /// Empty for a download of one file.
     pub files: Vec<(Rc<File>, WriteMode)>,
+    /// Bytes it does not fetch: of files left unselected, outside the pieces of selected ones
+    /// (`Layout::unwanted`). Never written, never claimed; it is complete without them.
+    pub unwanted: crate::plan::RangeSet,
     /// Generation of `file` (0: none open). Every opened file gets a new one; completions carry
     /// the generation they were issued on.
     pub generation: u64,
@@ -297,6 +300,13 @@ impl Download {
             opts.piece_length = length;
         }
         let piece_length = opts.piece_length;
+        let unwanted = opts
+            .layout
+            .as_ref()
+            .map_or_else(crate::plan::RangeSet::new, |l| {
+                let piece = opts.pieces.as_ref().map_or(0, |h| h.length);
+                crate::plan::RangeSet::from_ranges(&l.unwanted(piece, crate::plan::ALIGN))
+            });
         let opts_limit = opts.max_download_limit;
         // (A whole-file digest does not apply to several files: their pieces check them.)
         let expected = opts
@@ -325,6 +335,7 @@ impl Download {
             own_path: None,
             file: None,
             files: Vec::new(),
+            unwanted,
             generation: 0,
             attempt: 0,
             old_writes: 0,
@@ -615,6 +626,31 @@ impl Download {
         }
     }
 
+    /// A plan for `total` bytes, of which those in `done` (and the unwanted ones) are not
+    /// fetched.
+    pub fn plan_for(&self, total: u64, done: &crate::plan::RangeSet) -> Plan {
+        if done.is_empty() && self.unwanted.is_empty() {
+            return Plan::new(total, self.opts.min_split_size);
+        }
+        let mut skip = done.clone();
+        for r in self.unwanted.ranges() {
+            skip.insert(r.clone());
+        }
+        Plan::from_done(total, self.opts.min_split_size, &skip)
+    }
+
+    /// Every byte it wants is on disk: written, or unwanted.
+    pub fn all_written(&self, total: u64) -> bool {
+        if self.unwanted.is_empty() {
+            return self.written.covers(0..total);
+        }
+        let mut have = self.written.clone();
+        for r in self.unwanted.ranges() {
+            have.insert(r.clone());
+        }
+        have.covers(0..total)
+    }
+
     /// Takes `plan` as the download's plan (split on its pieces, when it has them).
     pub fn install_plan(&mut self, mut plan: Plan) {
         if let Some(h) = self.opts.pieces.as_ref() {
@@ -646,6 +682,10 @@ impl Download {
             // and read back.)
             if !self.length_at_end {
                 p.trust(&self.written);
+            }
+            // Pieces holding no byte of a file wanted are never checked.
+            if let Some(layout) = self.opts.layout.as_ref() {
+                p.excuse(|r| layout.wants(r));
             }
             self.pieces = Some(p);
         }

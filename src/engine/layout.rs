@@ -18,6 +18,9 @@ pub struct FileSpec {
     /// Relative, `/`-separated; checked by [`Layout::new`].
     pub path: String,
     pub length: u64,
+    /// Wanted (`--select-file`): an unselected file is fetched only where a piece of a selected
+    /// one reaches into it.
+    pub selected: bool,
 }
 
 /// A file laid in the byte space.
@@ -27,6 +30,7 @@ pub struct LaidFile {
     /// Where its first byte is in the download.
     pub start: u64,
     pub length: u64,
+    pub selected: bool,
 }
 
 impl LaidFile {
@@ -75,6 +79,7 @@ impl Layout {
                 path: f.path,
                 start,
                 length: f.length,
+                selected: f.selected,
             });
             start = end;
         }
@@ -97,6 +102,48 @@ impl Layout {
     /// so every block of it is aligned in the file.
     pub fn direct(&self, i: usize) -> bool {
         self.files[i].start % DIO_ALIGN as u64 == 0
+    }
+
+    /// The bytes the download does not fetch: those of no selected file, outside every piece
+    /// (of `piece` bytes, 0: no pieces) that holds a byte of one, and outside the 16 KiB blocks
+    /// (`grain`) around those pieces. Empty when every file is selected.
+    pub fn unwanted(&self, piece: u64, grain: u64) -> Vec<Range<u64>> {
+        if self.files.iter().all(|f| f.selected) {
+            return Vec::new();
+        }
+        let down = |x: u64, g: u64| if g > 1 { x / g * g } else { x };
+        let up = |x: u64, g: u64| if g > 1 { x.div_ceil(g) * g } else { x };
+        let mut wanted: Vec<Range<u64>> = Vec::new();
+        for f in self.files.iter().filter(|f| f.selected && f.length > 0) {
+            // Out to whole pieces, then to whole blocks. (A piece that a block's edge reaches
+            // into holds no byte of a selected file: it is written in part, never checked nor
+            // claimed, `Pieces::excuse`.)
+            let (a, b) = (down(f.start, piece), up(f.start + f.length, piece));
+            let (a, b) = (down(a, grain), up(b, grain).min(self.total));
+            match wanted.last_mut() {
+                Some(last) if last.end >= a => last.end = last.end.max(b),
+                _ => wanted.push(a..b),
+            }
+        }
+        let mut out = Vec::new();
+        let mut at = 0;
+        for w in wanted {
+            if w.start > at {
+                out.push(at..w.start);
+            }
+            at = at.max(w.end);
+        }
+        if at < self.total {
+            out.push(at..self.total);
+        }
+        out
+    }
+
+    /// Whether `range` holds a byte of a selected file.
+    pub fn wants(&self, range: Range<u64>) -> bool {
+        self.spans(range)
+            .iter()
+            .any(|s| self.files[s.file].selected)
     }
 
     /// The parts of `range` in each file it covers, in order (files of no length hold none).
@@ -151,6 +198,7 @@ mod tests {
                 .map(|(i, &length)| FileSpec {
                     path: format!("d/f{i}"),
                     length,
+                    selected: true,
                 })
                 .collect(),
         )
@@ -224,6 +272,34 @@ mod tests {
         }
     }
 
+    /// Unselected files are not fetched, but for the pieces (and 16 KiB blocks) that reach into
+    /// them from a selected one.
+    #[test]
+    fn unselected_files_are_unwanted_but_for_the_pieces_of_selected_ones() {
+        let mut l = layout(&[100_000, 50_000, 300_000, 20_000, 60_000]);
+        assert!(l.unwanted(0, 16_384).is_empty());
+        for i in [1, 3] {
+            l.files[i].selected = false;
+        }
+        // File 1 (100 000..150 000) is unwanted but for the blocks it shares with files 0 and 2;
+        // file 3 (450 000..470 000) lies within the blocks of files 2 and 4.
+        let one = |r: Range<u64>| std::iter::once(r).collect::<Vec<_>>();
+        assert_eq!(l.unwanted(0, 16_384), one(114_688..147_456));
+        // With pieces of 65 536: the pieces holding bytes of files 0, 2 and 4 cover everything.
+        assert!(l.unwanted(65_536, 16_384).is_empty());
+        l.files[2].selected = false;
+        assert_eq!(l.unwanted(65_536, 16_384), one(131_072..458_752));
+        // Pieces off the block grid: out to whole pieces, then to whole blocks.
+        assert_eq!(l.unwanted(20_000, 16_384), one(114_688..458_752));
+        assert!(l.wants(99_999..100_001));
+        assert!(!l.wants(100_000..470_000));
+        assert!(l.wants(100_000..470_001));
+        for f in &mut l.files {
+            f.selected = false;
+        }
+        assert_eq!(l.unwanted(65_536, 16_384), one(0..l.total()));
+    }
+
     #[test]
     fn names_that_leave_the_directory_are_refused() {
         for bad in [
@@ -241,6 +317,7 @@ mod tests {
             let r = Layout::new(vec![FileSpec {
                 path: bad.into(),
                 length: 1,
+                selected: true,
             }]);
             assert!(r.is_err(), "{bad:?} was taken");
         }
@@ -249,10 +326,12 @@ mod tests {
             FileSpec {
                 path: "a".into(),
                 length: 1,
+                selected: true,
             },
             FileSpec {
                 path: "a".into(),
                 length: 2,
+                selected: true,
             },
         ];
         assert!(Layout::new(twice).is_err());
@@ -260,10 +339,12 @@ mod tests {
             FileSpec {
                 path: "a".into(),
                 length: u64::MAX,
+                selected: true,
             },
             FileSpec {
                 path: "b".into(),
                 length: 1,
+                selected: true,
             },
         ];
         assert!(Layout::new(huge).is_err());

@@ -90,6 +90,10 @@ pub struct Pieces {
     total: u64,
     verified: Vec<u64>,
     count_verified: usize,
+    /// Pieces no file wanted holds a byte of (files left unselected): never opened, checked or
+    /// claimed, and nothing waits for them.
+    excused: Vec<u64>,
+    count_excused: usize,
     open: BTreeMap<usize, Progress>,
     /// How often each piece that failed has failed.
     failed: BTreeMap<usize, u32>,
@@ -104,6 +108,8 @@ impl Pieces {
             total,
             verified: vec![0; n.div_ceil(64)],
             count_verified: 0,
+            excused: vec![0; n.div_ceil(64)],
+            count_excused: 0,
             open: BTreeMap::new(),
             failed: BTreeMap::new(),
         }
@@ -124,13 +130,22 @@ impl Pieces {
     }
 
     /// The pieces the bytes `r` touch.
-    fn touching(&self, r: &Range<u64>) -> Range<usize> {
+    /// The pieces (but excused ones) that hold bytes of `r`.
+    fn touching(&self, r: &Range<u64>) -> Vec<usize> {
         let r = r.start..r.end.min(self.total);
         if r.is_empty() {
-            return 0..0;
+            return Vec::new();
         }
         let len = self.hashes.length;
-        (r.start / len) as usize..r.end.div_ceil(len) as usize
+        ((r.start / len) as usize..r.end.div_ceil(len) as usize)
+            .filter(|&i| !self.is_excused(i))
+            .collect()
+    }
+
+    fn is_excused(&self, i: usize) -> bool {
+        self.excused
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     pub fn is_verified(&self, i: usize) -> bool {
@@ -157,8 +172,26 @@ impl Pieces {
     }
 
     /// Every piece is verified.
+    /// Every piece is verified, or excused.
     pub fn all_verified(&self) -> bool {
-        self.count_verified == self.count()
+        self.count_verified + self.count_excused == self.count()
+    }
+
+    /// Excuses every piece `needed` says no file wanted holds a byte of: it is never opened,
+    /// checked or claimed (bytes of it written to fill a neighbour's 16 KiB block stay
+    /// unclaimed), and the download is complete without it.
+    pub fn excuse(&mut self, needed: impl Fn(Range<u64>) -> bool) {
+        for i in 0..self.count() {
+            if self.is_excused(i) || needed(self.range(i)) {
+                continue;
+            }
+            self.open.remove(&i);
+            self.set_verified(i, false);
+            if let Some(w) = self.excused.get_mut(i / 64) {
+                *w |= 1 << (i % 64);
+                self.count_excused += 1;
+            }
+        }
     }
 
     /// Pieces wholly inside `done` (a control file's claims, which are verified pieces) count as
@@ -166,7 +199,7 @@ impl Pieces {
     pub fn trust(&mut self, done: &RangeSet) {
         self.open.clear();
         for i in 0..self.count() {
-            let yes = done.covers(self.range(i));
+            let yes = done.covers(self.range(i)) && !self.is_excused(i);
             self.set_verified(i, yes);
         }
     }
@@ -302,8 +335,8 @@ impl Pieces {
     /// back from its start (bytes found on disk and not trusted).
     pub fn open_unverified(&mut self, written: &RangeSet) {
         for i in 0..self.count() {
-            if !self.is_verified(i) && !self.open.contains_key(&i) && written.covers(self.range(i))
-            {
+            let unverified = !self.is_verified(i) && !self.is_excused(i);
+            if unverified && !self.open.contains_key(&i) && written.covers(self.range(i)) {
                 let mut p = self.fresh(i, 0);
                 p.from_disk = true;
                 self.open.insert(i, p);

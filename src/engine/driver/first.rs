@@ -81,6 +81,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let more = open.more.clone();
             // A download over several files creates each under its directory, `O_DIRECT` only
             // where the file's start is aligned in the byte space.
+            let several = layout.is_some();
             let files: Vec<(std::path::PathBuf, bool)> = match &layout {
                 Some(l) => (0..l.files().len())
                     .map(|i| (d.opts.dir.join(&l.files()[i].path), !l.direct(i)))
@@ -112,7 +113,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     if out.is_err() {
                         break;
                     }
-                    if let Some(parent) = at.parent().filter(|_| files.len() > 1) {
+                    if let Some(parent) = at.parent().filter(|_| several) {
                         if let Err(e) = std::fs::create_dir_all(parent) {
                             out = Err(e);
                             break;
@@ -160,8 +161,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 .filter(|&n| layout.is_none() && n > 0 && n >= d.opts.no_file_allocation_limit);
         }
         let d = &mut self.dls[dl];
-        let mut plan = Plan::new(total.unwrap_or(u64::MAX), d.opts.min_split_size);
-        plan.assign(0, conn_id);
+        if !first.ranges {
+            // A server without ranges sends every byte: those of files left unselected are
+            // kept too (nothing else could fetch the ones after them).
+            d.unwanted = crate::plan::RangeSet::new();
+        }
+        let mut plan = d.plan_for(total.unwrap_or(u64::MAX), &crate::plan::RangeSet::new());
+        // The answer's body starts at the file's first byte: this connection carries it where
+        // that byte is wanted; where it is not (a file left unselected first), the connections
+        // asked for next fetch the wanted parts by ranges, and this answer goes no further.
+        let carries = d.opts.layout.is_none()
+            || plan
+                .segments()
+                .first()
+                .is_some_and(|s| s.start == 0 && s.pos == 0 && s.end > 0);
+        if carries {
+            plan.assign(0, conn_id);
+        }
         d.length_known = total.is_some();
         d.length_at_end = false;
         d.ranges_ok = total.is_some() && first.ranges;
@@ -170,7 +186,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.ranges_ok {
             let wanted = d.connections_wanted();
             let parts = d.plan.as_mut().map_or(1, |p| p.presplit(wanted));
-            d.wanted += parts.saturating_sub(1);
+            d.wanted += match carries {
+                true => parts.saturating_sub(1),
+                false => parts,
+            };
+        }
+        if !carries {
+            if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+                ex.overruled = true;
+            }
         }
         let verified = d.opts.pieces.is_some();
         if created && allocating.is_none() && one_block && d.control.is_none() && !verified {

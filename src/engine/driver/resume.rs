@@ -90,7 +90,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// name), its control file beside it. Found with its control file and every one of its files,
     /// it resumes from what the control file claims; files found without one (or a control file
     /// without its files) are another download's or an earlier run's that cannot be vouched for:
-    /// left as they are, and the download refused (exit 13) unless `--allow-overwrite`.
+    /// left as they are, and the download refused (exit 13) unless `--allow-overwrite` or they
+    /// are empty.
     fn prepare_layout(&mut self, dl: usize, layout: &Layout) -> Result<(), Failure> {
         let d = &mut self.dls[dl];
         let root = layout.files()[0]
@@ -124,7 +125,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return self.resume_layout(dl, layout, &paths, ctl, cf);
         }
         let d = &self.dls[dl];
-        let found = std::iter::once(&ctl).chain(&paths).find(|p| p.exists());
+        // (Empty files hold nothing to lose: those a run created before its first control file
+        // was saved, say.)
+        let holds = |p: &&PathBuf| std::fs::metadata(p).is_ok_and(|m| !m.is_file() || m.len() > 0);
+        let found = std::iter::once(&ctl).chain(&paths).find(holds);
         match found {
             Some(p) if !d.opts.allow_overwrite => Err(Failure::fatal(
                 ExitCode::FILE_EXISTS,
@@ -175,11 +179,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let first = self.first_mirror(dl);
         let d = &mut self.dls[dl];
         let done = RangeSet::from_ranges(&cf.done_ranges());
-        d.install_plan(Plan::from_done(
-            cf.total_length,
-            d.opts.min_split_size,
-            &done,
-        ));
+        let plan = d.plan_for(cf.total_length, &done);
+        d.install_plan(plan);
         d.done_at_start = done.len();
         d.untouched = done.prefix_end();
         d.found_len = layout.total();
@@ -786,14 +787,22 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 if let Some(n) = d.alloc_after_save.take() {
                     self.allocate(dl, n);
                 }
-            } else if d.opts.pieces.is_some() && d.error.is_none() && res != -libc::ESTALE {
+            } else if (d.opts.pieces.is_some() || d.opts.layout.is_some())
+                && d.error.is_none()
+                && res != -libc::ESTALE
+            {
                 // Its bytes are verified only once written, and without a control file `-c`
-                // would take the file's length for verified bytes: nothing is written.
+                // would take the file's length for verified bytes; files of a download over
+                // several are resumed only by their control file: nothing is written.
                 let path = d.control.as_ref().map(|p| p.display().to_string());
+                let what = match d.opts.pieces.is_some() {
+                    true => "a download with piece digests",
+                    false => "a download over several files",
+                };
                 let f = Failure::fatal(
                     ExitCode::FILE_IO,
                     format!(
-                        "Failed to save the control file {}, cause: {}; a download with piece digests is not written without one",
+                        "Failed to save the control file {}, cause: {}; {what} is not written without one",
                         path.unwrap_or_default(),
                         errno_text(res)
                     ),

@@ -319,7 +319,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let total = d.plan.as_ref().map_or(0, Plan::total);
         // (A download that fetched no body, its file already whole or not wanted, has nothing
         // to write.)
-        let written = d.no_data || d.written.covers(0..total);
+        let written = d.no_data || d.all_written(total);
         let settled =
             all_in && written && (d.expected.is_none() || d.verified) && d.pieces_checked();
         // Every byte arrived and nothing is in flight or waiting, yet some never reached the
@@ -515,18 +515,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // Several files: each cut to its length (the padding of its last block goes) on the
             // file-job thread; the download finishes when that is done (`on_truncated`).
             d.file = None;
-            let files: Vec<(std::fs::File, u64)> = std::mem::take(&mut d.files)
+            // (A file left unselected holds only what pieces of its neighbours brought: never
+            // made longer.)
+            let files: Vec<(std::fs::File, u64, bool)> = std::mem::take(&mut d.files)
                 .into_iter()
                 .zip(layout.files())
-                .filter_map(|((f, _), l)| f.try_clone().ok().map(|f| (f, l.length)))
+                .filter_map(|((f, _), l)| f.try_clone().ok().map(|f| (f, l.length, l.selected)))
                 .collect();
             d.writes += 1;
             let tag = Tag::Truncated { file: d.file_of() };
             self.reactor.blocking(
                 tag,
                 Box::new(move || {
-                    for (file, len) in &files {
-                        if file.metadata()?.len() != *len {
+                    for (file, len, selected) in &files {
+                        let now = file.metadata()?.len();
+                        if now > *len || (*selected && now != *len) {
                             store::step()?;
                             file.set_len(*len)?;
                         }
