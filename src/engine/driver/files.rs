@@ -28,18 +28,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             idle.push(dl);
             return;
         }
-        match d.pieces() {
-            Ok(Some(p)) => p.issued(off, &block.as_slice()[..data], Some(source)),
-            Ok(None) => {}
-            Err(e) => {
-                drop(block);
-                if d.error.is_none() {
-                    self.fail_download(dl, Failure::fatal(ExitCode::CHECKSUM, e), None);
-                }
-                idle.push(dl);
-                return;
-            }
+        if !self.issue_to_pieces(dl, off, &block.as_slice()[..data], source) {
+            idle.push(dl);
+            return;
         }
+        let d = &mut self.dls[dl];
         d.high_water = d.high_water.max(off + data as u64);
         self.issue_span(dl, block, off, data, off);
     }
@@ -172,15 +165,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.maybe_finish(dl);
             return;
         }
-        let d = &mut self.dls[dl];
-        if !d.claims_lost {
-            d.written.insert(w.off..w.off + w.data as u64);
-        }
-        if w.mode == WriteMode::Buffered {
-            d.writes += 1;
-            let tag = Tag::Writeback { file: d.file_of() };
-            self.reactor.writeback(tag, file, span.at, w.data);
-        }
+        self.landed(
+            dl,
+            w.off..w.off + w.data as u64,
+            w.mode,
+            file,
+            span.at,
+            w.data,
+        );
+        let d = &self.dls[dl];
         let next = w.off + w.data as u64;
         let block_end = span.block_off + span.block_data as u64;
         if next < block_end && d.error.is_none() {

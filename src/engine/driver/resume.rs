@@ -70,6 +70,20 @@ fn open_existing(path: &std::path::Path) -> Result<(store::OutFile, u64), Failur
     Ok((out, len))
 }
 
+/// The control file at `ctl`, if there is one. Unreadable (e.g. the directory is not one) is
+/// taken for none: opening the file will say why. One that cannot be read as a control file is an
+/// error (exit 1).
+fn load_control(ctl: &std::path::Path) -> Result<Option<ControlFile>, Failure> {
+    match control::load(ctl) {
+        Ok(l) => Ok(l),
+        Err(control::LoadError::Io(_)) => Ok(None),
+        Err(e) => Err(Failure::fatal(
+            ExitCode::UNKNOWN,
+            format!("Failed to load the control file {}: {e}", ctl.display()),
+        )),
+    }
+}
+
 /// What [`Engine::cannot_resume`] decided for a mirror that cannot resume.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum CannotResume {
@@ -111,16 +125,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .iter()
             .map(|f| d.opts.dir.join(&f.path))
             .collect();
-        let loaded = match control::load(&ctl) {
-            Ok(l) => l,
-            Err(control::LoadError::Io(_)) => None,
-            Err(e) => {
-                return Err(Failure::fatal(
-                    ExitCode::UNKNOWN,
-                    format!("Failed to load the control file {}: {e}", ctl.display()),
-                ))
-            }
-        };
+        let loaded = load_control(&ctl)?;
         if let Some(cf) = loaded.filter(|_| paths.iter().all(|p| p.is_file())) {
             return self.resume_layout(dl, layout, &paths, ctl, cf);
         }
@@ -231,17 +236,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.opts.remove_control_file {
             let _ = std::fs::remove_file(&ctl);
         }
-        let loaded = match control::load(&ctl) {
-            Ok(l) => l,
-            // Unreadable (e.g. the directory is not one): opening the file will say why.
-            Err(control::LoadError::Io(_)) => None,
-            Err(e) => {
-                return Err(Failure::fatal(
-                    ExitCode::UNKNOWN,
-                    format!("Failed to load the control file {}: {e}", ctl.display()),
-                ))
-            }
-        };
+        let loaded = load_control(&ctl)?;
         match loaded {
             Some(cf) if path.is_file() => self.resume_from_control(dl, path, ctl, cf, first),
             Some(_) => {

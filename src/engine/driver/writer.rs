@@ -157,20 +157,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 // count those as on disk any more.
                 d.written.remove(off + filled as u64..off + len as u64);
             }
-            match d.pieces() {
-                Ok(Some(p)) => p.issued(off, &block.as_slice()[..filled], Some(source)),
-                Ok(None) => {}
-                Err(e) => {
-                    // The digests do not fit the length the server gave: nothing of this file
-                    // can be verified, so nothing is written.
-                    drop(block);
-                    if d.error.is_none() {
-                        self.fail_download(dl, Failure::fatal(ExitCode::CHECKSUM, e), None);
-                    }
-                    idle.push(dl);
-                    continue;
-                }
+            if !self.issue_to_pieces(dl, off, &block.as_slice()[..filled], source) {
+                drop(block);
+                idle.push(dl);
+                continue;
             }
+            let d = &mut self.dls[dl];
             if d.hasher.is_some() && d.hash_pos == off {
                 // In file order: hash the block now, while it is in memory.
                 if let Some(h) = d.hasher.as_mut() {
@@ -198,6 +190,30 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         // Connections waiting for blocks can go on if some were freed above.
         self.wake_starved();
+    }
+
+    /// Tells download `dl`'s piece checks that the bytes `data` at `off`, from mirror `source`,
+    /// are being written. False when its digests do not fit the length the server gave: nothing
+    /// of the file can be verified, so nothing is written, and the download fails (exit 32).
+    pub(super) fn issue_to_pieces(
+        &mut self,
+        dl: usize,
+        off: u64,
+        data: &[u8],
+        source: usize,
+    ) -> bool {
+        let d = &mut self.dls[dl];
+        match d.pieces() {
+            Ok(Some(p)) => p.issued(off, data, Some(source)),
+            Ok(None) => {}
+            Err(e) => {
+                if d.error.is_none() {
+                    self.fail_download(dl, Failure::fatal(ExitCode::CHECKSUM, e), None);
+                }
+                return false;
+            }
+        }
+        true
     }
 
     /// Download `dl`'s new file was created on the file-job thread (`accept_first_response`), or
@@ -341,21 +357,36 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             let errno = if res < 0 { -res } else { libc::EIO };
             self.write_failed(dl, errno);
         } else {
-            // On disk now: a control file may claim these bytes (unless a writeback of this file
-            // has failed, after which nothing of it is trusted).
-            if !d.claims_lost {
-                d.written.insert(w.off..w.off + w.data as u64);
-            }
-            if w.mode == WriteMode::Buffered {
-                d.writes += 1;
-                let tag = Tag::Writeback { file: d.file_of() };
-                self.reactor.writeback(tag, file, w.off, w.len);
-            }
+            self.landed(dl, w.off..w.off + w.data as u64, w.mode, file, w.off, w.len);
             // (After the writeback is counted: a piece that fails may end the download.)
             self.pieces_written(dl, w.off..w.off + w.data as u64);
         }
         self.wake_starved();
         self.maybe_finish(dl);
+    }
+
+    /// The bytes `r` of download `dl`, written in `mode` to `file` at `at` (`len` bytes from
+    /// there), are on disk now: a control file may claim them (unless a writeback of the file has
+    /// failed, after which nothing of it is trusted); through the page cache, their writeback
+    /// (and drop from the cache) starts.
+    pub(super) fn landed(
+        &mut self,
+        dl: usize,
+        r: std::ops::Range<u64>,
+        mode: WriteMode,
+        file: Fd,
+        at: u64,
+        len: usize,
+    ) {
+        let d = &mut self.dls[dl];
+        if !d.claims_lost {
+            d.written.insert(r);
+        }
+        if mode == WriteMode::Buffered {
+            d.writes += 1;
+            let tag = Tag::Writeback { file: d.file_of() };
+            self.reactor.writeback(tag, file, at, len);
+        }
     }
 
     /// Writing to download `dl`'s file failed with `errno`: the download ends with aria2's code.

@@ -157,6 +157,39 @@ pub(super) fn is_prefix(on_disk: &[u8], source: &[u8]) -> Result<(), String> {
     Err(format!("{} bytes, byte {first} wrong", on_disk.len()))
 }
 
+/// The world of a scenario's first run: its servers (silent ones holes), its faults, its TLS.
+pub(super) fn first_world(sc: &Scenario) -> Rc<RefCell<World>> {
+    Rc::new(RefCell::new(World {
+        servers: sc.servers(),
+        blackholes: sc.blackholes(),
+        faults: sc.faults.clone(),
+        tls: server_tls(sc.tls),
+        ..World::default()
+    }))
+}
+
+/// The world of a healed run: one mirror (`origin`'s address) serving `source` with ranges
+/// under `etag`, no faults.
+pub(super) fn healed_world(
+    sc: &Scenario,
+    origin: usize,
+    source: Rc<Vec<u8>>,
+    etag: &str,
+) -> Rc<RefCell<World>> {
+    let route = Route::File {
+        data: source,
+        etag: etag.into(),
+        ranges: true,
+        framing: Framing::Length,
+    };
+    let servers = HashMap::from([(addr(origin), HashMap::from([(format!("/d/{NAME}"), route)]))]);
+    Rc::new(RefCell::new(World {
+        servers,
+        tls: server_tls(sc.tls),
+        ..World::default()
+    }))
+}
+
 /// Runs a scenario: the first run, then (unless it finished) the healed `-c` run; `Err` says
 /// what broke.
 pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String> {
@@ -177,13 +210,7 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
     let before = sc.prior.make(dir.path(), &sc.data)?;
     let before_ctl = std::fs::read(control::control_path(&dir.path().join(NAME))).ok();
     let uris: Vec<String> = (0..sc.mirrors.len()).map(|i| sc.url(i)).collect();
-    let world = Rc::new(RefCell::new(World {
-        servers: sc.servers(),
-        blackholes: sc.blackholes(),
-        faults: sc.faults.clone(),
-        tls: server_tls(sc.tls),
-        ..World::default()
-    }));
+    let world = first_world(sc);
     if let Some((tls13, chacha)) = sc.tls {
         let class = match (tls13, chacha) {
             (true, true) => "https, TLS 1.3, ChaCha20",
@@ -362,24 +389,7 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
     } else {
         "\"v1\""
     };
-    let mut servers = HashMap::new();
-    servers.insert(
-        addr(origin),
-        HashMap::from([(
-            format!("/d/{NAME}"),
-            Route::File {
-                data: source.clone(),
-                etag: etag.into(),
-                ranges: true,
-                framing: Framing::Length,
-            },
-        )]),
-    );
-    let world2 = Rc::new(RefCell::new(World {
-        servers,
-        tls: server_tls(sc.tls),
-        ..World::default()
-    }));
+    let world2 = healed_world(sc, origin, source.clone(), etag);
     let mut args: Vec<String> = sc
         .args
         .iter()

@@ -111,6 +111,23 @@ fn check_file_claims(dir: &Path, sc: &Scenario, what: &str) -> Result<u64, Strin
     Ok(claimed)
 }
 
+/// A second run over what the first left in `dir`, with `args`: one healthy mirror with ranges
+/// (mirror 0's address), no faults.
+fn run_healed(sc: &Scenario, dir: &Path, args: &[String]) -> Result<Ended, String> {
+    let world = healed_world(sc, 0, sc.data.clone(), "\"v1\"");
+    run_with(
+        sc.budget,
+        dir,
+        args,
+        &[sc.url(0)],
+        None,
+        world,
+        sc.seed ^ 0xabcd,
+        None,
+        Given::of(sc),
+    )
+}
+
 /// A download over several files ends with each file byte-exact at its place: one connection or
 /// four, writes cut short and completing out of order, with piece digests across the files'
 /// boundaries (on the 16 KiB grid and off it) and a mirror serving changed bytes whose pieces are
@@ -240,21 +257,7 @@ fn a_download_over_several_files_stopped_part_way_resumes_from_what_it_claims() 
             }
         }
         let claimed = check_file_claims(dir.path(), &sc, &what).unwrap_or_else(|e| panic!("{e}"));
-        let world = Rc::new(RefCell::new(World {
-            servers: sc.servers(),
-            ..World::default()
-        }));
-        let again = run_with(
-            sc.budget,
-            dir.path(),
-            &sc.args,
-            &[sc.url(0)],
-            None,
-            world,
-            sc.seed,
-            None,
-            Given::of(&sc),
-        );
+        let again = run_healed(&sc, dir.path(), &sc.args);
         let what = format!("{what}, second run");
         let o = only_outcome(again, &what).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((o.code.0, o.finished), (0, true), "{what}");
@@ -314,21 +317,7 @@ fn files_found_without_their_control_file_are_left_alone() {
                 .collect()
         };
         let before = read();
-        let world = Rc::new(RefCell::new(World {
-            servers: sc.servers(),
-            ..World::default()
-        }));
-        let again = run_with(
-            sc.budget,
-            dir.path(),
-            &sc.args,
-            &[sc.url(0)],
-            None,
-            world,
-            sc.seed,
-            None,
-            Given::of(&sc),
-        );
+        let again = run_healed(&sc, dir.path(), &sc.args);
         let what = format!("seed {seed}");
         let o = only_outcome(again, &what).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(o.code.0, 13, "{what}");
@@ -405,26 +394,8 @@ fn undescribed_bytes(dir: &Path, sc: &Scenario) -> bool {
 /// (or, where a file holds bytes no control file describes, refuses with exit 13 and changes
 /// nothing).
 fn check_over_files(sc: &Scenario) -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let uris: Vec<String> = (0..sc.mirrors.len()).map(|i| sc.url(i)).collect();
-    let world = Rc::new(RefCell::new(World {
-        servers: sc.servers(),
-        blackholes: sc.blackholes(),
-        faults: sc.faults.clone(),
-        tls: server_tls(sc.tls),
-        ..World::default()
-    }));
-    let first = run_with(
-        sc.budget,
-        dir.path(),
-        &sc.args,
-        &uris,
-        None,
-        world.clone(),
-        sc.seed,
-        None,
-        Given::of(sc),
-    )?;
+    let (dir, _world, first) = run_over_mirrors(sc);
+    let first = first?;
     match &first {
         Ended::Stopped(Stop::Hung(why)) => return Err(format!("first run hung: {why}")),
         Ended::Done(summary) => {
@@ -443,41 +414,13 @@ fn check_over_files(sc: &Scenario) -> Result<(), String> {
     }
     check_file_claims(dir.path(), sc, "after the first run")?;
     let refuses = undescribed_bytes(dir.path(), sc);
-    let mut servers = HashMap::new();
-    servers.insert(
-        addr(0),
-        HashMap::from([(
-            format!("/d/{NAME}"),
-            Route::File {
-                data: sc.data.clone(),
-                etag: "\"v1\"".into(),
-                ranges: true,
-                framing: Framing::Length,
-            },
-        )]),
-    );
-    let world2 = Rc::new(RefCell::new(World {
-        servers,
-        tls: server_tls(sc.tls),
-        ..World::default()
-    }));
     let args: Vec<String> = sc
         .args
         .iter()
         .filter(|a| !a.starts_with("--checksum"))
         .cloned()
         .collect();
-    let second = run_with(
-        sc.budget,
-        dir.path(),
-        &args,
-        &[sc.url(0)],
-        None,
-        world2,
-        sc.seed ^ 0xabcd,
-        None,
-        Given::of(sc),
-    )?;
+    let second = run_healed(sc, dir.path(), &args)?;
     let Ended::Done(summary) = second else {
         return Err("the second (healed) run did not end by itself".into());
     };

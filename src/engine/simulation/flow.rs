@@ -89,11 +89,7 @@ pub(super) fn run_over_mirrors(
     sc: &Scenario,
 ) -> (tempfile::TempDir, Rc<RefCell<World>>, Result<Ended, String>) {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let world = Rc::new(RefCell::new(World {
-        servers: sc.servers(),
-        faults: sc.faults.clone(),
-        ..World::default()
-    }));
+    let world = first_world(sc);
     let uris: Vec<String> = (0..sc.mirrors.len()).map(|i| sc.url(i)).collect();
     let ended = run_with(
         sc.budget,
