@@ -224,6 +224,36 @@ fn file_writes_and_reads_at_offsets<R: Reactor<u32>>(mut r: R) {
     assert_eq!(collect(&mut r, 1)[0].res, 0);
 }
 
+/// A block read back from a file goes out on a socket straight from the pool (what a source that
+/// sends does), cut to the block, and comes back with the completion.
+fn a_block_read_from_a_file_is_sent_from_the_pool<R: Reactor<u32>>(mut r: R) {
+    let path = std::env::temp_dir().join(format!("ringdl-contract-send-{}", std::process::id()));
+    let content: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&path, &content).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let file: Fd = Rc::new(file);
+    let block = r.pool().alloc(Class::Write).unwrap();
+    r.read_file(1, file, block, 4096);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (1, 20_000 - 4096));
+    let block = c.owned.into_block().unwrap();
+    let size = block.len();
+    let (sock, mut peer) = pair();
+    r.send_block(2, sock.clone(), block, 100..9_100);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (2, 9_000));
+    let mut got = vec![0u8; 9_000];
+    peer.read_exact(&mut got).unwrap();
+    assert_eq!(got, content[4096 + 100..4096 + 9_100]);
+    // A span past the block's end is cut to it.
+    let block = c.owned.into_block().unwrap();
+    r.send_block(3, sock, block, size - 10..size + 50);
+    let c = collect(&mut r, 1).pop().unwrap();
+    assert_eq!((c.tag, c.res), (3, 10));
+    assert!(c.owned.into_block().is_some());
+}
+
 fn accepts_and_reads_a_socket_and_an_abandoned_accept_closes_its_connection<R: Reactor<u32>>(
     mut r: R,
 ) {
@@ -411,6 +441,10 @@ macro_rules! contract {
             #[test]
             fn datagrams_go_to_and_come_from_any_peer() {
                 super::datagrams_go_to_and_come_from_any_peer(make());
+            }
+            #[test]
+            fn a_block_read_from_a_file_is_sent_from_the_pool() {
+                super::a_block_read_from_a_file_is_sent_from_the_pool(make());
             }
         }
     };

@@ -43,6 +43,12 @@ enum Op {
     Send {
         from: usize,
     },
+    /// A send of a block's bytes.
+    #[cfg_attr(not(test), allow(dead_code))]
+    SendBlock {
+        from: usize,
+        len: usize,
+    },
     /// An accept on a listening socket.
     Accept,
     /// A datagram out, or in.
@@ -62,7 +68,9 @@ impl Op {
     /// The readiness it waits for.
     fn interest(self) -> u32 {
         match self {
-            Op::Connect { .. } | Op::Send { .. } | Op::SendTo => libc::EPOLLOUT as u32,
+            Op::Connect { .. } | Op::Send { .. } | Op::SendBlock { .. } | Op::SendTo => {
+                libc::EPOLLOUT as u32
+            }
             Op::Recv { .. } | Op::Read | Op::Accept | Op::RecvFrom => libc::EPOLLIN as u32,
             Op::Timer | Op::Job | Op::Finished => 0,
         }
@@ -289,6 +297,13 @@ impl<T> Epoll<T> {
                         libc::MSG_NOSIGNAL,
                     )
                 };
+                Self::unless_again(rc)
+            }
+            (Op::SendBlock { from, len }, Owned::Block(fd, block)) => {
+                let ptr = block.addr().wrapping_add(from);
+                // SAFETY: `ptr..ptr + len` lies in the block this operation owns (`send_block`
+                // cut it to the block); the socket is open.
+                let rc = unsafe { libc::send(fd.as_raw_fd(), ptr.cast(), len, libc::MSG_NOSIGNAL) };
                 Self::unless_again(rc)
             }
             (Op::Accept, Owned::Accept(listener, conn)) => {
@@ -664,6 +679,19 @@ impl<T> Reactor<T> for Epoll<T> {
     fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId {
         let from = from.min(buf.len());
         let ud = self.insert(tag, Owned::Bytes(sock.clone(), buf), Op::Send { from });
+        self.set_deadline(ud, self.io_timeout, -libc::ECANCELED);
+        self.submit_on(&sock, ud);
+        OpId(ud)
+    }
+
+    fn send_block(&mut self, tag: T, sock: Fd, block: Block, span: Range<usize>) -> OpId {
+        let from = span.start.min(block.len());
+        let len = span.len().min(block.len() - from);
+        let ud = self.insert(
+            tag,
+            Owned::Block(sock.clone(), block),
+            Op::SendBlock { from, len },
+        );
         self.set_deadline(ud, self.io_timeout, -libc::ECANCELED);
         self.submit_on(&sock, ud);
         OpId(ud)

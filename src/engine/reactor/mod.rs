@@ -179,6 +179,12 @@ pub trait Reactor<T> {
     fn farewell(&mut self, sock: &Fd, bytes: &[u8]);
     /// Sends `buf[from..]`, failing with ECANCELED after the I/O timeout.
     fn send(&mut self, tag: T, sock: Fd, buf: Vec<u8>, from: usize) -> OpId;
+    /// Sends `block[span]` (cut to the block) straight from the pool, failing with ECANCELED
+    /// after the I/O timeout: bytes read back from a file (`read_file`) go out to a peer without
+    /// a copy, under the pool's budget (a source that sends: seeding). The result is how many
+    /// bytes went; the completion gives the block back.
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn send_block(&mut self, tag: T, sock: Fd, block: Block, span: Range<usize>) -> OpId;
     /// Writes `block[span]` to `file` at `offset`; `uncached` with `RWF_DONTCACHE` (a kernel or
     /// file system without it fails the write with EOPNOTSUPP).
     fn write(

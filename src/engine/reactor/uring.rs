@@ -429,6 +429,20 @@ impl<T> Reactor<T> for Uring<T> {
         self.stage(ud, &[s])
     }
 
+    fn send_block(&mut self, tag: T, sock: Fd, mut block: Block, span: Range<usize>) -> OpId {
+        let fd = sock.as_raw_fd();
+        let from = span.start.min(block.len());
+        let len = span.len().min(block.len() - from);
+        let ptr = block.addr().wrapping_add(from);
+        // Moving the block into the table does not move its memory (the pool's).
+        let ud = self.insert_io(tag, Owned::Block(sock, block));
+        let s = opcode::Send::new(types::Fd(fd), ptr, len as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(ud);
+        self.stage(ud, &[s])
+    }
+
     /// Writes `block[from..from + len]` (cut to the block) to `file` at `offset`.
     fn write(
         &mut self,

@@ -197,15 +197,18 @@ impl<T> Sim<T> {
                 );
                 0
             }
-            Kind::Send { from } => {
+            Kind::Send { .. } | Kind::SendBlock { .. } => {
                 if self.rng.chance(faults.again) {
                     return -libc::EAGAIN;
                 }
                 let fd = fd_of(&op.owned);
-                let Owned::Bytes(_, buf) = &op.owned else {
-                    return -libc::EINVAL;
+                let rest = match (&op.owned, &op.kind) {
+                    (Owned::Bytes(_, buf), Kind::Send { from }) => &buf[(*from).min(buf.len())..],
+                    (Owned::Block(_, block), Kind::SendBlock { from, len }) => {
+                        &block.as_slice()[*from..*from + *len]
+                    }
+                    _ => return -libc::EINVAL,
                 };
-                let rest = &buf[from.min(buf.len())..];
                 let n = if rest.len() > 1 && self.rng.chance(200) {
                     1 + self.rng.below(rest.len() as u64 - 1) as usize
                 } else {
