@@ -48,7 +48,6 @@
 //!   resumed, continued with `-c`, checked and found wrong), under its name; never renamed
 //!   again, and never onto a file it left alone.
 use super::*;
-use crate::engine::layout::Layout;
 use crate::plan::RangeSet;
 use crate::store::control::{self, ControlFile, BLOCK};
 use std::path::PathBuf;
@@ -73,7 +72,7 @@ fn open_existing(path: &std::path::Path) -> Result<(store::OutFile, u64), Failur
 /// The control file at `ctl`, if there is one. Unreadable (e.g. the directory is not one) is
 /// taken for none: opening the file will say why. One that cannot be read as a control file is an
 /// error (exit 1).
-fn load_control(ctl: &std::path::Path) -> Result<Option<ControlFile>, Failure> {
+pub(super) fn load_control(ctl: &std::path::Path) -> Result<Option<ControlFile>, Failure> {
     match control::load(ctl) {
         Ok(l) => Ok(l),
         Err(control::LoadError::Io(_)) => Ok(None),
@@ -100,111 +99,8 @@ pub(super) enum CannotResume {
 impl<R: Reactor<Tag>> Engine<'_, R> {
     /// Before the first request of download `dl`: finds its control file (or, with `-c`, its
     /// partial file) under the name the URL or `-o` gives.
-    /// A download over several files is named by its first file's first component (a torrent's
-    /// name), its control file beside it. Found with its control file and every one of its files,
-    /// it resumes from what the control file claims; files found without one (or a control file
-    /// without its files) are another download's or an earlier run's that cannot be vouched for:
-    /// left as they are, and the download refused (exit 13) unless `--allow-overwrite` or they
-    /// are empty.
-    fn prepare_layout(&mut self, dl: usize, layout: &Layout) -> Result<(), Failure> {
-        let d = &mut self.dls[dl];
-        let root = layout.files()[0]
-            .path
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        let path = d.opts.dir.join(root);
-        let ctl = control::control_path(&path);
-        d.path = Some(path);
-        if d.opts.remove_control_file {
-            let _ = std::fs::remove_file(&ctl);
-        }
-        let paths: Vec<PathBuf> = layout
-            .files()
-            .iter()
-            .map(|f| d.opts.dir.join(&f.path))
-            .collect();
-        let loaded = load_control(&ctl)?;
-        if let Some(cf) = loaded.filter(|_| paths.iter().all(|p| p.is_file())) {
-            return self.resume_layout(dl, layout, &paths, ctl, cf);
-        }
-        let d = &self.dls[dl];
-        // (Empty files hold nothing to lose: those a run created before its first control file
-        // was saved, say.)
-        let holds = |p: &&PathBuf| std::fs::metadata(p).is_ok_and(|m| !m.is_file() || m.len() > 0);
-        let found = std::iter::once(&ctl).chain(&paths).find(holds);
-        match found {
-            Some(p) if !d.opts.allow_overwrite => Err(Failure::fatal(
-                ExitCode::FILE_EXISTS,
-                format!(
-                    "{} exists, and no control file describes the files of this download; use --allow-overwrite=true to download them again",
-                    p.display()
-                ),
-            )),
-            _ => Ok(()),
-        }
-    }
-
-    /// Resumes a download over several files from its control file: every file opened as it is,
-    /// the plan made of the bytes not claimed.
-    fn resume_layout(
-        &mut self,
-        dl: usize,
-        layout: &Layout,
-        paths: &[PathBuf],
-        ctl: PathBuf,
-        cf: ControlFile,
-    ) -> Result<(), Failure> {
-        if cf.total_length != layout.total() {
-            return Err(Failure::fatal(
-                ExitCode::FILE_EXISTS,
-                format!(
-                    "The control file {} is of {} bytes, not of these files' {}; it is left as it is",
-                    ctl.display(),
-                    cf.total_length,
-                    layout.total()
-                ),
-            ));
-        }
-        let mut files = Vec::with_capacity(paths.len());
-        for (i, p) in paths.iter().enumerate() {
-            let out = store::open_output(p, false, !layout.direct(i)).map_err(|e| {
-                Failure::fatal(
-                    ExitCode::FILE_OPEN,
-                    format!(
-                        "Failed to open the file {}, cause: {}",
-                        p.display(),
-                        sys::cause(&e)
-                    ),
-                )
-            })?;
-            files.push(out);
-        }
-        let first = self.first_mirror(dl);
-        let d = &mut self.dls[dl];
-        let done = RangeSet::from_ranges(&cf.done_ranges());
-        let plan = d.plan_for(cf.total_length, &done);
-        d.install_plan(plan);
-        d.done_at_start = done.len();
-        d.untouched = done.prefix_end();
-        d.found_len = layout.total();
-        d.written = done;
-        d.length_known = true;
-        d.ranges_ok = true;
-        d.resumed = true;
-        d.open_files(files);
-        // The control file on disk describes these files as they are.
-        d.saved_generation = d.generation;
-        d.own_path = d.path.clone();
-        d.control = Some(ctl);
-        d.piece_length = cf.piece_length;
-        d.split_url = first;
-        Ok(())
-    }
-
     /// The first mirror download `dl` may use, and its place.
-    fn first_mirror(&self, dl: usize) -> Option<(usize, Url)> {
+    pub(super) fn first_mirror(&self, dl: usize) -> Option<(usize, Url)> {
         let d = &self.dls[dl];
         d.uris
             .iter()
