@@ -644,11 +644,10 @@ impl Download {
         if self.unwanted.is_empty() {
             return self.written.covers(0..total);
         }
-        let mut have = self.written.clone();
-        for r in self.unwanted.ranges() {
-            have.insert(r.clone());
-        }
-        have.covers(0..total)
+        self.unwanted
+            .gaps(total)
+            .into_iter()
+            .all(|g| self.written.covers(g))
     }
 
     /// Takes `plan` as the download's plan (split on its pieces, when it has them).

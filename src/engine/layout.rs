@@ -141,22 +141,31 @@ impl Layout {
 
     /// Whether `range` holds a byte of a selected file.
     pub fn wants(&self, range: Range<u64>) -> bool {
-        self.spans(range)
-            .iter()
-            .any(|s| self.files[s.file].selected)
+        self.spans_of(range).any(|s| self.files[s.file].selected)
     }
 
     /// The parts of `range` in each file it covers, in order (files of no length hold none).
     pub fn spans(&self, range: Range<u64>) -> Vec<Span> {
+        self.spans_of(range).collect()
+    }
+
+    /// The first part of `range`: the file that holds its first byte, up to that file's end
+    /// (none for an empty range, or one past the end). Nothing allocated: the writer asks for
+    /// one per part it issues.
+    pub fn first_span(&self, range: Range<u64>) -> Option<Span> {
+        self.spans_of(range).next()
+    }
+
+    fn spans_of(&self, range: Range<u64>) -> impl Iterator<Item = Span> + '_ {
         let first = self
             .files
             .partition_point(|f| f.start + f.length <= range.start);
         self.files[first..]
             .iter()
             .enumerate()
-            .take_while(|(_, f)| f.start < range.end)
+            .take_while(move |(_, f)| f.start < range.end)
             .filter(|(_, f)| f.length > 0)
-            .map(|(k, f)| {
+            .map(move |(k, f)| {
                 let from = range.start.max(f.start);
                 let to = range.end.min(f.start + f.length);
                 Span {
@@ -166,7 +175,6 @@ impl Layout {
                 }
             })
             .filter(|s| s.range.start < s.range.end)
-            .collect()
     }
 }
 

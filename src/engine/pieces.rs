@@ -130,16 +130,14 @@ impl Pieces {
     }
 
     /// The pieces the bytes `r` touch.
-    /// The pieces (but excused ones) that hold bytes of `r`.
-    fn touching(&self, r: &Range<u64>) -> Vec<usize> {
+    /// The pieces that hold bytes of `r` (excused ones among them: callers skip those).
+    fn touching(&self, r: &Range<u64>) -> Range<usize> {
         let r = r.start..r.end.min(self.total);
         if r.is_empty() {
-            return Vec::new();
+            return 0..0;
         }
         let len = self.hashes.length;
-        ((r.start / len) as usize..r.end.div_ceil(len) as usize)
-            .filter(|&i| !self.is_excused(i))
-            .collect()
+        (r.start / len) as usize..r.end.div_ceil(len) as usize
     }
 
     fn is_excused(&self, i: usize) -> bool {
@@ -229,6 +227,9 @@ impl Pieces {
     pub fn issued(&mut self, off: u64, data: &[u8], source: Option<usize>) {
         let end = off + data.len() as u64;
         for i in self.touching(&(off..end)) {
+            if self.is_excused(i) {
+                continue;
+            }
             let r = self.range(i);
             let (a, b) = (off.max(r.start), end.min(r.end));
             if self.is_verified(i) {
@@ -270,6 +271,9 @@ impl Pieces {
     pub fn write_done(&mut self, r: Range<u64>, written: &RangeSet) -> Vec<Verdict> {
         let mut out = Vec::new();
         for i in self.touching(&r) {
+            if self.is_excused(i) {
+                continue;
+            }
             if let Some(p) = self.open.get_mut(&i) {
                 p.inflight = p.inflight.saturating_sub(1);
             }

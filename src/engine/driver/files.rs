@@ -50,7 +50,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(layout) = d.opts.layout.clone() else {
             return;
         };
-        let Some(s) = layout.spans(from..off + data as u64).into_iter().next() else {
+        let Some(s) = layout.first_span(from..off + data as u64) else {
             return;
         };
         let Some((file, mode)) = d.files.get(s.file).cloned() else {

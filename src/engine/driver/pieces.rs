@@ -196,7 +196,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if let Some(layout) = d.opts.layout.clone() {
             // Several files: from the one that holds the piece's position (the read ends at its
             // end, and the piece goes on from the next file in the next read).
-            let Some(s) = layout.spans(rb.from..rb.from + 1).into_iter().next() else {
+            let Some(s) = layout.first_span(rb.from..rb.from + 1) else {
                 return;
             };
             let Some((f, mode)) = d.files.get(s.file).cloned() else {
@@ -237,7 +237,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut got = usize::try_from(res).unwrap_or(0);
         if let Some(layout) = d.opts.layout.clone() {
             // Never past the end of the file read (its last block's padding may follow).
-            if let Some(s) = layout.spans(at..at + 1).into_iter().next() {
+            if let Some(s) = layout.first_span(at..at + 1) {
                 let end = layout.files()[s.file].range().end;
                 got = got.min(usize::try_from(end - at).unwrap_or(usize::MAX));
             }
