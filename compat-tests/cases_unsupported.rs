@@ -62,11 +62,10 @@ cases! {
     };
 
     // ---- downloads that need them: one line, exit 1 ----
+    // An FTP server that refuses the connection: exit 1, as aria2c.
     ftp_uri = Case {
         args: &["{rftp}/pub/f.bin"],
         routes: F,
-        known: &["K-UNSUPPORTED"],
-        diffs: &[Diff::Own { exit: 1, line: "FTP", no_files: true, sole: true }],
         ..Case::DEFAULT
     };
     torrent_file = Case {

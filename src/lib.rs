@@ -8,6 +8,7 @@ pub mod cli;
 pub mod daemon;
 pub mod dns;
 pub mod engine;
+pub mod ftp;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod http;

@@ -335,7 +335,7 @@ fn unsupported_features_warn_or_refuse_in_one_line() {
         .collect();
     assert_eq!(warn.len(), 1, "{run}");
     for args in [
-        vec!["ftp://127.0.0.1/f"],
+        vec!["sftp://127.0.0.1/f"],
         vec!["magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567"],
     ] {
         let run = ringdl(&dir, &args);

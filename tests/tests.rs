@@ -12,6 +12,7 @@ mod download;
 mod engine;
 mod faults;
 mod findings;
+mod ftp;
 mod fuzz_regressions;
 mod generated;
 mod hooks;

@@ -56,6 +56,9 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "file-allocation",
     "force-save",
     "force-sequential",
+    "ftp-passwd",
+    "ftp-type",
+    "ftp-user",
     "gid",
     "hash-check-only",
     "header",
@@ -483,6 +486,9 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         http_no_cache: r.bool("http-no-cache"),
         http_user: r.text("http-user"),
         http_passwd: r.text("http-passwd"),
+        ftp_user: r.text("ftp-user"),
+        ftp_passwd: r.text("ftp-passwd"),
+        ftp_ascii: r.raw("ftp-type") == Some("ascii"),
         http_auth_challenge: r.bool("http-auth-challenge"),
         no_netrc: r.bool("no-netrc"),
         http_accept_gzip: r.bool("http-accept-gzip"),
@@ -635,6 +641,9 @@ impl DownloadOptions {
                 "http-no-cache" => o.http_no_cache = v == "true",
                 "http-user" => o.http_user = Some(v.clone()).filter(|s| !s.is_empty()),
                 "http-passwd" => o.http_passwd = Some(v.clone()).filter(|s| !s.is_empty()),
+                "ftp-user" => o.ftp_user = Some(v.clone()).filter(|s| !s.is_empty()),
+                "ftp-passwd" => o.ftp_passwd = Some(v.clone()).filter(|s| !s.is_empty()),
+                "ftp-type" => o.ftp_ascii = v == "ascii",
                 "http-auth-challenge" => o.http_auth_challenge = v == "true",
                 "no-netrc" => o.no_netrc = v == "true",
                 "http-accept-gzip" => o.http_accept_gzip = v == "true",
@@ -1208,7 +1217,9 @@ mod tests {
         assert!(!rpc.listen_all && rpc.max_request_size == 2 << 20);
         assert_eq!(err(&["--enable-rpc", "--rpc-secret="]).exit_code, 28);
         assert!(settings(&["http://h/u"]).config.rpc.is_none());
-        assert!(err(&["ftp://h/f"]).message.contains("does not support FTP"));
+        assert!(err(&["sftp://h/f"])
+            .message
+            .contains("does not support SFTP"));
         assert!(err(&["magnet:?xt=urn:btih:abc"])
             .message
             .contains("BitTorrent"));

@@ -1296,13 +1296,11 @@ pub static OPTIONS: &[OptDef] = &[
     opt("ftp-user", ValueKind::Text, "FTP user name, for every URI")
         .value_name("USER")
         .tags(&["#basic", "#ftp"])
-        .input()
-        .unsupported("FTP"),
+        .input(),
     opt("ftp-passwd", ValueKind::Text, "FTP password, for every URI")
         .value_name("PASSWD")
         .tags(&["#basic", "#ftp"])
-        .input()
-        .unsupported("FTP"),
+        .input(),
     opt(
         "ftp-type",
         ValueKind::Choice(&["binary", "ascii"]),
@@ -1312,8 +1310,7 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("binary, ascii")
     .default("binary")
     .tags(&["#ftp"])
-    .input()
-    .unsupported("FTP"),
+    .input(),
     opt(
         "ftp-pasv",
         ValueKind::Bool,

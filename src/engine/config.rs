@@ -23,6 +23,12 @@ pub struct DownloadOptions {
     /// `--http-user`/`--http-passwd`: Basic credentials for the origins of this download's URIs.
     pub http_user: Option<String>,
     pub http_passwd: Option<String>,
+    /// `--ftp-user`/`--ftp-passwd`: the FTP login for URIs that name no user (else aria2c's
+    /// `anonymous` / `ARIA2USER@`).
+    pub ftp_user: Option<String>,
+    pub ftp_passwd: Option<String>,
+    /// `--ftp-type=ascii`: FTP's ASCII transfer type (else binary).
+    pub ftp_ascii: bool,
     /// `--http-auth-challenge`: send them only once a server asked (401).
     pub http_auth_challenge: bool,
     /// `-n`: do not take credentials from the netrc file.

@@ -146,6 +146,8 @@ pub struct Exchange {
     pub conversation: Option<Box<dyn super::sources::Conversation>>,
     pub answer: Option<super::sources::Answer>,
     pub outgoing: Vec<u8>,
+    /// The conversation asked for a data connection to this port (`sources::Step::Data`).
+    pub data_port: Option<u16>,
 }
 
 /// Most inflated bytes made at a time: what an encoded body can hold in memory beyond its blocks.
@@ -225,6 +227,7 @@ impl Exchange {
             conversation: None,
             answer: None,
             outgoing: Vec::new(),
+            data_port: None,
         }
     }
 
@@ -422,6 +425,21 @@ pub struct Conn {
     pub held_out: Vec<u8>,
     /// `socks5://`: the target's address, resolved here.
     pub socks_target: Option<std::net::IpAddr>,
+    /// The address the socket is connected to.
+    pub peer: Option<std::net::SocketAddr>,
+    /// A protocol's second connection (FTP's data connection), before the answer that moves
+    /// the body onto it; and whether it is connected yet.
+    pub data: Option<(Fd, bool)>,
+    /// The body comes on the data connection: the connection the conversation went on, set
+    /// aside meanwhile.
+    pub control: Option<Parked>,
+}
+
+/// A connection set aside while its body comes on another (FTP's control connection): held
+/// open, since a server ends the transfer when it closes; it closes with the connection.
+pub struct Parked {
+    #[allow(dead_code)]
+    pub fd: Fd,
 }
 
 /// The work a new connection is opened for.
@@ -461,6 +479,9 @@ impl Conn {
             tunnel: None,
             held_out: Vec::new(),
             socks_target: None,
+            peer: None,
+            data: None,
+            control: None,
             starved: None,
             yielding: false,
             held_at_tick: None,

@@ -32,6 +32,7 @@ mod body;
 mod connection;
 mod credentials;
 mod daemon;
+mod data;
 mod files;
 mod first;
 mod hooks;
@@ -85,6 +86,11 @@ const MAX_SLOTS: usize = 64;
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Tag {
     Connect {
+        slot: usize,
+        id: Owner,
+    },
+    /// A protocol's second connection (FTP's data connection) connected, or not.
+    DataConnect {
         slot: usize,
         id: Owner,
     },
@@ -502,6 +508,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             Tag::Connect { slot, id } => {
                 if self.forget_op(slot, id, op) {
                     self.on_connect(slot, res);
+                }
+            }
+            Tag::DataConnect { slot, id } => {
+                if self.forget_op(slot, id, op) {
+                    self.on_data_connect(slot, res);
                 }
             }
             Tag::Recv { slot, id, direct } => {

@@ -7,6 +7,7 @@ mod conn;
 mod download;
 mod driver;
 mod exit;
+mod ftp;
 mod job;
 pub mod layout;
 pub(crate) mod packing;

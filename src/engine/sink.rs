@@ -64,38 +64,7 @@ impl BodySink<'_> {
     /// A protocol other than HTTP reads what came before its answer: bytes to send go out, the
     /// answer ends the head phase (what came after it is the body's), a failure ends the exchange.
     fn converse(&mut self) {
-        let ex = &mut *self.ex;
-        let Some(conv) = ex.conversation.as_mut() else {
-            return;
-        };
-        loop {
-            let (used, step) = conv.received(&ex.head);
-            let used = used.min(ex.head.len());
-            match step {
-                Step::Wait => {
-                    ex.head.drain(..used);
-                    return;
-                }
-                Step::Send(bytes) => {
-                    ex.head.drain(..used);
-                    ex.outgoing.extend_from_slice(&bytes);
-                    if used == 0 {
-                        return;
-                    }
-                }
-                Step::Answer(a) => {
-                    ex.head_rest = ex.head.split_off(used);
-                    ex.head.clear();
-                    ex.answer = Some(a);
-                    ex.phase = Phase::Decide;
-                    return;
-                }
-                Step::Fail(f) => {
-                    ex.error = Some(f);
-                    return;
-                }
-            }
-        }
+        converse(self.ex);
     }
 
     /// Strips the framing from raw body bytes and places the data; what does not fit is spilled.
@@ -348,5 +317,52 @@ impl PlainSink for BodySink<'_> {
     }
     fn put(&mut self, data: &[u8]) {
         self.feed(data);
+    }
+}
+
+/// Runs exchange `ex`'s conversation over the head bytes it has, step after step, until it waits.
+pub fn converse(ex: &mut Exchange) {
+    loop {
+        let Some(conv) = ex.conversation.as_mut() else {
+            return;
+        };
+        let (used, step) = conv.received(&ex.head);
+        let used = used.min(ex.head.len());
+        if !take_step(ex, used, step) || used == 0 {
+            return;
+        }
+    }
+}
+
+/// Where a conversation's `step` leaves exchange `ex`, `used` bytes of its head taken: whether the
+/// conversation should read on (it sent bytes, and may take more of what came).
+pub fn take_step(ex: &mut Exchange, used: usize, step: Step) -> bool {
+    match step {
+        Step::Wait => {
+            ex.head.drain(..used);
+            false
+        }
+        Step::Send(bytes) => {
+            ex.head.drain(..used);
+            ex.outgoing.extend_from_slice(&bytes);
+            true
+        }
+        Step::Data(port) => {
+            // The driver opens it; the conversation hears of it through `data_ready`.
+            ex.head.drain(..used);
+            ex.data_port = Some(port);
+            false
+        }
+        Step::Answer(a) => {
+            ex.head_rest = ex.head.split_off(used);
+            ex.head.clear();
+            ex.answer = Some(a);
+            ex.phase = Phase::Decide;
+            false
+        }
+        Step::Fail(f) => {
+            ex.error = Some(f);
+            false
+        }
     }
 }

@@ -27,6 +27,9 @@ pub struct Answer {
     pub name: Option<String>,
     /// The connection takes another exchange once the body has ended.
     pub keep_alive: bool,
+    /// The bytes come on the data connection the conversation had opened ([`Step::Data`]), not
+    /// on this one, which waits meanwhile (FTP's control connection).
+    pub on_data: bool,
 }
 
 /// Where a conversation stands after bytes came in.
@@ -37,6 +40,9 @@ pub enum Step {
     Wait,
     /// Send these, then read on.
     Send(Vec<u8>),
+    /// Open a data connection to this port of the address this connection is connected to (never
+    /// another host: a server cannot aim it elsewhere), then [`Conversation::data_ready`].
+    Data(u16),
     /// The answer: the file's bytes follow.
     Answer(Answer),
     /// The exchange failed (aria2's exit code, and whether another try may do better).
@@ -51,6 +57,13 @@ pub trait Conversation {
     /// Bytes received before the answer: how many it took, and where it stands. Bytes it did
     /// not take are given again with the next ones.
     fn received(&mut self, bytes: &[u8]) -> (usize, Step);
+    /// The data connection asked for ([`Step::Data`]) is connected: what now.
+    fn data_ready(&mut self) -> Step {
+        Step::Fail(Failure::retry(
+            super::ExitCode::UNKNOWN,
+            "a data connection nobody asked for",
+        ))
+    }
 }
 
 /// A protocol machine made for a URI's scheme.
@@ -91,9 +104,16 @@ fn test_protocol(scheme: &str) -> Option<Maker> {
     }
 }
 
-/// The machine for an exchange with `url`, when its protocol is not HTTP's.
-pub fn conversation_for(url: &Url) -> Option<Box<dyn Conversation>> {
-    test_protocol(url.scheme()).map(|make| make())
+/// The machine for an exchange with `url` for a download made with `opts`, when its protocol
+/// is not HTTP's.
+pub fn conversation_for(
+    url: &Url,
+    opts: &super::config::DownloadOptions,
+) -> Option<Box<dyn Conversation>> {
+    match url.scheme() {
+        "ftp" => Some(Box::new(super::ftp::FtpConversation::new(url, opts))),
+        s => test_protocol(s).map(|make| make()),
+    }
 }
 
 /// Whether aria2 takes `u` for a URI at all: anything with a scheme (one it or ringdl cannot
@@ -110,14 +130,13 @@ pub fn check_uri(u: &str) -> Result<(), String> {
         Some("BitTorrent")
     } else if lower.ends_with(".meta4") || lower.ends_with(".metalink") {
         Some("Metalink")
-    } else if lower.starts_with("ftp://") {
-        Some("FTP")
     } else if lower.starts_with("sftp://") {
         Some("SFTP")
     } else {
         None
     };
     let is_http = lower.starts_with("http://") || lower.starts_with("https://");
+    let is_ftp = lower.starts_with("ftp://");
     match feature {
         Some(f) if !is_http || lower.starts_with("magnet:") => Err(format!(
             "ringdl does not support {f}: {u}; use aria2c for it"
@@ -125,7 +144,7 @@ pub fn check_uri(u: &str) -> Result<(), String> {
         Some(f) if Path::new(u).exists() => Err(format!(
             "ringdl does not support {f}: {u}; use aria2c for it"
         )),
-        _ if is_http && url::Url::parse(u).is_ok_and(|p| p.host().is_some()) => Ok(()),
+        _ if (is_http || is_ftp) && url::Url::parse(u).is_ok_and(|p| p.host().is_some()) => Ok(()),
         _ if url::Url::parse(u).is_ok_and(|p| test_protocol(p.scheme()).is_some()) => Ok(()),
         _ => Err(format!("Unrecognized URI or unsupported protocol: {u}")),
     }

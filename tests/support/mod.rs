@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod dns;
+pub mod ftp;
 pub mod nginx;
 pub mod ports;
 pub mod proxy;

@@ -114,7 +114,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.confirm_ranges(dl);
             }
         }
-        self.begin_body(slot, a.framing, a.keep_alive, None);
+        if a.on_data && !self.move_to_data(slot) {
+            return;
+        }
+        self.begin_body(slot, a.framing, a.keep_alive && !a.on_data, None);
     }
 }
 

@@ -342,19 +342,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 c.rb_start = 0;
                 c.rb_end = b - a;
             }
-            if let Some(ex) = c.ex.as_mut().filter(|ex| !ex.outgoing.is_empty()) {
-                // A conversation's reply, sent as a request is.
-                let out = std::mem::take(&mut ex.outgoing);
-                match c.tls.is_some() {
-                    true => c.plain_out.extend_from_slice(&out),
-                    false => c.out.extend_from_slice(&out),
-                }
-            }
-            let decide = c.ex.as_ref().is_some_and(|ex| ex.phase == Phase::Decide);
-            if !decide {
+            if !self.conversed(slot) {
                 return;
             }
-            self.on_head(slot);
         }
     }
 

@@ -200,6 +200,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     .connect(Tag::Connect { slot, id }, fd.clone(), addr);
                 if let Some(c) = self.conns[slot].as_mut() {
                     c.fd = Some(fd);
+                    c.peer = Some(addr);
                     c.inflight.push(op);
                 }
             }
@@ -351,6 +352,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 && !c.tls_peer_closed
                 && c.tls_cipher.is_none()
                 && c.fd.is_some()
+                // (A data connection, or one waiting for it, takes no other exchange.)
+                && c.data.is_none()
+                && c.control.is_none()
         });
         if reusable {
             if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.take()) {
@@ -368,7 +372,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     pub(super) fn begin_exchange(&mut self, slot: usize, ex: Exchange) {
         let mut ex = ex;
-        if let Some(mut conv) = crate::engine::sources::conversation_for(&ex.url) {
+        if let Some(mut conv) =
+            crate::engine::sources::conversation_for(&ex.url, &self.dls[ex.dl].opts)
+        {
             // A protocol other than HTTP: its machine says what opens the exchange.
             let req = conv.begin(&ex.url, ex.range);
             ex.conversation = Some(conv);

@@ -31,6 +31,7 @@ pub(super) fn custom(
         layout: None,
         corrupt: None,
         toy: false,
+        toy_data: false,
     }
 }
 

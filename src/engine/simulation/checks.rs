@@ -164,6 +164,7 @@ pub(super) fn first_world(sc: &Scenario) -> Rc<RefCell<World>> {
         blackholes: sc.blackholes(),
         faults: sc.faults.clone(),
         tls: server_tls(sc.tls),
+        toy_data: sc.toy_data,
         ..World::default()
     }))
 }
@@ -186,6 +187,7 @@ pub(super) fn healed_world(
     Rc::new(RefCell::new(World {
         servers,
         tls: server_tls(sc.tls),
+        toy_data: sc.toy_data,
         ..World::default()
     }))
 }
@@ -232,6 +234,13 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
             .borrow_mut()
             .fired
             .entry("the toy protocol")
+            .or_default() += 1;
+    }
+    if sc.toy_data {
+        *world
+            .borrow_mut()
+            .fired
+            .entry("the toy protocol's data connections")
             .or_default() += 1;
     }
     if sc.pieces.is_some() {

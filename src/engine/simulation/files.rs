@@ -350,7 +350,7 @@ fn files_found_without_their_control_file_are_left_alone() {
 /// write, until it stopped while still asking for connections; 560437, where the test expected
 /// bytes of a piece holding no selected byte (written only to fill a neighbour's block, never
 /// checked) to be right in an unselected file, from a mirror serving changed bytes.
-const LAYOUT_REGRESSIONS: &[u64] = &[36801, 37498, 38172, 560437];
+pub(super) const LAYOUT_REGRESSIONS: &[u64] = &[36801, 37498, 38172, 560437];
 
 /// Seeds of the random runs over several files: the regressions (unless one seed is asked for),
 /// then `RINGDL_SIM_SEEDS` / 4 of them (default 250) from `RINGDL_SIM_FIRST`.

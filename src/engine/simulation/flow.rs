@@ -386,8 +386,9 @@ fn the_toy_protocol_splits_and_resumes_as_http_does() {
             framing: Framing::UntilClose,
         },
     ];
-    // Two toy mirrors, a link slow enough for both to be used; killed at `kill_at` if given.
-    let toy = |seed: u64, kill_at: Option<u64>| {
+    // Two toy mirrors, a link slow enough for both to be used; killed at `kill_at` if given;
+    // the bytes on data connections or not.
+    let toy = |seed: u64, kill_at: Option<u64>, data: bool| {
         let faults = Faults {
             max_chunk: 50_000,
             ns_per_byte: 1_000,
@@ -402,8 +403,17 @@ fn the_toy_protocol_splits_and_resumes_as_http_does() {
             faults,
         );
         sc.toy = true;
+        sc.toy_data = data;
         sc
     };
+    for data in [false, true] {
+        toy_splits_and_resumes(|seed, kill_at| toy(seed, kill_at, data), data);
+    }
+}
+
+/// `the_toy_protocol_splits_and_resumes_as_http_does` over mirrors made by `toy`; `data`: they
+/// send their bytes on data connections.
+fn toy_splits_and_resumes(toy: impl Fn(u64, Option<u64>) -> Scenario, data: bool) {
     let sc = toy(5, None);
     assert!(sc.url(0).starts_with("toy://"));
     let (dir, world, ended) = run_over_mirrors(&sc);
@@ -421,6 +431,20 @@ fn the_toy_protocol_splits_and_resumes_as_http_does() {
     assert!(!ranges.is_empty(), "not split: {:?}", w.requests);
     let both = (0..2).all(|i| w.requests.iter().any(|(a, _, _)| *a == addr(i)));
     assert!(both, "one mirror unused: {:?}", w.requests);
+    let passive = w
+        .requests
+        .iter()
+        .filter(|(_, l, _)| l == "TOY PASV")
+        .count();
+    let sends = w
+        .requests
+        .iter()
+        .filter(|(_, l, _)| l.starts_with("TOY SEND"))
+        .count();
+    match data {
+        true => assert_eq!(passive, sends, "a SEND without its data connection"),
+        false => assert_eq!(passive, 0),
+    }
     drop(w);
 
     // Killed part-way, then `-c` on a healed mirror: resumed from the control file.

@@ -84,6 +84,8 @@ pub(super) struct Scenario {
     pub(super) corrupt: Option<Rc<Vec<u8>>>,
     /// The mirrors speak the toy protocol (`toy.rs`), not HTTP.
     pub(super) toy: bool,
+    /// ... and send the file's bytes on a data connection (`World::toy_data`).
+    pub(super) toy_data: bool,
 }
 
 /// A state a user or an earlier run left on disk before the first run: every byte of it is the
@@ -276,6 +278,19 @@ fn draw_toy(seed: u64, changed: bool, mirrors: &mut [Mirror]) -> bool {
         *m = Mirror::NotFound;
     }
     true
+}
+
+/// A toy seed's servers send the bytes on a data connection (as FTP's passive mode) for half the
+/// seeds (a stream of its own), but the seeds recorded before this was drawn, which replay as
+/// they were.
+fn draw_toy_data(seed: u64) -> bool {
+    let recorded = [
+        super::TOY_REGRESSIONS,
+        super::LATE_REGRESSIONS,
+        super::files::LAYOUT_REGRESSIONS,
+    ]
+    .concat();
+    !recorded.contains(&seed) && Rng::new(seed ^ 0x1a7e_d4a5_0000_0010).below(2) == 0
 }
 
 /// Piece digests for one seed in five whose file does not change between the runs (a stream of
@@ -526,6 +541,10 @@ impl Scenario {
             }
         }
         let toy = draw_toy(seed, changed.is_some(), &mut mirrors);
+        let toy_data = toy && draw_toy_data(seed);
+        if toy_data {
+            faults.server.no_data_port = [0, 0, 20, 100][(seed >> 7) as usize % 4];
+        }
         let tls = if toy { None } else { https(seed, &mut args) };
         let prior = prior_state(seed, data.len(), changed.is_some());
         if prior != Prior::Nothing {
@@ -546,6 +565,7 @@ impl Scenario {
             layout: None,
             corrupt,
             toy,
+            toy_data,
         }
     }
 

@@ -6,6 +6,11 @@
 //! A two-step conversation, one line each way per step: `TOY HELLO path` → `TOY READY total
 //! ranges(0|1)` (or `TOY NOTFOUND`, `TOY BUSY`); then `TOY SEND path first end|-` → `TOY DATA
 //! first len|-` and the bytes (to the server's close for `-`).
+//!
+//! A server that sends its bytes on a second connection (as FTP's passive mode does) says
+//! `TOY READY total ranges data`; the client asks `TOY PASV` → `TOY PORT p`, opens a data
+//! connection to that port (`Step::Data`), and sends `SEND` once it is connected; the `DATA`
+//! line then comes on the conversation's connection and the bytes on the data connection.
 use crate::engine::job::Failure;
 use crate::engine::sources::{Answer, Conversation, Step};
 use crate::engine::ExitCode;
@@ -21,6 +26,8 @@ pub(super) struct Toy {
     range: Option<(u64, Option<u64>)>,
     total: Option<u64>,
     ranges: bool,
+    /// The server sends the bytes on a data connection.
+    data: bool,
 }
 
 /// Makes the toy protocol the one for `toy://` URIs on this thread.
@@ -35,6 +42,13 @@ impl Conversation for Toy {
         format!("TOY HELLO {}\n", self.path).into_bytes()
     }
 
+    fn data_ready(&mut self) -> Step {
+        match self.data {
+            true => Step::Send(self.send_line()),
+            false => Step::Fail(bad("a data connection nobody asked for")),
+        }
+    }
+
     fn received(&mut self, bytes: &[u8]) -> (usize, Step) {
         let Some(nl) = bytes.iter().position(|&b| b == b'\n') else {
             return match bytes.len() > MAX_LINE {
@@ -47,19 +61,25 @@ impl Conversation for Toy {
         let words: Vec<&str> = line.split(' ').collect();
         let number = |w: &str| w.parse::<u64>().ok();
         let step = match words[..] {
-            ["TOY", "READY", total, ranges] => match number(total) {
-                Some(t) => {
-                    self.total = Some(t);
-                    self.ranges = ranges == "1";
-                    let (first, end) = match self.range {
-                        None => (0, None),
-                        Some((f, last)) => (f, last.map(|l| l + 1)),
-                    };
-                    let end = end.map_or("-".to_string(), |e| e.to_string());
-                    Step::Send(format!("TOY SEND {} {first} {end}\n", self.path).into_bytes())
+            ["TOY", "READY", total, ranges, ref data @ ..] if data.len() <= 1 => {
+                match (number(total), data) {
+                    (Some(t), [] | ["data"]) => {
+                        self.total = Some(t);
+                        self.ranges = ranges == "1";
+                        self.data = !data.is_empty();
+                        match self.data {
+                            true => Step::Send(b"TOY PASV\n".to_vec()),
+                            false => Step::Send(self.send_line()),
+                        }
+                    }
+                    _ => Step::Fail(bad(&line)),
                 }
-                None => Step::Fail(bad(&line)),
+            }
+            ["TOY", "PORT", port] if self.data => match port.parse::<u16>() {
+                Ok(p) => Step::Data(p),
+                Err(_) => Step::Fail(bad(&line)),
             },
+            ["TOY", "NODATA"] => Step::Fail(bad("no data connection")),
             ["TOY", "DATA", first, len] => {
                 let framing = match len {
                     "-" => Some(Framing::UntilClose),
@@ -73,6 +93,7 @@ impl Conversation for Toy {
                         ranges: self.ranges,
                         name: None,
                         keep_alive: false,
+                        on_data: self.data,
                     }),
                     _ => Step::Fail(bad(&line)),
                 }
@@ -88,6 +109,18 @@ impl Conversation for Toy {
             _ => Step::Fail(bad(&line)),
         };
         (used, step)
+    }
+}
+
+impl Toy {
+    /// The line asking for the range.
+    fn send_line(&self) -> Vec<u8> {
+        let (first, end) = match self.range {
+            None => (0, None),
+            Some((f, last)) => (f, last.map(|l| l + 1)),
+        };
+        let end = end.map_or("-".to_string(), |e| e.to_string());
+        format!("TOY SEND {} {first} {end}\n", self.path).into_bytes()
     }
 }
 
@@ -121,5 +154,36 @@ mod tests {
         }
         assert!(matches!(t.received(b"TOY DATA x 1\n"), (13, Step::Fail(_))));
         assert!(matches!(t.received(&[b'a'; 300]), (0, Step::Fail(_))));
+    }
+
+    #[test]
+    fn a_server_with_a_data_connection_is_asked_for_its_port_first() {
+        let mut t = Toy::default();
+        let url = Url::parse("toy://127.0.0.1:1/f").expect("a URL");
+        t.begin(&url, None);
+        match t.received(b"TOY READY 5 0 data\n") {
+            (_, Step::Send(b)) => assert_eq!(b, b"TOY PASV\n"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            t.received(b"TOY PORT 4242\n"),
+            (_, Step::Data(4242))
+        ));
+        match t.data_ready() {
+            Step::Send(b) => assert_eq!(b, b"TOY SEND /f 0 -\n"),
+            other => panic!("{other:?}"),
+        }
+        match t.received(b"TOY DATA 0 5\n") {
+            (_, Step::Answer(a)) => assert!(a.on_data),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            t.received(b"TOY PORT 99999\n"),
+            (_, Step::Fail(_))
+        ));
+        assert!(matches!(
+            t.received(b"TOY READY 5 0 x\n"),
+            (_, Step::Fail(_))
+        ));
     }
 }

@@ -195,6 +195,11 @@ pub struct Sim<T> {
     /// Draws of the odd-length short writes and of the step a file job fails at, apart from
     /// `rng2` for the same reason.
     rng3: Rng,
+    /// Toy servers' data ports waiting for their connection (for the control connection's
+    /// descriptor), and the data connection each control connection has.
+    data_listeners: HashMap<SocketAddr, RawFd>,
+    data_of: HashMap<RawFd, RawFd>,
+    next_data_port: u16,
 }
 
 impl<T> Sim<T> {
@@ -225,6 +230,9 @@ impl<T> Sim<T> {
             rng2: Rng::new(seed ^ 0x5157_0002),
             volatile: Vec::new(),
             rng3: Rng::new(seed ^ 0x5157_0003),
+            data_listeners: HashMap::new(),
+            data_of: HashMap::new(),
+            next_data_port: 40_000,
         }
     }
 

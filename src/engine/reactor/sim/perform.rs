@@ -179,6 +179,13 @@ impl<T> Sim<T> {
                 if w.blackholes.contains(&addr) {
                     return -libc::ECANCELED;
                 }
+                if let Some(control) = self.data_listeners.remove(&addr) {
+                    // A toy server's data connection: it only ever sends.
+                    drop(w);
+                    self.data_of.insert(control, fd);
+                    self.wires.insert(fd, Wire::default());
+                    return 0;
+                }
                 if !w.servers.contains_key(&addr) {
                     return -libc::ECONNREFUSED;
                 }

@@ -190,6 +190,9 @@ impl<T> Sim<T> {
     /// `TOY HELLO path` → `TOY READY total ranges(0|1)`, `TOY NOTFOUND` or `TOY BUSY`;
     /// `TOY SEND path first end|-` → `TOY DATA first len` and the bytes (`-` for a body that ends
     /// when the server closes: the route's framing is not `Length`); the server closes after.
+    /// With `World::toy_data`, READY ends in ` data`, the client asks `TOY PASV` → `TOY PORT p`
+    /// (a port of the server's address that takes one connection; now and then none does), opens
+    /// it, then sends `SEND`: the bytes go on the data connection, which closes after them.
     fn serve_toy(&mut self, fd: RawFd, addr: SocketAddr) -> bool {
         let Some(wire) = self.wires.get_mut(&fd) else {
             return false;
@@ -211,7 +214,29 @@ impl<T> Sim<T> {
             .requests
             .push((addr, format!("TOY {}", words[1..].join(" ")), range));
         let faults = world.faults.clone();
+        let data_mode = world.toy_data;
         drop(world);
+        if words.get(1) == Some(&"PASV") {
+            let port = self.next_data_port;
+            self.next_data_port = self.next_data_port.wrapping_add(1).max(40_000);
+            if faults.server.no_data_port > 0 && self.rng2.chance(faults.server.no_data_port) {
+                self.world
+                    .borrow_mut()
+                    .fire("a data port that takes no connection");
+            } else {
+                self.data_listeners
+                    .insert(SocketAddr::new(addr.ip(), port), fd);
+            }
+            let Some(wire) = self.wires.get_mut(&fd) else {
+                return false;
+            };
+            wire.outbound
+                .extend_from_slice(format!("TOY PORT {port}\n").as_bytes());
+            if wire.receiving == 0 {
+                wire.unread_since.get_or_insert(self.clock);
+            }
+            return true;
+        }
         let busy = matches!(route, Some(Route::Status(503)));
         let file = match route {
             Some(Route::File {
@@ -224,7 +249,12 @@ impl<T> Sim<T> {
         };
         let (head, body) = match (words.get(1).copied(), file) {
             (Some("HELLO"), Some((data, ranges, _))) => (
-                format!("TOY READY {} {}\n", data.len(), u8::from(ranges)),
+                format!(
+                    "TOY READY {} {}{}\n",
+                    data.len(),
+                    u8::from(ranges),
+                    if data_mode { " data" } else { "" }
+                ),
                 Vec::new(),
             ),
             (_, None) if busy => ("TOY BUSY\n".to_string(), Vec::new()),
@@ -248,16 +278,42 @@ impl<T> Sim<T> {
             }
             _ => ("TOY NOTFOUND\n".to_string(), Vec::new()),
         };
+        // The bytes go on the data connection where there is one (none: the client never
+        // opened it, and the server says so).
+        let data_fd = match (data_mode, head.starts_with("TOY DATA")) {
+            (true, true) => self.data_of.remove(&fd),
+            _ => None,
+        };
+        let head = match (data_mode, head.starts_with("TOY DATA"), data_fd) {
+            (true, true, None) => "TOY NODATA\n".to_string(),
+            _ => head,
+        };
+        let clock = self.clock;
         let Some(wire) = self.wires.get_mut(&fd) else {
             return false;
         };
         wire.outbound.extend_from_slice(head.as_bytes());
-        wire.outbound.extend_from_slice(&body);
         if wire.receiving == 0 {
-            wire.unread_since.get_or_insert(self.clock);
+            wire.unread_since.get_or_insert(clock);
         }
         // Only READY keeps the conversation going.
         wire.close_after |= !head.starts_with("TOY READY");
+        let keep = !wire.close_after;
+        let body_fd = match (data_mode, data_fd) {
+            (false, _) => fd,
+            (true, Some(d)) => d,
+            (true, None) => return keep,
+        };
+        let Some(wire) = self.wires.get_mut(&body_fd) else {
+            return keep;
+        };
+        wire.outbound.extend_from_slice(&body);
+        if data_mode {
+            wire.close_after = true;
+        }
+        if wire.receiving == 0 && !body.is_empty() {
+            wire.unread_since.get_or_insert(clock);
+        }
         // A reset or a stall somewhere in the body, as for HTTP's.
         let body_len = body.len();
         if body_len > 0 && wire.reset_in.is_none() && self.rng.chance(faults.reset) {
@@ -267,7 +323,7 @@ impl<T> Sim<T> {
             let already = wire.pending() - body_len;
             wire.stall_in = Some(already + self.rng.below(body_len as u64) as usize);
         }
-        !wire.close_after
+        keep
     }
 }
 

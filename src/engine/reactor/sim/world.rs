@@ -135,6 +135,8 @@ pub struct ServerFaults {
     /// ranges whatever `If-Range` says.
     pub change_after: Option<usize>,
     pub changed_to: Option<Rc<Vec<u8>>>,
+    /// A toy server's data port takes no connection (`World::toy_data`).
+    pub no_data_port: u32,
 }
 
 impl std::fmt::Debug for ServerFaults {
@@ -145,6 +147,7 @@ impl std::fmt::Debug for ServerFaults {
             .field("informational", &self.informational)
             .field("short_range", &self.short_range)
             .field("idle_close", &self.idle_close)
+            .field("no_data_port", &self.no_data_port)
             .field("change_after", &self.change_after)
             .field("changed_to_len", &self.changed_to.as_ref().map(|v| v.len()))
             .finish()
@@ -198,6 +201,9 @@ pub struct World {
     /// Every server speaks TLS with this configuration (through rustls, to the engine's own
     /// record layer).
     pub tls: Option<crate::tls::server::ServerTlsConfig>,
+    /// Toy servers send the file's bytes on a data connection the client opens to a port they
+    /// name (as FTP's passive mode), not on the conversation's own.
+    pub toy_data: bool,
 }
 
 impl World {

@@ -1,0 +1,182 @@
+//! FTP as one of the engine's sources: `crate::ftp`'s session (no I/O) as a
+//! `sources::Conversation`, its failures as aria2c's exit codes. The control connection is the
+//! conversation's; the file's bytes come on the data connection it opens (`Step::Data`), always
+//! to the control connection's peer.
+use super::config::DownloadOptions;
+use super::job::Failure;
+use super::sources::{Answer, Conversation, Step};
+use super::ExitCode;
+use crate::ftp::{Event, Kind, Login, Session};
+use crate::http::Framing;
+use url::Url;
+
+/// aria2's exit code for an FTP failure.
+pub const FTP_ERROR: ExitCode = ExitCode(21);
+
+/// One exchange with an FTP server: log in, find the file, open the data connection, ask for
+/// the range.
+pub struct FtpConversation {
+    login: Login,
+    ascii: bool,
+    session: Result<Option<Session>, Failure>,
+}
+
+impl FtpConversation {
+    pub fn new(url: &Url, opts: &DownloadOptions) -> FtpConversation {
+        FtpConversation {
+            login: login_for(url, opts),
+            ascii: opts.ftp_ascii,
+            session: Ok(None),
+        }
+    }
+}
+
+/// Who logs in for `url`: the URI's user (with its password, or `--ftp-passwd`), else
+/// `--ftp-user`/`--ftp-passwd`, else aria2c's anonymous login.
+fn login_for(url: &Url, opts: &DownloadOptions) -> Login {
+    let decode = percent_decode;
+    let default = Login::default();
+    let (user, pass) = match url.username() {
+        "" => (opts.ftp_user.clone(), opts.ftp_passwd.clone()),
+        u => (
+            Some(decode(u)),
+            url.password()
+                .map(decode)
+                .or_else(|| opts.ftp_passwd.clone()),
+        ),
+    };
+    Login {
+        user: user.unwrap_or(default.user),
+        pass: pass.unwrap_or(default.pass),
+    }
+}
+
+/// A URI's user or password with its `%XX` escapes decoded (bytes that are not UTF-8 kept as
+/// replacement characters: a login they would break is refused by the server, not here).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = (b[i] == b'%')
+            .then(|| b.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(v) => {
+                out.push(v);
+                i += 3;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// aria2c's exit code and retry rule for a session's failure.
+fn failure(e: crate::ftp::Error) -> Failure {
+    match e.kind {
+        Kind::NotFound => Failure::retry(ExitCode::NOT_FOUND, e.message),
+        Kind::BadUri => Failure::fatal(ExitCode::UNKNOWN, e.message),
+        Kind::Login => Failure::fatal(FTP_ERROR, e.message),
+        Kind::NoResume => Failure::retry(ExitCode::CANNOT_RESUME, e.message),
+        Kind::Transient => Failure::retry(FTP_ERROR, e.message),
+        Kind::Permanent => Failure::fatal(FTP_ERROR, e.message),
+    }
+}
+
+impl FtpConversation {
+    fn step(&self, e: Event) -> Step {
+        match e {
+            Event::Wait => Step::Wait,
+            Event::Send(b) => Step::Send(b),
+            Event::OpenData(port) => Step::Data(port),
+            Event::Transfer {
+                size,
+                first,
+                length,
+            } => Step::Answer(Answer {
+                total: size,
+                first,
+                framing: length.map_or(Framing::UntilClose, Framing::Length),
+                // REST serves any offset (a server that refuses it says so when asked).
+                ranges: size.is_some(),
+                name: None,
+                keep_alive: false,
+                on_data: true,
+            }),
+            Event::Fail(e) => Step::Fail(failure(e)),
+        }
+    }
+}
+
+impl Conversation for FtpConversation {
+    fn begin(&mut self, url: &Url, range: Option<(u64, Option<u64>)>) -> Vec<u8> {
+        match Session::new(url.path(), self.login.clone(), self.ascii, range) {
+            Ok(s) => {
+                let first = s.start();
+                self.session = Ok(Some(s));
+                first
+            }
+            Err(e) => {
+                self.session = Err(failure(e));
+                Vec::new()
+            }
+        }
+    }
+
+    fn received(&mut self, bytes: &[u8]) -> (usize, Step) {
+        match &mut self.session {
+            Ok(Some(s)) => {
+                let (used, e) = s.received(bytes);
+                (used, self.step(e))
+            }
+            Ok(None) => (0, Step::Fail(Failure::fatal(FTP_ERROR, "no session"))),
+            Err(f) => (0, Step::Fail(f.clone())),
+        }
+    }
+
+    fn data_ready(&mut self) -> Step {
+        match &mut self.session {
+            Ok(Some(s)) => {
+                let e = s.data_ready();
+                self.step(e)
+            }
+            Ok(None) => Step::Fail(Failure::fatal(FTP_ERROR, "no session")),
+            Err(f) => Step::Fail(f.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_login_comes_from_the_uri_then_the_options_then_aria2cs_defaults() {
+        let argv = ["ftp://h/f"].map(std::ffi::OsString::from);
+        let mut opts = match crate::cli::parse_args(argv) {
+            Ok(crate::cli::Command::Download(s)) => s.config.download.clone(),
+            Ok(_) => panic!("not a download"),
+            Err(e) => panic!("{}", e.message),
+        };
+        let url = |u: &str| Url::parse(u).expect("a URL");
+        let l = login_for(&url("ftp://h/f"), &opts);
+        assert_eq!(
+            (l.user.as_str(), l.pass.as_str()),
+            ("anonymous", "ARIA2USER@")
+        );
+        opts.ftp_user = Some("bob".into());
+        opts.ftp_passwd = Some("secret".into());
+        let l = login_for(&url("ftp://h/f"), &opts);
+        assert_eq!((l.user.as_str(), l.pass.as_str()), ("bob", "secret"));
+        let l = login_for(&url("ftp://al%40x:p%3Aw@h/f"), &opts);
+        assert_eq!((l.user.as_str(), l.pass.as_str()), ("al@x", "p:w"));
+        let l = login_for(&url("ftp://al@h/f"), &opts);
+        assert_eq!((l.user.as_str(), l.pass.as_str()), ("al", "secret"));
+    }
+}

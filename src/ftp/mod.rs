@@ -1,0 +1,471 @@
+//! FTP (RFC 959, with RFC 2428's EPSV and RFC 3659's SIZE and REST) as a machine without I/O:
+//! what a client sends to fetch one file, or a range of it, over a control connection, and what
+//! it reads back, up to the moment the file's bytes flow on the data connection. The engine
+//! moves the bytes (`engine::ftp` adapts a [`Session`] to its sources).
+pub mod reply;
+
+use reply::Reply;
+
+/// Who logs in: aria2c's defaults are `anonymous` and `ARIA2USER@`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Login {
+    pub user: String,
+    pub pass: String,
+}
+
+impl Default for Login {
+    fn default() -> Self {
+        Login {
+            user: "anonymous".into(),
+            pass: "ARIA2USER@".into(),
+        }
+    }
+}
+
+/// Why a session failed, as the engine maps it to aria2's exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The file or a directory of its path is not there (550).
+    NotFound,
+    /// The URI names a directory, or a name no FTP command can carry.
+    BadUri,
+    /// The server refused the login.
+    Login,
+    /// The server refused to go on from an offset (REST).
+    NoResume,
+    /// A 4xx reply or a reply that did not come right: another try may do better.
+    Transient,
+    /// A 5xx reply, or bytes that are not FTP.
+    Permanent,
+}
+
+/// A session's failure: its kind and a one-line message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub kind: Kind,
+    pub message: String,
+}
+
+fn error(kind: Kind, message: String) -> Error {
+    Error { kind, message }
+}
+
+/// Where a session stands after bytes came in.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Event {
+    /// More bytes are needed.
+    Wait,
+    /// Send these, then read on.
+    Send(Vec<u8>),
+    /// Open the data connection, to this port of the control connection's peer; then
+    /// [`Session::data_ready`].
+    OpenData(u16),
+    /// The file's bytes come on the data connection: from `first`, `length` of them (`None`:
+    /// until the server closes it), of a file of `size` bytes if the server said.
+    Transfer {
+        size: Option<u64>,
+        first: u64,
+        length: Option<u64>,
+    },
+    Fail(Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Greeting,
+    User,
+    Pass,
+    Type,
+    /// Changing into the path's `n`th directory.
+    Cwd(usize),
+    Size,
+    Epsv,
+    Pasv,
+    /// Waiting for the data connection.
+    Connecting,
+    Rest,
+    Retr,
+    Done,
+}
+
+/// One file fetched over one control connection.
+#[derive(Debug)]
+pub struct Session {
+    login: Login,
+    ascii: bool,
+    dirs: Vec<String>,
+    name: String,
+    /// From `first` to `last` inclusive (`None`: to the end).
+    range: Option<(u64, Option<u64>)>,
+    size: Option<u64>,
+    state: State,
+}
+
+/// Refuses a name or credential that would break out of its command (CR, LF, NUL).
+fn fits_command(what: &str, s: &str) -> Result<(), Error> {
+    match s.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
+        true => Err(error(
+            Kind::BadUri,
+            format!("{what} holds a line break or NUL, which no FTP command can carry"),
+        )),
+        false => Ok(()),
+    }
+}
+
+impl Session {
+    /// A session for the file at URL path `path` (percent-encoded, as in the URI; its
+    /// directories are changed into one by one, relative to where the login starts, as RFC 1738
+    /// says), logging in as `login`, in ASCII mode if `ascii`, for `range`.
+    pub fn new(
+        path: &str,
+        login: Login,
+        ascii: bool,
+        range: Option<(u64, Option<u64>)>,
+    ) -> Result<Session, Error> {
+        let path = path.strip_prefix('/').unwrap_or(path);
+        let mut parts: Vec<String> = path
+            .split('/')
+            .map(|p| percent_decode(p).map_err(|m| error(Kind::BadUri, m)))
+            .collect::<Result<_, _>>()?;
+        let name = parts.pop().unwrap_or_default();
+        if name.is_empty() {
+            return Err(error(
+                Kind::BadUri,
+                "the URI names a directory, not a file".into(),
+            ));
+        }
+        parts.retain(|p| !p.is_empty());
+        for p in parts.iter().chain([&name]) {
+            fits_command("the path", p)?;
+        }
+        fits_command("the user name", &login.user)?;
+        fits_command("the password", &login.pass)?;
+        Ok(Session {
+            login,
+            ascii,
+            dirs: parts,
+            name,
+            range,
+            size: None,
+            state: State::Greeting,
+        })
+    }
+
+    /// The first bytes to send: none, the server speaks first.
+    pub fn start(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Bytes from the control connection: how many were taken, and what now. Bytes not taken
+    /// are given again with the next ones.
+    pub fn received(&mut self, bytes: &[u8]) -> (usize, Event) {
+        match reply::parse(bytes) {
+            Ok(None) => (0, Event::Wait),
+            Ok(Some((used, r))) => (used, self.on_reply(&r)),
+            Err(m) => (0, Event::Fail(error(Kind::Permanent, m))),
+        }
+    }
+
+    /// The data connection is connected: ask for the file from the range's first byte.
+    pub fn data_ready(&mut self) -> Event {
+        if self.state != State::Connecting {
+            return Event::Fail(error(
+                Kind::Permanent,
+                "a data connection nobody asked for".into(),
+            ));
+        }
+        match self.first() {
+            0 => self.retr(),
+            n => {
+                self.state = State::Rest;
+                command(format!("REST {n}"))
+            }
+        }
+    }
+
+    fn first(&self) -> u64 {
+        self.range.map_or(0, |r| r.0)
+    }
+
+    fn retr(&mut self) -> Event {
+        self.state = State::Retr;
+        command(format!("RETR {}", self.name))
+    }
+
+    fn after_cwd(&mut self, next: usize) -> Event {
+        match self.dirs.get(next) {
+            Some(d) => {
+                self.state = State::Cwd(next);
+                command(format!("CWD {d}"))
+            }
+            None => {
+                self.state = State::Size;
+                command(format!("SIZE {}", self.name))
+            }
+        }
+    }
+
+    fn on_reply(&mut self, r: &Reply) -> Event {
+        let said = || format!("{} {}", r.code, reply::shorten(&r.text));
+        if r.code == 421 {
+            return Event::Fail(error(
+                Kind::Transient,
+                format!("the server closes the connection: {}", said()),
+            ));
+        }
+        if r.preliminary() && !matches!(self.state, State::Retr) {
+            // (120 "ready in a few minutes" before the greeting, and the like.)
+            return Event::Wait;
+        }
+        let failed = |kind: Kind, what: &str| {
+            let kind = match (kind, r.transient()) {
+                (Kind::Permanent, true) => Kind::Transient,
+                (k, _) => k,
+            };
+            Event::Fail(error(
+                kind,
+                format!("{what}: the server answered {}", said()),
+            ))
+        };
+        match self.state {
+            State::Greeting if r.code == 220 => {
+                self.state = State::User;
+                command(format!("USER {}", self.login.user))
+            }
+            State::Greeting => failed(Kind::Permanent, "no greeting"),
+            State::User | State::Pass if r.code == 230 || r.code == 202 => {
+                self.state = State::Type;
+                command(format!("TYPE {}", if self.ascii { "A" } else { "I" }))
+            }
+            State::User if r.code == 331 => {
+                self.state = State::Pass;
+                command(format!("PASS {}", self.login.pass))
+            }
+            State::User | State::Pass if r.code == 530 || r.code == 332 => {
+                failed(Kind::Login, "login failed")
+            }
+            State::User | State::Pass => failed(Kind::Permanent, "login failed"),
+            State::Type if r.ok() => self.after_cwd(0),
+            State::Type => failed(Kind::Permanent, "TYPE refused"),
+            State::Cwd(i) if r.ok() => self.after_cwd(i + 1),
+            State::Cwd(_) if r.code == 550 => failed(Kind::NotFound, "no such directory"),
+            State::Cwd(_) => failed(Kind::Permanent, "CWD refused"),
+            State::Size if r.code == 213 => match r.text.trim().parse::<u64>() {
+                Ok(n) => {
+                    self.size = Some(n);
+                    self.epsv()
+                }
+                Err(_) => failed(Kind::Permanent, "a SIZE that is not a number"),
+            },
+            State::Size if r.code == 550 => failed(Kind::NotFound, "no such file"),
+            // SIZE not understood (500, 502) or refused in this mode: the length is unknown.
+            State::Size => self.epsv(),
+            State::Epsv if r.code == 229 => match reply::epsv_port(&r.text) {
+                Some(p) if p != 0 => self.open_data(p),
+                _ => failed(Kind::Permanent, "an EPSV reply without a port"),
+            },
+            State::Epsv => {
+                self.state = State::Pasv;
+                command("PASV".into())
+            }
+            State::Pasv if r.code == 227 => match reply::pasv_port(&r.text) {
+                Some(p) if p != 0 => self.open_data(p),
+                _ => failed(Kind::Permanent, "a PASV reply without a port"),
+            },
+            State::Pasv => failed(Kind::Permanent, "passive mode refused"),
+            State::Connecting => failed(Kind::Permanent, "a reply while the data connection opens"),
+            State::Rest if r.code == 350 => self.retr(),
+            State::Rest => failed(Kind::NoResume, "REST refused"),
+            State::Retr if r.code == 125 || r.code == 150 => self.transfer(),
+            State::Retr if r.preliminary() => Event::Wait,
+            State::Retr if r.code == 550 => failed(Kind::NotFound, "RETR refused"),
+            State::Retr => failed(Kind::Permanent, "RETR refused"),
+            State::Done => failed(Kind::Permanent, "a reply after the transfer began"),
+        }
+    }
+
+    fn epsv(&mut self) -> Event {
+        self.state = State::Epsv;
+        command("EPSV".into())
+    }
+
+    fn open_data(&mut self, port: u16) -> Event {
+        self.state = State::Connecting;
+        Event::OpenData(port)
+    }
+
+    fn transfer(&mut self) -> Event {
+        self.state = State::Done;
+        let first = self.first();
+        let end = match self.range {
+            Some((_, Some(last))) => Some(last + 1),
+            _ => self.size,
+        };
+        // ASCII mode may send more bytes than SIZE said (line ends rewritten): they are cut at
+        // the length, as aria2c does.
+        let length = end.map(|e| e.saturating_sub(first));
+        Event::Transfer {
+            size: self.size,
+            first,
+            length,
+        }
+    }
+}
+
+fn command(line: String) -> Event {
+    let mut b = line.into_bytes();
+    b.extend_from_slice(b"\r\n");
+    Event::Send(b)
+}
+
+/// `%XX` escapes of a URI's path segment decoded; the bytes must be UTF-8.
+fn percent_decode(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok());
+            match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                Some(v) => {
+                    out.push(v);
+                    i += 3;
+                    continue;
+                }
+                None => return Err(format!("a bad %-escape in the path: {s}")),
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| format!("the path is not UTF-8: {s}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sends(e: (usize, Event)) -> String {
+        match e.1 {
+            Event::Send(b) => String::from_utf8(b).expect("UTF-8"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn session(path: &str, range: Option<(u64, Option<u64>)>) -> Session {
+        Session::new(path, Login::default(), false, range).expect("a session")
+    }
+
+    #[test]
+    fn a_range_is_asked_for_as_aria2c_does_with_epsv_first() {
+        let mut s = session("/pub/a%20b/f.bin", Some((100, Some(199))));
+        assert!(s.start().is_empty());
+        assert_eq!(s.received(b"220 ").1, Event::Wait);
+        assert_eq!(sends(s.received(b"220 hi\r\n")), "USER anonymous\r\n");
+        assert_eq!(sends(s.received(b"331 pw\r\n")), "PASS ARIA2USER@\r\n");
+        assert_eq!(sends(s.received(b"230 ok\r\n")), "TYPE I\r\n");
+        assert_eq!(sends(s.received(b"200 ok\r\n")), "CWD pub\r\n");
+        assert_eq!(sends(s.received(b"250 ok\r\n")), "CWD a b\r\n");
+        assert_eq!(sends(s.received(b"250 ok\r\n")), "SIZE f.bin\r\n");
+        assert_eq!(sends(s.received(b"213 3000\r\n")), "EPSV\r\n");
+        assert_eq!(sends(s.received(b"500 what\r\n")), "PASV\r\n");
+        let pasv = b"227 Entering Passive Mode (10,9,8,7,117,53).\r\n";
+        assert_eq!(s.received(pasv).1, Event::OpenData(117 * 256 + 53));
+        assert_eq!(s.data_ready(), Event::Send(b"REST 100\r\n".to_vec()));
+        assert_eq!(sends(s.received(b"350 ok\r\n")), "RETR f.bin\r\n");
+        let (_, e) = s.received(b"150 Opening BINARY mode data connection\r\n");
+        assert_eq!(
+            e,
+            Event::Transfer {
+                size: Some(3000),
+                first: 100,
+                length: Some(100)
+            }
+        );
+    }
+
+    #[test]
+    fn a_whole_file_of_unknown_size_is_read_to_the_close() {
+        let mut s = session("/f", None);
+        s.received(b"220 hi\r\n");
+        assert_eq!(
+            sends(s.received(b"230 no password needed\r\n")),
+            "TYPE I\r\n"
+        );
+        assert_eq!(sends(s.received(b"200 ok\r\n")), "SIZE f\r\n");
+        assert_eq!(sends(s.received(b"502 no SIZE\r\n")), "EPSV\r\n");
+        let epsv = b"229 Entering Extended Passive Mode (|||6446|)\r\n";
+        assert_eq!(s.received(epsv).1, Event::OpenData(6446));
+        assert_eq!(s.data_ready(), Event::Send(b"RETR f\r\n".to_vec()));
+        assert_eq!(
+            s.received(b"125 go\r\n").1,
+            Event::Transfer {
+                size: None,
+                first: 0,
+                length: None
+            }
+        );
+    }
+
+    #[test]
+    fn failures_say_why_with_the_kind_aria2c_exits_by() {
+        let fail = |path: &str, replies: &[&[u8]]| {
+            let mut s = session(path, None);
+            let mut last = Event::Wait;
+            for r in replies {
+                last = s.received(r).1;
+                if s.state == State::Connecting {
+                    last = s.data_ready();
+                }
+            }
+            match last {
+                Event::Fail(e) => e.kind,
+                other => panic!("{other:?}"),
+            }
+        };
+        let login: &[&[u8]] = &[b"220 hi\r\n", b"331 pw\r\n", b"530 Login incorrect.\r\n"];
+        assert_eq!(fail("/f", login), Kind::Login);
+        let gone: &[&[u8]] = &[b"220 hi\r\n", b"230 ok\r\n", b"200 ok\r\n", b"550 no\r\n"];
+        assert_eq!(fail("/f", gone), Kind::NotFound);
+        assert_eq!(fail("/d/f", gone), Kind::NotFound, "a missing directory");
+        let busy: &[&[u8]] = &[b"421 Too many users\r\n"];
+        assert_eq!(fail("/f", busy), Kind::Transient);
+        let retr: &[&[u8]] = &[
+            b"220 hi\r\n",
+            b"230 ok\r\n",
+            b"200 ok\r\n",
+            b"213 5\r\n",
+            b"229 (|||5000|)\r\n",
+            b"451 local error\r\n",
+        ];
+        assert_eq!(fail("/f", retr), Kind::Transient);
+        assert_eq!(fail("/f", &[b"SSH-2.0-OpenSSH\r\n"]), Kind::Permanent);
+        let no_port: &[&[u8]] = &[
+            b"220 hi\r\n",
+            b"230 ok\r\n",
+            b"200 ok\r\n",
+            b"213 5\r\n",
+            b"229 (|||0|)\r\n",
+        ];
+        assert_eq!(fail("/f", no_port), Kind::Permanent);
+    }
+
+    #[test]
+    fn names_that_would_inject_a_command_or_name_a_directory_are_refused() {
+        for path in ["/d/", "/", "/a%0d%0aDELE%20x", "/f%00", "/%zz", "/%ff"] {
+            let e = Session::new(path, Login::default(), false, None).expect_err(path);
+            assert_eq!(e.kind, Kind::BadUri, "{path}");
+        }
+        let login = Login {
+            user: "u\r\nDELE x".into(),
+            pass: "p".into(),
+        };
+        assert!(Session::new("/f", login, false, None).is_err());
+        let s = Session::new("/f", Login::default(), true, None).expect("a session");
+        let mut s = s;
+        s.received(b"220 hi\r\n");
+        assert_eq!(sends(s.received(b"230 ok\r\n")), "TYPE A\r\n");
+    }
+}
