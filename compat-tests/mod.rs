@@ -15,6 +15,7 @@ mod normalize;
 mod cases_cli;
 mod cases_download;
 mod cases_files;
+mod cases_ftp;
 mod cases_http;
 mod cases_unsupported;
 mod control;
@@ -28,6 +29,7 @@ fn all_cases() -> Vec<(&'static str, harness::Case)> {
         cases_cli::CASES,
         cases_download::CASES,
         cases_files::CASES,
+        cases_ftp::CASES,
         cases_http::CASES,
         cases_unsupported::CASES,
     ]

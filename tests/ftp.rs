@@ -198,3 +198,190 @@ fn an_ftp_mirror_beside_an_http_one_serves_the_same_download() {
         "the FTP mirror was not used"
     );
 }
+
+mod hostile {
+    use super::*;
+    use crate::support::ftp::{FakeFtp, Misbehaviour};
+
+    fn get(server: &FakeFtp, extra: &[&str]) -> (TestDir, crate::support::Run) {
+        let dir = TestDir::new();
+        let mut args = vec!["--no-conf".to_string(), "-d".into(), dir.arg()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.push(server.url("pub/f.bin"));
+        let run = ringdl(&dir, &args);
+        (dir, run)
+    }
+
+    /// A `227` reply naming another host: the data connection still goes to the control
+    /// connection's peer (as curl does), so a server cannot aim it anywhere else.
+    #[test]
+    fn a_passive_reply_naming_another_host_is_not_followed() {
+        let data = content(0x3232, 700_001);
+        let how = Misbehaviour {
+            pasv_host: Some([10, 255, 255, 1]),
+            no_epsv: true,
+            ..Misbehaviour::default()
+        };
+        let server = FakeFtp::start("f.bin", data.clone(), how);
+        let (dir, run) = get(&server, &["--connect-timeout=5"]);
+        same(&dir, "f.bin", &data, &run);
+        assert!(
+            server.commands().iter().any(|c| c == "PASV"),
+            "{:?}",
+            server.commands()
+        );
+    }
+
+    /// Replies that never end, or a line of 10 MB: one line, exit 21, quickly, bounded.
+    #[test]
+    fn replies_that_never_end_fail_with_one_line() {
+        for how in [
+            Misbehaviour {
+                endless_greeting: true,
+                ..Misbehaviour::default()
+            },
+            Misbehaviour {
+                huge_line: true,
+                ..Misbehaviour::default()
+            },
+            Misbehaviour {
+                port_zero: true,
+                ..Misbehaviour::default()
+            },
+        ] {
+            let server = FakeFtp::start("f.bin", vec![1; 10], how);
+            let (dir, run) = get(&server, &["--max-tries=1"]);
+            assert_eq!(run.code(), 21, "{run}");
+            assert_eq!(run.lines_with("errorCode=").len(), 1, "{run}");
+            assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+        }
+    }
+
+    /// Data connections that close early are gone on from where they stopped (REST), and
+    /// bytes past `SIZE` are never written: the file ends byte-exact.
+    #[test]
+    fn early_closes_are_resumed_and_bytes_past_the_size_are_cut() {
+        let data = content(0x6375, 1_000_003);
+        let how = Misbehaviour {
+            cut_after: Some(300_000),
+            ..Misbehaviour::default()
+        };
+        let server = FakeFtp::start("f.bin", data.clone(), how);
+        let (dir, run) = get(&server, &["--max-tries=10", "--retry-wait=0"]);
+        same(&dir, "f.bin", &data, &run);
+        assert!(
+            server
+                .data_connections
+                .load(std::sync::atomic::Ordering::Relaxed)
+                >= 4
+        );
+
+        let how = Misbehaviour {
+            extra: 5000,
+            ..Misbehaviour::default()
+        };
+        let server = FakeFtp::start("f.bin", data.clone(), how);
+        let (dir, run) = get(&server, &["-s3", "-k1M"]);
+        same(&dir, "f.bin", &data, &run);
+    }
+
+    /// A server whose `SIZE` is short is taken at its word (as aria2c does: the file is what
+    /// SIZE said); one whose `SIZE` is long fails, and what it left is a prefix that resumes.
+    #[test]
+    fn a_size_that_lies_never_puts_wrong_bytes_on_disk() {
+        let data = content(0x6c69, 600_000);
+        let how = Misbehaviour {
+            size: Some(400_000),
+            ..Misbehaviour::default()
+        };
+        let server = FakeFtp::start("f.bin", data.clone(), how);
+        let (dir, run) = get(&server, &[]);
+        same(&dir, "f.bin", &data[..400_000], &run);
+
+        let how = Misbehaviour {
+            size: Some(900_000),
+            ..Misbehaviour::default()
+        };
+        let server = FakeFtp::start("f.bin", data.clone(), how);
+        let (dir, run) = get(&server, &["--max-tries=2", "--retry-wait=0"]);
+        assert_ne!(run.code(), 0, "{run}");
+        let on_disk = fs::read(dir.join("f.bin")).unwrap_or_default();
+        let n = on_disk.len().min(data.len());
+        assert_eq!(&on_disk[..n], &data[..n], "wrong bytes on disk\n{run}");
+    }
+
+    /// A path or user with CR/LF is refused before anything is sent: no command injection.
+    #[test]
+    fn line_breaks_in_names_are_refused_before_any_command() {
+        let server = FakeFtp::start("f.bin", vec![1; 10], Misbehaviour::default());
+        let dir = TestDir::new();
+        for url in [
+            server.url("pub/a%0d%0aDELE%20x"),
+            format!(
+                "ftp://u%0d%0aDELE%20x:p@127.0.0.1:{}/f.bin",
+                server
+                    .url("")
+                    .split(':')
+                    .nth(2)
+                    .unwrap_or("0")
+                    .trim_end_matches('/')
+            ),
+        ] {
+            let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), &url]);
+            assert_eq!(run.code(), 1, "{run}");
+            assert_eq!(run.lines_with("errorCode=").len(), 1, "{run}");
+        }
+        let sent = server.commands();
+        assert!(!sent.iter().any(|c| c.contains("DELE")), "{sent:?}");
+        assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+    }
+}
+
+/// A download stopped part-way by one program is finished by the other from its control file,
+/// both ways (`-c`, the same command line): the file ends byte-exact and the second run fetched
+/// only the rest.
+#[test]
+fn ftp_downloads_cross_resume_with_aria2c_both_ways() {
+    if !crate::support::require_peer("aria2c", crate::support::have_program("aria2c")) {
+        return;
+    }
+    let (root, data) = root_with(20 * 1024 * 1024 + 4097, 0x6372);
+    let Some(server) = FtpServer::vsftpd(root.path()) else {
+        return;
+    };
+    let url = server.url("pub/f.bin");
+    let aria2c = std::path::PathBuf::from("aria2c");
+    let ours = crate::support::binary_under_test();
+    for (first, second) in [(&aria2c, &ours), (&ours, &aria2c)] {
+        let dir = TestDir::new();
+        let common = [
+            "--no-conf",
+            "-x4",
+            "-s4",
+            "-k1M",
+            "--ftp-reuse-connection=false",
+        ];
+        let mut args: Vec<String> = common.iter().map(|s| s.to_string()).collect();
+        args.extend(["--max-download-limit=3M".into(), "--stop=2".into()]);
+        args.extend(["-d".into(), dir.arg(), url.clone()]);
+        let run = crate::support::run_program(first, &dir, &args, Duration::from_secs(60));
+        let partial = fs::metadata(dir.join("f.bin.aria2")).is_ok();
+        assert!(partial, "{} left no control file\n{run}", first.display());
+        let mut args: Vec<String> = common.iter().map(|s| s.to_string()).collect();
+        args.extend(["-c".into(), "-d".into(), dir.arg(), url.clone()]);
+        let before = server.log().len();
+        let run = crate::support::run_program(second, &dir, &args, Duration::from_secs(60));
+        same(&dir, "f.bin", &data, &run);
+        let later = &server.log()[before..];
+        let rest: Vec<u64> = later
+            .lines()
+            .filter_map(|l| l.split("\"REST ").nth(1))
+            .filter_map(|r| r.trim_end_matches('"').parse().ok())
+            .collect();
+        assert!(
+            !rest.is_empty() && rest.iter().all(|&r| r > 0),
+            "{} started over: {rest:?}",
+            second.display()
+        );
+    }
+}

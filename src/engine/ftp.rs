@@ -18,6 +18,7 @@ pub const FTP_ERROR: ExitCode = ExitCode(21);
 pub struct FtpConversation {
     login: Login,
     ascii: bool,
+    url: Url,
     session: Result<Option<Session>, Failure>,
 }
 
@@ -26,6 +27,7 @@ impl FtpConversation {
         FtpConversation {
             login: login_for(url, opts),
             ascii: opts.ftp_ascii,
+            url: url.clone(),
             session: Ok(None),
         }
     }
@@ -77,15 +79,22 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// aria2c's exit code and retry rule for a session's failure.
-fn failure(e: crate::ftp::Error) -> Failure {
+/// aria2c's exit code, retry rule and words for a session's failure with `url`: a reply that
+/// failed it is said as aria2c says it (the reply's text is in the log at debug level).
+fn failure(e: crate::ftp::Error, url: &Url) -> Failure {
+    let message = match (e.kind, e.reply) {
+        (Kind::NotFound, _) => "Resource not found".to_string(),
+        (Kind::NoFile, _) => format!("FTP/SFTP URI {url} doesn't contain file path."),
+        (_, Some(code)) => format!("The response status is not successful. status={code}"),
+        (_, None) => e.message,
+    };
     match e.kind {
-        Kind::NotFound => Failure::retry(ExitCode::NOT_FOUND, e.message),
-        Kind::BadUri => Failure::fatal(ExitCode::UNKNOWN, e.message),
-        Kind::Login => Failure::fatal(FTP_ERROR, e.message),
-        Kind::NoResume => Failure::retry(ExitCode::CANNOT_RESUME, e.message),
-        Kind::Transient => Failure::retry(FTP_ERROR, e.message),
-        Kind::Permanent => Failure::fatal(FTP_ERROR, e.message),
+        Kind::NotFound => Failure::retry(ExitCode::NOT_FOUND, message),
+        Kind::NoFile | Kind::BadUri => Failure::fatal(ExitCode::UNKNOWN, message),
+        Kind::Login => Failure::fatal(FTP_ERROR, message),
+        Kind::NoResume => Failure::retry(ExitCode::CANNOT_RESUME, message),
+        Kind::Transient => Failure::retry(FTP_ERROR, message),
+        Kind::Permanent => Failure::fatal(FTP_ERROR, message),
     }
 }
 
@@ -109,7 +118,7 @@ impl FtpConversation {
                 keep_alive: false,
                 on_data: true,
             }),
-            Event::Fail(e) => Step::Fail(failure(e)),
+            Event::Fail(e) => Step::Fail(failure(e, &self.url)),
         }
     }
 }
@@ -123,7 +132,7 @@ impl Conversation for FtpConversation {
                 first
             }
             Err(e) => {
-                self.session = Err(failure(e));
+                self.session = Err(failure(e, url));
                 Vec::new()
             }
         }

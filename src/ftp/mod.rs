@@ -27,7 +27,9 @@ impl Default for Login {
 pub enum Kind {
     /// The file or a directory of its path is not there (550).
     NotFound,
-    /// The URI names a directory, or a name no FTP command can carry.
+    /// The URI names a directory, not a file.
+    NoFile,
+    /// A name no FTP command can carry.
     BadUri,
     /// The server refused the login.
     Login,
@@ -44,10 +46,16 @@ pub enum Kind {
 pub struct Error {
     pub kind: Kind,
     pub message: String,
+    /// The reply code that failed it, if a reply did.
+    pub reply: Option<u16>,
 }
 
 fn error(kind: Kind, message: String) -> Error {
-    Error { kind, message }
+    Error {
+        kind,
+        message,
+        reply: None,
+    }
 }
 
 /// Where a session stands after bytes came in.
@@ -130,7 +138,7 @@ impl Session {
         let name = parts.pop().unwrap_or_default();
         if name.is_empty() {
             return Err(error(
-                Kind::BadUri,
+                Kind::NoFile,
                 "the URI names a directory, not a file".into(),
             ));
         }
@@ -208,10 +216,11 @@ impl Session {
     fn on_reply(&mut self, r: &Reply) -> Event {
         let said = || format!("{} {}", r.code, reply::shorten(&r.text));
         if r.code == 421 {
-            return Event::Fail(error(
-                Kind::Transient,
-                format!("the server closes the connection: {}", said()),
-            ));
+            return Event::Fail(Error {
+                kind: Kind::Transient,
+                message: format!("the server closes the connection: {}", said()),
+                reply: Some(r.code),
+            });
         }
         if r.preliminary() && !matches!(self.state, State::Retr) {
             // (120 "ready in a few minutes" before the greeting, and the like.)
@@ -222,10 +231,11 @@ impl Session {
                 (Kind::Permanent, true) => Kind::Transient,
                 (k, _) => k,
             };
-            Event::Fail(error(
+            Event::Fail(Error {
                 kind,
-                format!("{what}: the server answered {}", said()),
-            ))
+                message: format!("{what}: the server answered {}", said()),
+                reply: Some(r.code),
+            })
         };
         match self.state {
             State::Greeting if r.code == 220 => {
@@ -454,7 +464,11 @@ mod tests {
 
     #[test]
     fn names_that_would_inject_a_command_or_name_a_directory_are_refused() {
-        for path in ["/d/", "/", "/a%0d%0aDELE%20x", "/f%00", "/%zz", "/%ff"] {
+        for path in ["/d/", "/"] {
+            let e = Session::new(path, Login::default(), false, None).expect_err(path);
+            assert_eq!(e.kind, Kind::NoFile, "{path}");
+        }
+        for path in ["/a%0d%0aDELE%20x", "/f%00", "/%zz", "/%ff"] {
             let e = Session::new(path, Login::default(), false, None).expect_err(path);
             assert_eq!(e.kind, Kind::BadUri, "{path}");
         }

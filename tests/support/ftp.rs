@@ -257,3 +257,183 @@ impl Drop for FtpServer {
         let _ = &self.dir;
     }
 }
+
+/// How a [`FakeFtp`] misbehaves; the default serves its file as an honest server would.
+#[derive(Clone, Default)]
+pub struct Misbehaviour {
+    /// The `SIZE` reply's number, if not the file's length.
+    pub size: Option<u64>,
+    /// The address a `227` reply names (its port is the real one).
+    pub pasv_host: Option<[u8; 4]>,
+    /// EPSV is not understood (500): the client must fall back to PASV.
+    pub no_epsv: bool,
+    /// The passive port named is 0.
+    pub port_zero: bool,
+    /// The data connection closes after this many bytes.
+    pub cut_after: Option<usize>,
+    /// Bytes sent on the data connection after the file's last.
+    pub extra: usize,
+    /// The greeting is a multi-line reply that never ends (lines until the client goes).
+    pub endless_greeting: bool,
+    /// The greeting is one line of 10 MB with no end.
+    pub huge_line: bool,
+    /// REST is refused (502).
+    pub no_rest: bool,
+}
+
+/// A scripted FTP server in this process, for what real servers will not do: each control
+/// connection gets a thread, passive mode only, one file at any path ending in its name.
+pub struct FakeFtp {
+    port: u16,
+    pub commands: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Data connections accepted.
+    pub data_connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl FakeFtp {
+    pub fn start(name: &str, file: Vec<u8>, how: Misbehaviour) -> FakeFtp {
+        use std::net::TcpListener;
+        use std::sync::{atomic::AtomicUsize, Arc, Mutex};
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let commands = Arc::new(Mutex::new(Vec::new()));
+        let data_connections = Arc::new(AtomicUsize::new(0));
+        let (c2, d2) = (commands.clone(), data_connections.clone());
+        let (file, name) = (Arc::new(file), name.to_string());
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let (file, how, name) = (file.clone(), how.clone(), name.clone());
+                let (commands, data) = (c2.clone(), d2.clone());
+                std::thread::spawn(move || {
+                    let _ = fake_session(conn, &name, &file, &how, &commands, &data);
+                });
+            }
+        });
+        FakeFtp {
+            port,
+            commands,
+            data_connections,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!(
+            "ftp://127.0.0.1:{}/{}",
+            self.port,
+            path.trim_start_matches('/')
+        )
+    }
+
+    pub fn commands(&self) -> Vec<String> {
+        self.commands.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+}
+
+fn fake_session(
+    conn: std::net::TcpStream,
+    name: &str,
+    file: &[u8],
+    how: &Misbehaviour,
+    commands: &std::sync::Mutex<Vec<String>>,
+    data_count: &std::sync::atomic::AtomicUsize,
+) -> std::io::Result<()> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+    let mut out = conn.try_clone()?;
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+    if how.huge_line {
+        let chunk = vec![b'x'; 64 * 1024];
+        out.write_all(b"220 ")?;
+        for _ in 0..160 {
+            out.write_all(&chunk)?;
+        }
+        std::thread::sleep(Duration::from_secs(5));
+        return Ok(());
+    }
+    if how.endless_greeting {
+        out.write_all(b"220-Welcome\r\n")?;
+        loop {
+            out.write_all(b"220-and a little more about this server\r\n")?;
+        }
+    }
+    out.write_all(b"220 fake\r\n")?;
+    let mut lines = BufReader::new(conn);
+    let mut passive: Option<TcpListener> = None;
+    let mut rest = 0usize;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if lines.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let cmd = line.trim_end().to_string();
+        if let Ok(mut c) = commands.lock() {
+            c.push(cmd.clone());
+        }
+        let (verb, arg) = cmd.split_once(' ').unwrap_or((&cmd, ""));
+        let reply = match verb {
+            "USER" => "331 password please".to_string(),
+            "PASS" => "230 in".to_string(),
+            "TYPE" | "CWD" => "200 ok".to_string(),
+            "SIZE" if arg == name => format!("213 {}", how.size.unwrap_or(file.len() as u64)),
+            "SIZE" => "550 no such file".to_string(),
+            "EPSV" if how.no_epsv => "500 what".to_string(),
+            "EPSV" | "PASV" => {
+                let l = TcpListener::bind("127.0.0.1:0")?;
+                let port = if how.port_zero {
+                    0
+                } else {
+                    l.local_addr()?.port()
+                };
+                passive = Some(l);
+                let h = how.pasv_host.unwrap_or([127, 0, 0, 1]);
+                match verb {
+                    "EPSV" => format!("229 Entering Extended Passive Mode (|||{port}|)"),
+                    _ => format!(
+                        "227 Entering Passive Mode ({},{},{},{},{},{})",
+                        h[0],
+                        h[1],
+                        h[2],
+                        h[3],
+                        port >> 8,
+                        port & 255
+                    ),
+                }
+            }
+            "REST" if how.no_rest => "502 no".to_string(),
+            "REST" => {
+                rest = arg.parse().unwrap_or(0);
+                format!("350 from {rest}")
+            }
+            "RETR" if arg == name => {
+                let Some(l) = passive.take() else {
+                    out.write_all(b"425 use PASV first\r\n")?;
+                    continue;
+                };
+                out.write_all(b"150 here it comes\r\n")?;
+                let (mut d, _) = l.accept()?;
+                data_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let mut body = file.get(rest.min(file.len())..).unwrap_or(&[]).to_vec();
+                body.extend(std::iter::repeat_n(b'#', how.extra));
+                if let Some(n) = how.cut_after {
+                    body.truncate(n);
+                }
+                let sent = d.write_all(&body);
+                drop(d);
+                rest = 0;
+                match sent {
+                    Ok(()) => "226 done".to_string(),
+                    Err(_) => "426 aborted".to_string(),
+                }
+            }
+            "RETR" => "550 no such file".to_string(),
+            "QUIT" => {
+                out.write_all(b"221 bye\r\n")?;
+                return Ok(());
+            }
+            _ => "502 not here".to_string(),
+        };
+        out.write_all(reply.as_bytes())?;
+        out.write_all(b"\r\n")?;
+    }
+}

@@ -1,0 +1,89 @@
+//! `ftp://` against vsftpd (anonymous) and pure-ftpd (a user with a password), as aria2c takes
+//! them: whole and split downloads, the login from the URI or the options, a wrong password, a
+//! missing file, a directory, and an FTP mirror beside an HTTP one. Both sides get
+//! `--ftp-reuse-connection=false` (see K-FTP in KNOWN_DIFFERENCES.md).
+
+use super::harness::{Case, Diff, Srv, R};
+
+const PUB: &[R] = &[R::File("/pub/f.bin", 3_000_001)];
+const BIG: &[R] = &[R::File("/pub/big.bin", 9 << 20)];
+
+cases! {
+    ftp_whole = Case {
+        args: &["--ftp-reuse-connection=false", "{ftp}/pub/f.bin"],
+        server: Srv::Ftp,
+        routes: PUB,
+        known: &["K-FTP"],
+        diffs: &[Diff::ExtraWarning("FTP")],
+        ..Case::DEFAULT
+    };
+    ftp_split = Case {
+        args: &["--ftp-reuse-connection=false", "-x4", "-s4", "-k1M", "{ftp}/pub/big.bin"],
+        server: Srv::Ftp,
+        routes: BIG,
+        known: &["K-FTP"],
+        diffs: &[Diff::ExtraWarning("FTP")],
+        ..Case::DEFAULT
+    };
+    ftp_missing_file = Case {
+        args: &["--ftp-reuse-connection=false", "{ftp}/pub/none.bin"],
+        server: Srv::Ftp,
+        routes: PUB,
+        known: &["K-FTP", "K-FTP-MISSING"],
+        diffs: &[
+            Diff::Aria2Empty("none.bin"),
+            Diff::Rewrite("not complete: {DIR}/none.bin", "not complete: "),
+            Diff::Rewrite("|{DIR}/none.bin", "|ftp://127.0.0.1:PORT/pub/none.bin"),
+            Diff::ExtraWarning("FTP"),
+        ],
+        ..Case::DEFAULT
+    };
+    ftp_missing_directory = Case {
+        args: &["--ftp-reuse-connection=false", "{ftp}/none/f.bin"],
+        server: Srv::Ftp,
+        routes: PUB,
+        known: &["K-FTP"],
+        diffs: &[Diff::ExtraWarning("FTP")],
+        ..Case::DEFAULT
+    };
+    ftp_directory_uri = Case {
+        args: &["--ftp-reuse-connection=false", "{ftp}/pub/"],
+        server: Srv::Ftp,
+        routes: PUB,
+        known: &["K-FTP"],
+        diffs: &[Diff::ExtraWarning("FTP")],
+        ..Case::DEFAULT
+    };
+    ftp_mirror_beside_http = Case {
+        args: &["--ftp-reuse-connection=false", "-s2", "-k1M", "{url}/pub/big.bin", "{ftp}/pub/big.bin"],
+        server: Srv::Ftp,
+        routes: BIG,
+        known: &["K-FTP"],
+        diffs: &[Diff::ExtraWarning("FTP")],
+        ..Case::DEFAULT
+    };
+    ftp_login_in_uri = Case {
+        args: &["--ftp-reuse-connection=false", "{ftpu}/pub/f.bin"],
+        server: Srv::FtpLogin,
+        routes: PUB,
+        known: &["K-FTP"],
+        diffs: &[Diff::ExtraWarning("FTP")],
+        ..Case::DEFAULT
+    };
+    ftp_login_options = Case {
+        args: &["--ftp-reuse-connection=false", "--ftp-user={ftpuser}", "--ftp-passwd={ftppass}", "-s2", "{ftp}/pub/big.bin"],
+        server: Srv::FtpLogin,
+        routes: BIG,
+        known: &["K-FTP"],
+        diffs: &[Diff::ExtraWarning("FTP")],
+        ..Case::DEFAULT
+    };
+    ftp_wrong_password = Case {
+        args: &["--ftp-reuse-connection=false", "--ftp-user={ftpuser}", "--ftp-passwd=wrong", "{ftp}/pub/f.bin"],
+        server: Srv::FtpLogin,
+        routes: PUB,
+        known: &["K-FTP"],
+        diffs: &[Diff::ExtraWarning("FTP")],
+        ..Case::DEFAULT
+    };
+}
