@@ -269,6 +269,52 @@ pub fn tls_records(data: &[u8]) {
     let _ = crate::tls::fuzz::record_layer(data);
 }
 
+/// FTP replies as a server sends them: each reply parsed whole or refused, never past the bytes
+/// given, the same whether the bytes come at once or in pieces; the passive ports read from any
+/// text; and a session driven by the replies to its end sends only whole command lines (one CRLF,
+/// at the end: no reply can make it send a line of its own).
+pub fn ftp_replies(data: &[u8]) {
+    use crate::ftp::{reply, Event, Login, Session};
+    let whole = reply::parse(data);
+    if let Ok(Some((used, r))) = &whole {
+        assert!(*used <= data.len() && (100..600).contains(&r.code));
+        // The same reply with what follows it cut off reads the same.
+        assert_eq!(reply::parse(&data[..*used]), whole);
+    }
+    let text = String::from_utf8_lossy(data);
+    let _ = reply::pasv_port(&text);
+    let _ = reply::epsv_port(&text);
+    let range = (data.len() % 3 == 0).then_some((data.len() as u64, Some(data.len() as u64 * 2)));
+    let Ok(mut s) = Session::new("/d/f.bin", Login::default(), false, range) else {
+        panic!("a plain path is a session");
+    };
+    let mut held = data;
+    for _ in 0..64 {
+        let (used, mut event) = s.received(held);
+        assert!(used <= held.len());
+        held = &held[used..];
+        if let Event::OpenData(port) = event {
+            assert_ne!(port, 0);
+            event = s.data_ready();
+        }
+        match event {
+            Event::Send(line) => {
+                let breaks = line.iter().filter(|&&b| b == b'\r' || b == b'\n').count();
+                assert!(line.ends_with(b"\r\n") && breaks == 2, "{line:?}");
+            }
+            Event::Transfer { first, length, .. } => {
+                if let (Some((f, Some(l))), Some(n)) = (range, length) {
+                    assert_eq!((first, n), (f, l + 1 - f));
+                }
+                return;
+            }
+            Event::Fail(_) => return,
+            Event::Wait if used == 0 => return,
+            Event::Wait | Event::OpenData(_) => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Each entry point runs on ordinary input (the fuzzers start from nothing; these show the
