@@ -21,7 +21,10 @@ SCENARIOS = {
     "https": "Large file over HTTPS",
     "http": "Large file over plain HTTP",
     "small": "Small files over HTTPS",
+    "ftp": "Large file over FTP (vsftpd, passive mode; its CPU in the nginx column)",
 }
+LARGE = ("https", "http", "ftp")
+NAMES = {"https": "HTTPS", "http": "HTTP", "ftp": "FTP"}
 RW_FAMILY = ["read", "write", "pread64", "pwrite64", "readv", "writev",
              "recvfrom", "sendto", "recvmsg", "sendmsg"]
 # Data-moving calls outside the family the target names; shown so the count cannot be dodged.
@@ -268,7 +271,7 @@ def size_label(n):
 # ------------------------------------------------------------------ report
 def scenario_table(runs, scen, tools, meta):
     lines = []
-    large = scen in ("https", "http")
+    large = scen in LARGE
     head = ["tool", "ok", "wall s", "CPU s (user+sys)", "machine CPU s (excl. nginx)",
             "machine CPU s, less other processes", "other processes CPU s", "nginx CPU s",
             "peak RSS MiB"]
@@ -350,12 +353,12 @@ def targets(runs, strace, tools, meta):
     out = []
     if "ringdl" not in tools:
         return ["- ringdl was not part of this run: no target can be judged."]
-    for scen in ("https", "http"):
+    for scen in LARGE:
         rall = all_runs(runs, scen, "ringdl")
         if not rall:
             continue
         rs = ok_runs(runs, scen, "ringdl")
-        name = "HTTPS" if scen == "https" else "HTTP"
+        name = NAMES[scen]
         nfail, nall = len(rall) - len(rs), len(rall)
         if "aria2c" in tools:
             for key, label in (("cpu_s", "CPU (process)"),
@@ -430,12 +433,12 @@ def portable_targets(runs, tools):
     out = []
     if "portable" not in tools:
         return out
-    for scen in ("https", "http"):
+    for scen in LARGE:
         pall = all_runs(runs, scen, "portable")
         if not pall:
             continue
         ps = ok_runs(runs, scen, "portable")
-        name = "HTTPS" if scen == "https" else "HTTP"
+        name = NAMES[scen]
         nfail, nall = len(pall) - len(ps), len(pall)
         if "aria2c" in tools:
             for key, label in (("cpu_s", "CPU"), ("maxrss_mib", "peak RSS")):

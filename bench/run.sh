@@ -24,7 +24,8 @@ bench/run.sh [options]
                     ringdl with --engine=portable; aria2c-best is aria2c with the settings its
                     users pick for speed: -x16 -s16 -k1M --file-allocation=falloc
                     --disk-cache=64M, whatever --conns says)
-  --scenarios LIST  comma list out of https,http,small,strace (default all four)
+  --scenarios LIST  comma list out of https,http,small,strace,ftp (default the first four; ftp is
+                    the large file from a private vsftpd, anonymous, passive mode)
   --ringdl PATH     use this ringdl binary instead of building target/release/ringdl
   --no-build        do not run cargo build --release; use target/release/ringdl as it is
   --timeout SEC     kill a run after SEC seconds (default 600)
@@ -115,7 +116,7 @@ DEFAULT_TOOLS="ringdl,portable,aria2c,curl"
 IFS=, read -r -a TOOLS <<<"$TOOLS_OPT"
 IFS=, read -r -a SCENARIOS <<<"$SCEN_OPT"
 for t in "${TOOLS[@]}"; do [[ $t =~ ^(ringdl|portable|aria2c|aria2c-best|curl)$ ]] || die "unknown tool: $t"; done
-for s in "${SCENARIOS[@]}"; do [[ $s =~ ^(https|http|small|strace)$ ]] || die "unknown scenario: $s"; done
+for s in "${SCENARIOS[@]}"; do [[ $s =~ ^(https|http|small|strace|ftp)$ ]] || die "unknown scenario: $s"; done
 has_scen() { [[ ",$SCEN_OPT," == *",$1,"* ]]; }
 has_tool() { [[ ",$TOOLS_OPT," == *",$1,"* ]]; }
 
@@ -124,6 +125,10 @@ for cmd in nginx aria2c curl openssl fincore python3 sha256sum dd timeout; do
 done
 [[ -x /usr/bin/time ]] || die "missing GNU time at /usr/bin/time (Debian: apt-get install time)"
 has_scen strace && { command -v strace >/dev/null || die "missing tool: strace"; }
+if has_scen ftp; then
+    [[ -x /usr/sbin/vsftpd ]] || die "missing tool: vsftpd (Debian: apt-get install vsftpd)"
+    [[ -z $LINK ]] || die "--link with the ftp scenario is not built: vsftpd serves on loopback only"
+fi
 NGINX_BIN=$(command -v nginx || echo /usr/sbin/nginx)
 CLK_TCK=$(getconf CLK_TCK)
 
@@ -151,6 +156,7 @@ mkdir -p "$RES"/{time,logs,strace} "$DOCROOT/small" "$PKI" "$NGX"/{logs,tmp} "$O
 note "work dir $WORK ($FSTYPE), results in $RES"
 
 NGINX_PID=""
+VSFTPD_PID=""
 NETNS=""
 NS_EXEC=()
 cleanup() {
@@ -164,6 +170,7 @@ cleanup() {
         for _ in $(seq 50); do kill -0 "$NGINX_PID" 2>/dev/null || break; sleep 0.1; done
         kill -0 "$NGINX_PID" 2>/dev/null && kill -9 "$NGINX_PID" 2>/dev/null
     fi
+    [[ -n $VSFTPD_PID ]] && kill "$VSFTPD_PID" 2>/dev/null
     # The namespace goes with its end of the veth pair, which takes the other end with it.
     teardown_link
     rm -rf "$OUTBASE"
@@ -213,7 +220,7 @@ make_random() { # path bytes
 }
 BIG_NAME="big-$SIZE_BYTES.bin"
 STRACE_NAME="strace-$STRACE_BYTES.bin"
-{ has_scen https || has_scen http; } && make_random "$DOCROOT/$BIG_NAME" "$SIZE_BYTES"
+{ has_scen https || has_scen http || has_scen ftp; } && make_random "$DOCROOT/$BIG_NAME" "$SIZE_BYTES"
 has_scen strace && make_random "$DOCROOT/$STRACE_NAME" "$STRACE_BYTES"
 
 SMALL_DIR="$DOCROOT/small/n$SMALL_N"
@@ -343,6 +350,25 @@ done
 curl -sS --cacert "$CA" -o /dev/null "$HTTPS_BASE/" || die "HTTPS self-check against nginx failed"
 curl -sS -o /dev/null "$HTTP_BASE/" || die "HTTP self-check against nginx failed"
 
+# vsftpd for the ftp scenario: anonymous, the docroot as its root, passive mode, on loopback.
+FTP_BASE=""
+if has_scen ftp; then
+    FTPD="$RES/vsftpd"
+    mkdir -p "$FTPD/empty"
+    FTP_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    printf '%s\n' listen=YES listen_address=127.0.0.1 "listen_port=$FTP_PORT" anonymous_enable=YES \
+        "anon_root=$DOCROOT" no_anon_password=YES local_enable=NO write_enable=NO \
+        "secure_chroot_dir=$FTPD/empty" pasv_enable=YES seccomp_sandbox=NO background=NO \
+        ftp_username=ftp max_clients=0 max_per_ip=0 >"$FTPD/vsftpd.conf"
+    chmod o+rx "$DOCROOT"
+    /usr/sbin/vsftpd "$FTPD/vsftpd.conf" >"$FTPD/stderr.log" 2>&1 &
+    VSFTPD_PID=$!
+    for _ in $(seq 50); do curl -sS -o /dev/null "ftp://127.0.0.1:$FTP_PORT/" 2>/dev/null && break; sleep 0.1; done
+    curl -sS -o /dev/null "ftp://127.0.0.1:$FTP_PORT/" || die "vsftpd did not start (see $FTPD/stderr.log)"
+    FTP_BASE="ftp://127.0.0.1:$FTP_PORT"
+    note "vsftpd $VSFTPD_PID on $FTP_BASE"
+fi
+
 # Keep the served files in the page cache so that nginx never waits on the disk.
 note "warming the page cache with the source files"
 for f in "$DOCROOT/$BIG_NAME" "$DOCROOT/$STRACE_NAME"; do [[ -f $f ]] && cat "$f" >/dev/null; done
@@ -359,6 +385,8 @@ nginx_pids() { # master + workers
         [[ -r $p/stat ]] || continue
         local f; read -r -a f 2>/dev/null <"$p/stat" || continue
         [[ ${f[3]} == "$NGINX_PID" ]] && NG_PIDS+=("${p#/proc/}")
+        # vsftpd (the ftp scenario's server) and every session process it forked.
+        [[ -n $VSFTPD_PID && ${f[1]} == "(vsftpd)" ]] && NG_PIDS+=("${p#/proc/}")
     done
 }
 # Kernel threads that are not the download's cost and are taken out of the machine-wide figure
@@ -417,9 +445,10 @@ tool_cmd() { # tool scenario outdir
     local tool=$1 scen=$2 out=$3
     CMD=()
     case $scen in
-        https|http|strace)
+        https|http|strace|ftp)
             local base=$HTTPS_BASE name=$BIG_NAME
             [[ $scen == http ]] && base=$HTTP_BASE
+            [[ $scen == ftp ]] && base=$FTP_BASE
             [[ $scen == strace ]] && name=$STRACE_NAME
             case $tool in
                 ringdl|portable|aria2c)
@@ -646,7 +675,7 @@ run_strace() { # tool
     printf 'kdamond\t%s\n' "${#KD_PIDS[@]}"
     printf 'nginx_workers\t%s\n' "$(nginx_pids; echo $((${#NG_PIDS[@]} - 1)))"
     printf 'source_resident\t%s\n' "$([[ -f $DOCROOT/$BIG_NAME ]] && resident_bytes "$DOCROOT/$BIG_NAME")"
-    for s in https http small; do
+    for s in https http small ftp; do
         for t in ringdl portable aria2c aria2c-best curl; do printf 'cmd_%s_%s\t%s\n' "$s" "$t" "$(cmd_for_display "$t" "$s")"; done
     done
     printf 'strace_cmd\t%s\n' "strace -f -c -o \$RESULT <the https command above, for the ${STRACE_BYTES}-byte file>"
@@ -663,11 +692,11 @@ note "background load with nothing running: $(((b1 - b0) * 100 / (3 * CLK_TCK)))
 # left out of the report (the first large write of an invocation can be much slower).
 play_round() { # round
     local r=$1 scen n shift_by i idx
-    for scen in https http small; do
+    for scen in https http small ftp; do
         has_scen "$scen" || continue
         # Rotate the tool order each round (and by scenario), so no tool always runs first.
         n=${#TOOLS[@]}
-        shift_by=0; [[ $scen == http ]] && shift_by=1
+        shift_by=0; [[ $scen == http ]] && shift_by=1; [[ $scen == ftp ]] && shift_by=2
         for ((i = 0; i < n; i++)); do
             idx=$((((i + r - 1 + shift_by) % n + n) % n))
             run_one "$r" "$scen" "${TOOLS[$idx]}" "$((i + 1))"

@@ -62,6 +62,14 @@ cases! {
         diffs: &[Diff::ExtraWarning("FTP")],
         ..Case::DEFAULT
     };
+    ftp_active = Case {
+        args: &["--ftp-reuse-connection=false", "--ftp-pasv=false", "-s2", "{ftp}/pub/big.bin"],
+        server: Srv::Ftp,
+        routes: BIG,
+        known: &["K-FTP"],
+        diffs: &[Diff::ExtraWarning("FTP")],
+        ..Case::DEFAULT
+    };
     ftp_login_in_uri = Case {
         args: &["--ftp-reuse-connection=false", "{ftpu}/pub/f.bin"],
         server: Srv::FtpLogin,

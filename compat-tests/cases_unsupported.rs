@@ -54,7 +54,7 @@ cases! {
         ..Case::DEFAULT
     };
     ftp_option = Case {
-        args: &["--ftp-pasv=false", "{url}/f.bin"],
+        args: &["--ftp-reuse-connection=false", "{url}/f.bin"],
         routes: F,
         known: &["K-UNSUPPORTED"],
         diffs: &[Diff::ExtraWarning("FTP")],

@@ -285,9 +285,11 @@ pub fn ftp_replies(data: &[u8]) {
     let _ = reply::pasv_port(&text);
     let _ = reply::epsv_port(&text);
     let range = (data.len() % 3 == 0).then_some((data.len() as u64, Some(data.len() as u64 * 2)));
-    let Ok(mut s) = Session::new("/d/f.bin", Login::default(), false, range) else {
+    let Ok(s) = Session::new("/d/f.bin", Login::default(), false, range) else {
         panic!("a plain path is a session");
     };
+    // Active mode for half the inputs.
+    let mut s = if data.len() % 2 == 1 { s.active() } else { s };
     let mut held = data;
     for _ in 0..64 {
         let (used, mut event) = s.received(held);
@@ -296,6 +298,9 @@ pub fn ftp_replies(data: &[u8]) {
         if let Event::OpenData(port) = event {
             assert_ne!(port, 0);
             event = s.data_ready();
+        }
+        if event == Event::Listen {
+            event = s.listening(std::net::SocketAddr::from(([127, 0, 0, 1], 4000)));
         }
         match event {
             Event::Send(line) => {
@@ -310,7 +315,7 @@ pub fn ftp_replies(data: &[u8]) {
             }
             Event::Fail(_) => return,
             Event::Wait if used == 0 => return,
-            Event::Wait | Event::OpenData(_) => {}
+            Event::Wait | Event::OpenData(_) | Event::Listen => {}
         }
     }
 }

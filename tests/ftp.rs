@@ -385,3 +385,106 @@ fn ftp_downloads_cross_resume_with_aria2c_both_ways() {
         );
     }
 }
+
+/// `--ftp-pasv=false`: the server connects to a socket ringdl listens on (EPRT), whole and
+/// split, byte-exact, against vsftpd and, with a password, pure-ftpd.
+#[test]
+fn active_mode_downloads_are_byte_exact() {
+    let (root, data) = root_with(7 * 1024 * 1024 + 1, 0x6163);
+    let Some(server) = FtpServer::vsftpd(root.path()) else {
+        return;
+    };
+    for split in [&["-x1"][..], &["-x4", "-s4", "-k1M"][..]] {
+        let dir = TestDir::new();
+        let mut args = vec!["--no-conf", "--ftp-pasv=false", "-d"];
+        let d = dir.arg();
+        args.push(&d);
+        args.extend_from_slice(split);
+        let url = server.url("pub/f.bin");
+        args.push(&url);
+        let run = ringdl(&dir, &args);
+        same(&dir, "f.bin", &data, &run);
+    }
+    let commands = server.commands();
+    let eprt = commands
+        .iter()
+        .filter(|c| c.starts_with("EPRT |1|127.0.0.1|"))
+        .count();
+    assert!(eprt >= 2, "{commands:?}");
+    assert!(
+        !commands.iter().any(|c| c == "EPSV" || c == "PASV"),
+        "{commands:?}"
+    );
+
+    let Some(server) = FtpServer::pure_ftpd(root.path()) else {
+        return;
+    };
+    let dir = TestDir::new();
+    let url = server.url_with_login("pub/f.bin");
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "--ftp-pasv=false",
+            "-s2",
+            "-d",
+            &dir.arg(),
+            &url,
+        ],
+    );
+    same(&dir, "f.bin", &data, &run);
+}
+
+mod active {
+    use super::*;
+    use crate::support::ftp::{FakeFtp, Misbehaviour};
+
+    /// A server that does not understand EPRT is told the address with PORT.
+    #[test]
+    fn port_is_said_where_eprt_is_not_understood() {
+        let data = content(0x706f, 300_001);
+        let how = Misbehaviour {
+            no_eprt: true,
+            ..Misbehaviour::default()
+        };
+        let server = FakeFtp::start("f.bin", data.clone(), how);
+        let dir = TestDir::new();
+        let url = server.url("pub/f.bin");
+        let run = ringdl(
+            &dir,
+            &["--no-conf", "--ftp-pasv=false", "-d", &dir.arg(), &url],
+        );
+        same(&dir, "f.bin", &data, &run);
+        let sent = server.commands();
+        assert!(
+            sent.iter().any(|c| c.starts_with("PORT 127,0,0,1,")),
+            "{sent:?}"
+        );
+    }
+
+    /// A server that never connects back: the wait ends at the connect timeout, exit 2, and
+    /// nothing is left behind.
+    #[test]
+    fn a_server_that_never_connects_times_out() {
+        let how = Misbehaviour {
+            never_connects: true,
+            ..Misbehaviour::default()
+        };
+        let server = FakeFtp::start("f.bin", vec![7; 1000], how);
+        let dir = TestDir::new();
+        let url = server.url("pub/f.bin");
+        let args = [
+            "--no-conf",
+            "--ftp-pasv=false",
+            "--connect-timeout=2",
+            "--max-tries=1",
+            "-d",
+            &dir.arg(),
+            &url,
+        ];
+        let run = ringdl(&dir, &args);
+        assert_eq!(run.code(), 2, "{run}");
+        assert_eq!(run.lines_with("errorCode=").len(), 1, "{run}");
+        assert!(run.elapsed < Duration::from_secs(20), "{run}");
+    }
+}

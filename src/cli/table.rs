@@ -1319,8 +1319,7 @@ pub static OPTIONS: &[OptDef] = &[
     .short('p')
     .default("true")
     .tags(&["#ftp"])
-    .input()
-    .unsupported("FTP"),
+    .input(),
     opt(
         "ftp-reuse-connection",
         ValueKind::Bool,

@@ -29,6 +29,8 @@ pub struct DownloadOptions {
     pub ftp_passwd: Option<String>,
     /// `--ftp-type=ascii`: FTP's ASCII transfer type (else binary).
     pub ftp_ascii: bool,
+    /// `--ftp-pasv`: passive mode (the client connects for the data), else active.
+    pub ftp_pasv: bool,
     /// `--http-auth-challenge`: send them only once a server asked (401).
     pub http_auth_challenge: bool,
     /// `-n`: do not take credentials from the netrc file.

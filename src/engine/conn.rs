@@ -146,8 +146,17 @@ pub struct Exchange {
     pub conversation: Option<Box<dyn super::sources::Conversation>>,
     pub answer: Option<super::sources::Answer>,
     pub outgoing: Vec<u8>,
-    /// The conversation asked for a data connection to this port (`sources::Step::Data`).
-    pub data_port: Option<u16>,
+    /// The conversation asked for a data connection (`sources::Step::Data`, `Step::Listen`).
+    pub data_port: Option<DataAsk>,
+}
+
+/// A data connection a conversation asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataAsk {
+    /// To this port of the connection's peer.
+    Connect(u16),
+    /// From the server, to a port listened on.
+    Listen,
 }
 
 /// Most inflated bytes made at a time: what an encoded body can hold in memory beyond its blocks.
@@ -428,11 +437,26 @@ pub struct Conn {
     /// The address the socket is connected to.
     pub peer: Option<std::net::SocketAddr>,
     /// A protocol's second connection (FTP's data connection), before the answer that moves
-    /// the body onto it; and whether it is connected yet.
-    pub data: Option<(Fd, bool)>,
+    /// the body onto it.
+    pub data: Option<DataConn>,
     /// The body comes on the data connection: the connection the conversation went on, set
     /// aside meanwhile.
     pub control: Option<Parked>,
+}
+
+/// A protocol's second connection, on its way.
+pub enum DataConn {
+    /// Connecting to the server's port (passive mode).
+    Connecting(Fd),
+    /// Listening, since then, for the server to connect (active mode); held open until it has.
+    Listening(#[allow(dead_code)] Fd, Instant),
+    Connected(Fd),
+}
+
+impl DataConn {
+    pub fn connected(&self) -> bool {
+        matches!(self, DataConn::Connected(_))
+    }
 }
 
 /// A connection set aside while its body comes on another (FTP's control connection): held

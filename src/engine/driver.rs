@@ -94,6 +94,11 @@ pub(crate) enum Tag {
         slot: usize,
         id: Owner,
     },
+    /// ... or accepted from the server (active mode), or not.
+    DataAccept {
+        slot: usize,
+        id: Owner,
+    },
     Recv {
         slot: usize,
         id: Owner,
@@ -515,6 +520,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     self.on_data_connect(slot, res);
                 }
             }
+            Tag::DataAccept { slot, id } => {
+                if self.forget_op(slot, id, op) {
+                    self.on_data_accept(slot, res, owned);
+                }
+            }
             Tag::Recv { slot, id, direct } => {
                 if self.forget_op(slot, id, op) {
                     self.on_recv(slot, res, direct, owned.into_block());
@@ -825,6 +835,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         self.reclaim_blocks();
         let now = self.reactor.now();
+        let connect_timeout = Duration::from_secs(self.s.connect_timeout_secs);
+        self.data_overdue(now, connect_timeout);
         // A connection that went quiet reads whatever arrives again.
         for c in self.conns.iter_mut().flatten() {
             if c.low_water.quiet(now) {

@@ -18,6 +18,7 @@ pub const FTP_ERROR: ExitCode = ExitCode(21);
 pub struct FtpConversation {
     login: Login,
     ascii: bool,
+    passive: bool,
     url: Url,
     session: Result<Option<Session>, Failure>,
 }
@@ -27,6 +28,7 @@ impl FtpConversation {
         FtpConversation {
             login: login_for(url, opts),
             ascii: opts.ftp_ascii,
+            passive: opts.ftp_pasv,
             url: url.clone(),
             session: Ok(None),
         }
@@ -104,6 +106,7 @@ impl FtpConversation {
             Event::Wait => Step::Wait,
             Event::Send(b) => Step::Send(b),
             Event::OpenData(port) => Step::Data(port),
+            Event::Listen => Step::Listen,
             Event::Transfer {
                 size,
                 first,
@@ -125,7 +128,8 @@ impl FtpConversation {
 
 impl Conversation for FtpConversation {
     fn begin(&mut self, url: &Url, range: Option<(u64, Option<u64>)>) -> Vec<u8> {
-        match Session::new(url.path(), self.login.clone(), self.ascii, range) {
+        let session = Session::new(url.path(), self.login.clone(), self.ascii, range);
+        match session.map(|s| if self.passive { s } else { s.active() }) {
             Ok(s) => {
                 let first = s.start();
                 self.session = Ok(Some(s));
@@ -146,6 +150,17 @@ impl Conversation for FtpConversation {
             }
             Ok(None) => (0, Step::Fail(Failure::fatal(FTP_ERROR, "no session"))),
             Err(f) => (0, Step::Fail(f.clone())),
+        }
+    }
+
+    fn listening(&mut self, addr: std::net::SocketAddr) -> Step {
+        match &mut self.session {
+            Ok(Some(s)) => {
+                let e = s.listening(addr);
+                self.step(e)
+            }
+            Ok(None) => Step::Fail(Failure::fatal(FTP_ERROR, "no session")),
+            Err(f) => Step::Fail(f.clone()),
         }
     }
 

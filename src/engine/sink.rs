@@ -1,7 +1,7 @@
 //! The placement of response bytes: head bytes are collected and parsed, body bytes are unframed
 //! and copied into the connection's current write block at their file offset; full blocks are
 //! queued for the driver to write. Nothing here submits I/O.
-use super::conn::{Exchange, Fill, Phase, INFLATE_STEP};
+use super::conn::{DataAsk, Exchange, Fill, Phase, INFLATE_STEP};
 use super::job::{http_failure, Failure};
 use super::reactor::{Class, Pool};
 use super::sources::Step;
@@ -350,7 +350,13 @@ pub fn take_step(ex: &mut Exchange, used: usize, step: Step) -> bool {
         Step::Data(port) => {
             // The driver opens it; the conversation hears of it through `data_ready`.
             ex.head.drain(..used);
-            ex.data_port = Some(port);
+            ex.data_port = Some(DataAsk::Connect(port));
+            false
+        }
+        Step::Listen => {
+            // The driver listens; the conversation hears where through `listening`.
+            ex.head.drain(..used);
+            ex.data_port = Some(DataAsk::Listen);
             false
         }
         Step::Answer(a) => {

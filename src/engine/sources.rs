@@ -43,6 +43,10 @@ pub enum Step {
     /// Open a data connection to this port of the address this connection is connected to (never
     /// another host: a server cannot aim it elsewhere), then [`Conversation::data_ready`].
     Data(u16),
+    /// Listen for a data connection from the server, on the address this connection leaves
+    /// from, then [`Conversation::listening`] with the address listened on; the first connection
+    /// that comes is the data connection (FTP's active mode).
+    Listen,
     /// The answer: the file's bytes follow.
     Answer(Answer),
     /// The exchange failed (aria2's exit code, and whether another try may do better).
@@ -57,6 +61,13 @@ pub trait Conversation {
     /// Bytes received before the answer: how many it took, and where it stands. Bytes it did
     /// not take are given again with the next ones.
     fn received(&mut self, bytes: &[u8]) -> (usize, Step);
+    /// The data connection is listened for ([`Step::Listen`]) at `addr`: what now.
+    fn listening(&mut self, _addr: std::net::SocketAddr) -> Step {
+        Step::Fail(Failure::retry(
+            super::ExitCode::UNKNOWN,
+            "a listening socket nobody asked for",
+        ))
+    }
     /// The data connection asked for ([`Step::Data`]) is connected: what now.
     fn data_ready(&mut self) -> Step {
         Step::Fail(Failure::retry(

@@ -68,6 +68,8 @@ pub enum Event {
     /// Open the data connection, to this port of the control connection's peer; then
     /// [`Session::data_ready`].
     OpenData(u16),
+    /// Listen for the server's data connection (active mode); then [`Session::listening`].
+    Listen,
     /// The file's bytes come on the data connection: from `first`, `length` of them (`None`:
     /// until the server closes it), of a file of `size` bytes if the server said.
     Transfer {
@@ -91,6 +93,11 @@ enum State {
     Pasv,
     /// Waiting for the data connection.
     Connecting,
+    /// Active mode: waiting for the socket the server is to connect to, then for the replies to
+    /// EPRT and PORT.
+    Listening,
+    Eprt(std::net::SocketAddr),
+    Port,
     Rest,
     Retr,
     Done,
@@ -101,6 +108,8 @@ enum State {
 pub struct Session {
     login: Login,
     ascii: bool,
+    /// Passive mode (the client connects for the data), else active (the server does).
+    passive: bool,
     dirs: Vec<String>,
     name: String,
     /// From `first` to `last` inclusive (`None`: to the end).
@@ -151,12 +160,32 @@ impl Session {
         Ok(Session {
             login,
             ascii,
+            passive: true,
             dirs: parts,
             name,
             range,
             size: None,
             state: State::Greeting,
         })
+    }
+
+    /// Active mode: the server connects to the client for the data (`PORT`, `EPRT`).
+    pub fn active(mut self) -> Session {
+        self.passive = false;
+        self
+    }
+
+    /// The socket the server is to connect to listens at `addr` (active mode): tell the server.
+    pub fn listening(&mut self, addr: std::net::SocketAddr) -> Event {
+        if self.state != State::Listening {
+            return Event::Fail(error(
+                Kind::Permanent,
+                "a listening socket nobody asked for".into(),
+            ));
+        }
+        self.state = State::Eprt(addr);
+        let family = if addr.is_ipv4() { 1 } else { 2 };
+        command(format!("EPRT |{family}|{}|{}|", addr.ip(), addr.port()))
     }
 
     /// The first bytes to send: none, the server speaks first.
@@ -182,13 +211,7 @@ impl Session {
                 "a data connection nobody asked for".into(),
             ));
         }
-        match self.first() {
-            0 => self.retr(),
-            n => {
-                self.state = State::Rest;
-                command(format!("REST {n}"))
-            }
-        }
+        self.rest_or_retr()
     }
 
     fn first(&self) -> u64 {
@@ -283,7 +306,18 @@ impl Session {
                 _ => failed(Kind::Permanent, "a PASV reply without a port"),
             },
             State::Pasv => failed(Kind::Permanent, "passive mode refused"),
-            State::Connecting => failed(Kind::Permanent, "a reply while the data connection opens"),
+            State::Connecting | State::Listening => {
+                failed(Kind::Permanent, "a reply while the data connection opens")
+            }
+            State::Eprt(_) | State::Port if r.ok() => self.rest_or_retr(),
+            State::Eprt(std::net::SocketAddr::V4(a)) if !r.transient() => {
+                // EPRT not understood: PORT says the same for IPv4.
+                self.state = State::Port;
+                let [h1, h2, h3, h4] = a.ip().octets();
+                let (p1, p2) = (a.port() >> 8, a.port() & 0xff);
+                command(format!("PORT {h1},{h2},{h3},{h4},{p1},{p2}"))
+            }
+            State::Eprt(_) | State::Port => failed(Kind::Permanent, "active mode refused"),
             State::Rest if r.code == 350 => self.retr(),
             State::Rest => failed(Kind::NoResume, "REST refused"),
             State::Retr if r.code == 125 || r.code == 150 => self.transfer(),
@@ -294,9 +328,25 @@ impl Session {
         }
     }
 
+    /// After SIZE: the data connection, passive (EPSV first) or active.
     fn epsv(&mut self) -> Event {
+        if !self.passive {
+            self.state = State::Listening;
+            return Event::Listen;
+        }
         self.state = State::Epsv;
         command("EPSV".into())
+    }
+
+    /// The data connection is there (or will be): go on from the range's first byte.
+    fn rest_or_retr(&mut self) -> Event {
+        match self.first() {
+            0 => self.retr(),
+            n => {
+                self.state = State::Rest;
+                command(format!("REST {n}"))
+            }
+        }
     }
 
     fn open_data(&mut self, port: u16) -> Event {
@@ -417,6 +467,47 @@ mod tests {
                 length: None
             }
         );
+    }
+
+    #[test]
+    fn active_mode_listens_then_says_where_with_eprt_or_port() {
+        let mut s = session("/f", Some((7, None))).active();
+        s.received(b"220 hi\r\n");
+        s.received(b"230 ok\r\n");
+        s.received(b"200 ok\r\n");
+        assert_eq!(s.received(b"213 10\r\n").1, Event::Listen);
+        let at: std::net::SocketAddr = "127.0.0.1:4000".parse().expect("an address");
+        assert_eq!(
+            s.listening(at),
+            Event::Send(b"EPRT |1|127.0.0.1|4000|\r\n".to_vec())
+        );
+        assert_eq!(
+            sends(s.received(b"500 EPRT?\r\n")),
+            "PORT 127,0,0,1,15,160\r\n"
+        );
+        assert_eq!(sends(s.received(b"200 ok\r\n")), "REST 7\r\n");
+        assert_eq!(sends(s.received(b"350 ok\r\n")), "RETR f\r\n");
+        let (_, e) = s.received(b"150 connecting to you\r\n");
+        assert_eq!(
+            e,
+            Event::Transfer {
+                size: Some(10),
+                first: 7,
+                length: Some(3)
+            }
+        );
+        let mut s = session("/f", None).active();
+        for r in [
+            &b"220 hi\r\n"[..],
+            b"230 ok\r\n",
+            b"200 ok\r\n",
+            b"213 10\r\n",
+        ] {
+            s.received(r);
+        }
+        let v6: std::net::SocketAddr = "[::1]:4000".parse().expect("an address");
+        assert_eq!(sends((0, s.listening(v6))), "EPRT |2|::1|4000|\r\n");
+        assert!(matches!(s.received(b"500 no\r\n").1, Event::Fail(_)));
     }
 
     #[test]

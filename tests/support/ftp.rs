@@ -279,6 +279,10 @@ pub struct Misbehaviour {
     pub huge_line: bool,
     /// REST is refused (502).
     pub no_rest: bool,
+    /// EPRT is not understood (500): the client must fall back to PORT.
+    pub no_eprt: bool,
+    /// In active mode the server never connects to the client.
+    pub never_connects: bool,
 }
 
 /// A scripted FTP server in this process, for what real servers will not do: each control
@@ -359,6 +363,7 @@ fn fake_session(
     out.write_all(b"220 fake\r\n")?;
     let mut lines = BufReader::new(conn);
     let mut passive: Option<TcpListener> = None;
+    let mut active: Option<std::net::SocketAddr> = None;
     let mut rest = 0usize;
     let mut line = String::new();
     loop {
@@ -400,18 +405,55 @@ fn fake_session(
                     ),
                 }
             }
+            "EPRT" if how.no_eprt => "500 what".to_string(),
+            "EPRT" | "PORT" => {
+                let to = match verb {
+                    // |1|127.0.0.1|4000|
+                    "EPRT" => {
+                        let parts: Vec<&str> = arg.split('|').collect();
+                        format!(
+                            "{}:{}",
+                            parts.get(2).unwrap_or(&""),
+                            parts.get(3).unwrap_or(&"")
+                        )
+                        .parse()
+                        .ok()
+                    }
+                    _ => {
+                        let n: Vec<u16> = arg.split(',').filter_map(|x| x.parse().ok()).collect();
+                        (n.len() == 6).then(|| {
+                            std::net::SocketAddr::from((
+                                [n[0] as u8, n[1] as u8, n[2] as u8, n[3] as u8],
+                                n[4] << 8 | n[5],
+                            ))
+                        })
+                    }
+                };
+                active = to;
+                match to {
+                    Some(_) => "200 ok".to_string(),
+                    None => "501 bad address".to_string(),
+                }
+            }
             "REST" if how.no_rest => "502 no".to_string(),
             "REST" => {
                 rest = arg.parse().unwrap_or(0);
                 format!("350 from {rest}")
             }
             "RETR" if arg == name => {
-                let Some(l) = passive.take() else {
-                    out.write_all(b"425 use PASV first\r\n")?;
-                    continue;
-                };
                 out.write_all(b"150 here it comes\r\n")?;
-                let (mut d, _) = l.accept()?;
+                let mut d = match (passive.take(), active.take()) {
+                    (Some(l), _) => l.accept()?.0,
+                    (None, Some(_)) if how.never_connects => {
+                        std::thread::sleep(Duration::from_secs(30));
+                        return Ok(());
+                    }
+                    (None, Some(to)) => std::net::TcpStream::connect(to)?,
+                    (None, None) => {
+                        out.write_all(b"425 use PASV or PORT first\r\n")?;
+                        continue;
+                    }
+                };
                 data_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let mut body = file.get(rest.min(file.len())..).unwrap_or(&[]).to_vec();
                 body.extend(std::iter::repeat_n(b'#', how.extra));

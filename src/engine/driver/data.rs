@@ -1,13 +1,19 @@
-//! A protocol's second connection (FTP's data connection): opened when a conversation asks for
-//! it (`sources::Step::Data`), always to the address its own connection is connected to, so a
-//! server cannot aim it at another host; the conversation hears when it is connected
-//! (`Conversation::data_ready`); an answer saying its bytes come there (`Answer::on_data`) moves
-//! the body onto it, and the connection the conversation went on waits, set aside (`Parked`),
-//! until the exchange ends and both close (neither is kept for another exchange yet). Everything else about the body (blocks, ranges,
+//! A protocol's second connection (FTP's data connection). Passive: opened when a conversation
+//! asks for it (`sources::Step::Data`), always to the address its own connection is connected
+//! to, so a server cannot aim it at another host; the conversation hears when it is connected
+//! (`Conversation::data_ready`). Active: a socket listens on the address the connection leaves
+//! from (`Step::Listen`), the conversation hears where (`Conversation::listening`) and the first
+//! connection accepted is the data connection; one that does not come within the connect timeout
+//! fails the exchange. Either way an answer saying its bytes come there (`Answer::on_data`)
+//! moves the body onto it (waiting for the accept if the answer came first), and the connection
+//! the conversation went on waits, set aside (`Parked`), until the exchange ends and both close
+//! (neither is kept for another exchange yet). Everything else about the body (blocks, ranges,
 //! pieces, the writer) is as for any answer: the exchange and its range stay the connection's.
 use super::*;
-use crate::engine::conn::Parked;
+use crate::engine::conn::{DataAsk, DataConn, Parked};
+use crate::engine::reactor::Owned;
 use crate::engine::sink;
+use crate::engine::sources::Step;
 use std::net::SocketAddr;
 
 impl<R: Reactor<Tag>> Engine<'_, R> {
@@ -25,17 +31,24 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 false => c.out.extend_from_slice(&out),
             }
         }
-        if let Some(port) = c.ex.as_mut().and_then(|ex| ex.data_port.take()) {
-            self.open_data(slot, port);
+        match c.ex.as_mut().and_then(|ex| ex.data_port.take()) {
+            Some(DataAsk::Connect(port)) => self.open_data(slot, port),
+            Some(DataAsk::Listen) => self.listen_for_data(slot),
+            None => {}
         }
-        let decide = self.conns[slot]
-            .as_ref()
-            .and_then(|c| c.ex.as_ref())
-            .is_some_and(|ex| ex.phase == Phase::Decide);
-        if decide {
-            self.on_head(slot);
+        let Some(c) = self.conns[slot].as_ref() else {
+            return false;
+        };
+        let Some(ex) = c.ex.as_ref().filter(|ex| ex.phase == Phase::Decide) else {
+            return false;
+        };
+        let on_data = ex.answer.as_ref().is_some_and(|a| a.on_data);
+        if on_data && ex.error.is_none() && matches!(c.data, Some(DataConn::Listening(..))) {
+            // The server connects once it has answered: the answer waits for the accept.
+            return false;
         }
-        decide
+        self.on_head(slot);
+        true
     }
 
     /// Opens the data connection a conversation asked for, to `port` of its own peer.
@@ -58,7 +71,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         let tag = Tag::DataConnect { slot, id };
                         let op = self.reactor.connect(tag, fd.clone(), addr);
                         if let Some(c) = self.conns[slot].as_mut() {
-                            c.data = Some((fd, false));
+                            c.data = Some(DataConn::Connecting(fd));
                             c.inflight.push(op);
                         }
                         return;
@@ -70,6 +83,67 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             _ => refused("a second data connection asked for in one exchange"),
         };
         self.fail_conn(slot, f);
+    }
+
+    /// Listens for the server's data connection on the address the connection leaves from, and
+    /// tells the conversation where.
+    fn listen_for_data(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_ref() else {
+            return;
+        };
+        let (id, fd) = (c.id, c.fd.clone());
+        let taken = c.data.is_some() || c.control.is_some() || c.proxy.is_some();
+        let local = fd.map(|fd| self.reactor.local_addr(&fd));
+        let listened = match (taken, local) {
+            (true, _) => Err("a second data connection asked for in one exchange".to_string()),
+            (false, Some(Ok(local))) => {
+                let at = SocketAddr::new(local.ip(), 0);
+                self.reactor
+                    .listen(&at)
+                    .and_then(|l| Ok((self.reactor.local_addr(&l)?, l)))
+                    .map_err(|e| format!("cannot listen for the data connection: {e}"))
+            }
+            (false, Some(Err(e))) => Err(format!("the connection's own address: {e}")),
+            (false, None) => Err("no connection to listen beside".to_string()),
+        };
+        let (addr, listener) = match listened {
+            Ok(l) => l,
+            Err(m) => return self.fail_conn(slot, Failure::retry(ExitCode::UNKNOWN, m)),
+        };
+        self.console.log(
+            LogLevel::Info,
+            &format!("CUID#{id} - Waiting for the data connection at {addr}"),
+        );
+        let op = self
+            .reactor
+            .accept(Tag::DataAccept { slot, id }, listener.clone());
+        let now = self.reactor.now();
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        c.data = Some(DataConn::Listening(listener, now));
+        c.inflight.push(op);
+        self.tell_conversation(slot, |conv| conv.listening(addr));
+    }
+
+    /// Hands the conversation of the exchange on `slot` an event and takes its step.
+    fn tell_conversation(
+        &mut self,
+        slot: usize,
+        event: impl FnOnce(&mut dyn crate::engine::sources::Conversation) -> Step,
+    ) {
+        let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) else {
+            return;
+        };
+        let Some(conv) = ex.conversation.as_mut() else {
+            return;
+        };
+        let step = event(conv.as_mut());
+        if sink::take_step(ex, 0, step) {
+            sink::converse(ex);
+        }
+        self.conversed(slot);
+        self.after_io(slot);
     }
 
     /// The data connection connected (`res` 0) or failed.
@@ -95,19 +169,54 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
-        if let Some((_, connected)) = c.data.as_mut() {
-            *connected = true;
+        if let Some(DataConn::Connecting(fd)) = c.data.take() {
+            c.data = Some(DataConn::Connected(fd));
         }
-        let Some(ex) = c.ex.as_mut() else { return };
-        let Some(conv) = ex.conversation.as_mut() else {
+        self.tell_conversation(slot, |conv| conv.data_ready());
+    }
+
+    /// The server's data connection accepted (active mode), or the accept failed.
+    pub(super) fn on_data_accept(&mut self, slot: usize, res: i32, owned: Owned) {
+        let accepted = owned.into_accepted().filter(|_| res >= 0);
+        let Some(conn) = accepted else {
+            let f = Failure::retry(
+                ExitCode::UNKNOWN,
+                format!(
+                    "Failed to accept the data connection, cause: {}",
+                    errno_text(res)
+                ),
+            );
+            return self.fail_conn(slot, f);
+        };
+        let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
-        let step = conv.data_ready();
-        if sink::take_step(ex, 0, step) {
-            sink::converse(ex);
+        // The listener goes: one connection is all it was for.
+        let fd: Fd = std::rc::Rc::new(conn);
+        c.data = Some(DataConn::Connected(fd));
+        let waiting = c.ex.as_ref().is_some_and(|ex| ex.phase == Phase::Decide);
+        if waiting {
+            self.on_head(slot);
         }
-        self.conversed(slot);
         self.after_io(slot);
+    }
+
+    /// A listening data socket the server has not connected to within the connect timeout
+    /// fails its exchange (the tick asks).
+    pub(super) fn data_overdue(&mut self, now: Instant, limit: Duration) {
+        for slot in 0..self.conns.len() {
+            let overdue = self.conns[slot].as_ref().is_some_and(|c| {
+                matches!(c.data, Some(DataConn::Listening(_, since))
+                    if now.saturating_duration_since(since) >= limit)
+            });
+            if overdue {
+                let f = Failure::retry(
+                    ExitCode::TIMEOUT,
+                    "Timeout while waiting for the server's data connection",
+                );
+                self.fail_conn(slot, f);
+            }
+        }
     }
 
     /// An answer whose bytes come on the data connection: the body moves there, and the
@@ -117,17 +226,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut() else {
             return false;
         };
-        let why = match (&c.data, c.recv.is_some() || c.sending, c.tls.is_some()) {
-            (Some((_, true)), false, false) => None,
-            (Some((_, true)), true, _) => Some("the answer came with a receive in flight"),
-            (Some((_, true)), _, true) => Some("a data connection under TLS is not built yet"),
+        let connected = c.data.as_ref().is_some_and(DataConn::connected);
+        let why = match (connected, c.recv.is_some() || c.sending, c.tls.is_some()) {
+            (true, false, false) => None,
+            (true, true, _) => Some("the answer came with a receive in flight"),
+            (true, _, true) => Some("a data connection under TLS is not built yet"),
             _ => Some("the answer came before its data connection"),
         };
         if let Some(why) = why {
             self.fail_conn(slot, Failure::retry(ExitCode::UNKNOWN, why));
             return false;
         }
-        let Some((data, _)) = c.data.take() else {
+        let Some(DataConn::Connected(data)) = c.data.take() else {
             return false;
         };
         // What came after the answer on the control connection is not the body's (FTP: the

@@ -173,6 +173,11 @@ pub trait Reactor<T> {
     /// read. Asked before a kept-alive connection takes another request: bytes after the last
     /// response's end (a server sending past its framing) or a close make it unfit.
     fn quiet(&mut self, sock: &Fd) -> bool;
+    /// The local address `sock` is bound to (a listener's port, the address a connection
+    /// leaves from).
+    fn local_addr(&mut self, sock: &Fd) -> io::Result<SocketAddr> {
+        crate::engine::sys::local_addr(sock.as_raw_fd())
+    }
     /// Sends `bytes` on `sock` as far as the socket takes them at once, with nothing to complete
     /// and nothing waited for: a connection's last word before it is closed (TLS close_notify).
     /// Only for a connection with no send in flight, so nothing can come between its records.

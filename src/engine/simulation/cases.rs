@@ -32,6 +32,7 @@ pub(super) fn custom(
         corrupt: None,
         toy: false,
         toy_data: false,
+        toy_active: false,
     }
 }
 

@@ -165,6 +165,7 @@ pub(super) fn first_world(sc: &Scenario) -> Rc<RefCell<World>> {
         faults: sc.faults.clone(),
         tls: server_tls(sc.tls),
         toy_data: sc.toy_data,
+        toy_active: sc.toy_active,
         ..World::default()
     }))
 }
@@ -188,6 +189,7 @@ pub(super) fn healed_world(
         servers,
         tls: server_tls(sc.tls),
         toy_data: sc.toy_data,
+        toy_active: sc.toy_active,
         ..World::default()
     }))
 }
@@ -241,6 +243,13 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
             .borrow_mut()
             .fired
             .entry("the toy protocol's data connections")
+            .or_default() += 1;
+    }
+    if sc.toy_active {
+        *world
+            .borrow_mut()
+            .fired
+            .entry("the toy protocol's data connections from the server")
             .or_default() += 1;
     }
     if sc.pieces.is_some() {

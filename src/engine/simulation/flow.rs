@@ -388,7 +388,7 @@ fn the_toy_protocol_splits_and_resumes_as_http_does() {
     ];
     // Two toy mirrors, a link slow enough for both to be used; killed at `kill_at` if given;
     // the bytes on data connections or not.
-    let toy = |seed: u64, kill_at: Option<u64>, data: bool| {
+    let toy = |seed: u64, kill_at: Option<u64>, data: bool, active: bool| {
         let faults = Faults {
             max_chunk: 50_000,
             ns_per_byte: 1_000,
@@ -404,16 +404,21 @@ fn the_toy_protocol_splits_and_resumes_as_http_does() {
         );
         sc.toy = true;
         sc.toy_data = data;
+        sc.toy_active = active;
         sc
     };
-    for data in [false, true] {
-        toy_splits_and_resumes(|seed, kill_at| toy(seed, kill_at, data), data);
+    for (data, active) in [(false, false), (true, false), (true, true)] {
+        toy_splits_and_resumes(
+            |seed, kill_at| toy(seed, kill_at, data, active),
+            data,
+            active,
+        );
     }
 }
 
 /// `the_toy_protocol_splits_and_resumes_as_http_does` over mirrors made by `toy`; `data`: they
-/// send their bytes on data connections.
-fn toy_splits_and_resumes(toy: impl Fn(u64, Option<u64>) -> Scenario, data: bool) {
+/// send their bytes on data connections, which they open to the client if `active`.
+fn toy_splits_and_resumes(toy: impl Fn(u64, Option<u64>) -> Scenario, data: bool, active: bool) {
     let sc = toy(5, None);
     assert!(sc.url(0).starts_with("toy://"));
     let (dir, world, ended) = run_over_mirrors(&sc);
@@ -431,19 +436,17 @@ fn toy_splits_and_resumes(toy: impl Fn(u64, Option<u64>) -> Scenario, data: bool
     assert!(!ranges.is_empty(), "not split: {:?}", w.requests);
     let both = (0..2).all(|i| w.requests.iter().any(|(a, _, _)| *a == addr(i)));
     assert!(both, "one mirror unused: {:?}", w.requests);
-    let passive = w
-        .requests
-        .iter()
-        .filter(|(_, l, _)| l == "TOY PASV")
-        .count();
-    let sends = w
-        .requests
-        .iter()
-        .filter(|(_, l, _)| l.starts_with("TOY SEND"))
-        .count();
-    match data {
-        true => assert_eq!(passive, sends, "a SEND without its data connection"),
-        false => assert_eq!(passive, 0),
+    let count = |what: &str| {
+        w.requests
+            .iter()
+            .filter(|(_, l, _)| l.starts_with(what))
+            .count()
+    };
+    let (passive, active_, sends) = (count("TOY PASV"), count("TOY ACTIVE"), count("TOY SEND"));
+    match (data, active) {
+        (true, false) => assert_eq!((passive, active_), (sends, 0), "a SEND without PASV"),
+        (true, true) => assert_eq!((passive, active_), (0, sends), "a SEND without ACTIVE"),
+        _ => assert_eq!((passive, active_), (0, 0)),
     }
     drop(w);
 

@@ -84,8 +84,10 @@ pub(super) struct Scenario {
     pub(super) corrupt: Option<Rc<Vec<u8>>>,
     /// The mirrors speak the toy protocol (`toy.rs`), not HTTP.
     pub(super) toy: bool,
-    /// ... and send the file's bytes on a data connection (`World::toy_data`).
+    /// ... and send the file's bytes on a data connection (`World::toy_data`), which they open
+    /// to the client (`World::toy_active`).
     pub(super) toy_data: bool,
+    pub(super) toy_active: bool,
 }
 
 /// A state a user or an earlier run left on disk before the first run: every byte of it is the
@@ -542,6 +544,8 @@ impl Scenario {
         }
         let toy = draw_toy(seed, changed.is_some(), &mut mirrors);
         let toy_data = toy && draw_toy_data(seed);
+        // Active for half of those (a stream of its own).
+        let toy_active = toy_data && Rng::new(seed ^ 0x1a7e_d4a5_0000_0011).below(2) == 0;
         if toy_data {
             faults.server.no_data_port = [0, 0, 20, 100][(seed >> 7) as usize % 4];
         }
@@ -566,6 +570,7 @@ impl Scenario {
             corrupt,
             toy,
             toy_data,
+            toy_active,
         }
     }
 

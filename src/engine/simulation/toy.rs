@@ -11,6 +11,8 @@
 //! `TOY READY total ranges data`; the client asks `TOY PASV` → `TOY PORT p`, opens a data
 //! connection to that port (`Step::Data`), and sends `SEND` once it is connected; the `DATA`
 //! line then comes on the conversation's connection and the bytes on the data connection.
+//! One that says `TOY READY total ranges active` connects to the client instead (as FTP's active
+//! mode): the client listens (`Step::Listen`), says `TOY ACTIVE port` → `TOY OK`, then `SEND`.
 use crate::engine::job::Failure;
 use crate::engine::sources::{Answer, Conversation, Step};
 use crate::engine::ExitCode;
@@ -28,6 +30,8 @@ pub(super) struct Toy {
     ranges: bool,
     /// The server sends the bytes on a data connection.
     data: bool,
+    /// ... which it opens to the client.
+    active: bool,
 }
 
 /// Makes the toy protocol the one for `toy://` URIs on this thread.
@@ -40,6 +44,13 @@ impl Conversation for Toy {
         self.path = url.path().to_string();
         self.range = range;
         format!("TOY HELLO {}\n", self.path).into_bytes()
+    }
+
+    fn listening(&mut self, addr: std::net::SocketAddr) -> Step {
+        match self.active {
+            true => Step::Send(format!("TOY ACTIVE {}\n", addr.port()).into_bytes()),
+            false => Step::Fail(bad("a listening socket nobody asked for")),
+        }
     }
 
     fn data_ready(&mut self) -> Step {
@@ -63,13 +74,15 @@ impl Conversation for Toy {
         let step = match words[..] {
             ["TOY", "READY", total, ranges, ref data @ ..] if data.len() <= 1 => {
                 match (number(total), data) {
-                    (Some(t), [] | ["data"]) => {
+                    (Some(t), [] | ["data"] | ["active"]) => {
                         self.total = Some(t);
                         self.ranges = ranges == "1";
                         self.data = !data.is_empty();
-                        match self.data {
-                            true => Step::Send(b"TOY PASV\n".to_vec()),
-                            false => Step::Send(self.send_line()),
+                        self.active = data == ["active"];
+                        match (self.data, self.active) {
+                            (_, true) => Step::Listen,
+                            (true, false) => Step::Send(b"TOY PASV\n".to_vec()),
+                            (false, _) => Step::Send(self.send_line()),
                         }
                     }
                     _ => Step::Fail(bad(&line)),
@@ -80,6 +93,7 @@ impl Conversation for Toy {
                 Err(_) => Step::Fail(bad(&line)),
             },
             ["TOY", "NODATA"] => Step::Fail(bad("no data connection")),
+            ["TOY", "OK"] if self.active => Step::Send(self.send_line()),
             ["TOY", "DATA", first, len] => {
                 let framing = match len {
                     "-" => Some(Framing::UntilClose),
@@ -181,6 +195,22 @@ mod tests {
             t.received(b"TOY PORT 99999\n"),
             (_, Step::Fail(_))
         ));
+
+        let mut t = Toy::default();
+        t.begin(&url, Some((2, None)));
+        assert!(matches!(
+            t.received(b"TOY READY 5 1 active\n"),
+            (_, Step::Listen)
+        ));
+        let at: std::net::SocketAddr = "10.0.0.1:45001".parse().expect("an address");
+        match t.listening(at) {
+            Step::Send(b) => assert_eq!(b, b"TOY ACTIVE 45001\n"),
+            other => panic!("{other:?}"),
+        }
+        match t.received(b"TOY OK\n") {
+            (_, Step::Send(b)) => assert_eq!(b, b"TOY SEND /f 2 -\n"),
+            other => panic!("{other:?}"),
+        }
         assert!(matches!(
             t.received(b"TOY READY 5 0 x\n"),
             (_, Step::Fail(_))

@@ -200,6 +200,12 @@ pub struct Sim<T> {
     data_listeners: HashMap<SocketAddr, RawFd>,
     data_of: HashMap<RawFd, RawFd>,
     next_data_port: u16,
+    /// Sockets listening on a port of their own choosing (the engine's data listeners, FTP's
+    /// active mode): their address, and the connections servers made to them, not accepted yet.
+    listeners: HashMap<RawFd, SocketAddr>,
+    backlog: HashMap<RawFd, std::collections::VecDeque<Wire>>,
+    /// Toy control connections in active mode: the port their client listens on.
+    active_of: HashMap<RawFd, u16>,
 }
 
 impl<T> Sim<T> {
@@ -233,6 +239,9 @@ impl<T> Sim<T> {
             data_listeners: HashMap::new(),
             data_of: HashMap::new(),
             next_data_port: 40_000,
+            listeners: HashMap::new(),
+            backlog: HashMap::new(),
+            active_of: HashMap::new(),
         }
     }
 
@@ -313,6 +322,15 @@ impl<T> Sim<T> {
                 } else {
                     Some(op.since)
                 }
+            }
+            Kind::Accept if self.backlog.contains_key(&fd_of(&op.owned)) => {
+                // A data listener: due once a server has connected to it; else never (the
+                // engine gives up on it by its own clock).
+                let waiting = self
+                    .backlog
+                    .get(&fd_of(&op.owned))
+                    .is_some_and(|q| !q.is_empty());
+                waiting.then_some(op.since.max(self.clock))
             }
             Kind::Accept => {
                 let w = self.world.borrow();
@@ -416,10 +434,31 @@ impl<T> Reactor<T> for Sim<T> {
         Ok(Rc::new(SimSock(self.next_sock)))
     }
 
-    /// The listener is only a key: its accepts complete as `World::rpc_calls` says.
-    fn listen(&mut self, _addr: &SocketAddr) -> io::Result<Fd> {
+    /// The listener is only a key: its accepts complete as `World::rpc_calls` says (the RPC
+    /// server's), or, on a port of its own choosing (0), as servers connect to it (the data
+    /// listeners of FTP's active mode: `serve_toy`).
+    fn listen(&mut self, addr: &SocketAddr) -> io::Result<Fd> {
         self.next_sock += 1;
+        if addr.port() == 0 {
+            let mut at = *addr;
+            at.set_port(45_000 + (self.next_sock % 10_000) as u16);
+            self.listeners.insert(self.next_sock, at);
+            self.backlog.insert(self.next_sock, Default::default());
+        }
         Ok(Rc::new(SimSock(self.next_sock)))
+    }
+
+    /// A listener's address; a connection leaves from the client's one address.
+    fn local_addr(&mut self, sock: &Fd) -> io::Result<SocketAddr> {
+        let raw = sock.as_raw_fd();
+        Ok(self
+            .listeners
+            .get(&raw)
+            .copied()
+            .unwrap_or(SocketAddr::from((
+                [10, 0, 0, 1],
+                (raw % 20_000 + 20_000) as u16,
+            ))))
     }
 
     fn accept(&mut self, tag: T, listener: Fd) -> OpId {

@@ -126,6 +126,24 @@ impl<T> Sim<T> {
                     None => -libc::EAGAIN,
                 }
             }
+            Kind::Accept if self.backlog.contains_key(&fd_of(&op.owned)) => {
+                let listener = fd_of(&op.owned);
+                let Some(wire) = self.backlog.get_mut(&listener).and_then(|q| q.pop_front()) else {
+                    return -libc::EAGAIN;
+                };
+                // SAFETY: eventfd(2) with constant arguments; the result is checked.
+                let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+                if raw < 0 {
+                    return -libc::EMFILE;
+                }
+                // SAFETY: `raw` was just returned by eventfd and is owned by nothing else.
+                let conn = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+                self.wires.insert(raw, wire);
+                if let Owned::Accept(_, slot) = &mut op.owned {
+                    *slot = Some(conn);
+                }
+                raw
+            }
             Kind::Accept => {
                 let Some((_, bytes)) = self.world.borrow_mut().rpc_calls.pop_front() else {
                     return -libc::EAGAIN;

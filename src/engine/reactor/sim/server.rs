@@ -184,6 +184,32 @@ impl<T> Sim<T> {
     }
 }
 impl<T> Sim<T> {
+    /// A toy server in active mode connects to the port its client on `control` named: a wire
+    /// waiting in that listener's backlog (its descriptor not yet known: the body goes into it
+    /// below through `data_of`). Now and then (`no_data_port`) it never connects.
+    fn connect_back(&mut self, control: RawFd, no_data_port: u32) -> Option<RawFd> {
+        let port = self.active_of.remove(&control)?;
+        let listener = self
+            .listeners
+            .iter()
+            .find(|(_, a)| a.port() == port)
+            .map(|(fd, _)| *fd)?;
+        if no_data_port > 0 && self.rng2.chance(no_data_port) {
+            self.world
+                .borrow_mut()
+                .fire("a server that never connects back");
+            // The DATA line goes out; the data connection never comes.
+            return Some(-1);
+        }
+        // The wire is made here, under a key no descriptor has, and queued in the listener's
+        // backlog once its body is in (the end of `serve_toy`).
+        self.next_sock += 1;
+        let key = -2 - self.next_sock;
+        self.wires.insert(key, Wire::default());
+        self.data_of.insert(key, listener);
+        Some(key)
+    }
+
     /// The toy protocol's server side (`simulation/toy.rs` is its client): one line from the
     /// inbound bytes answered, with the route's file. False while no whole line has come.
     ///
@@ -214,8 +240,28 @@ impl<T> Sim<T> {
             .requests
             .push((addr, format!("TOY {}", words[1..].join(" ")), range));
         let faults = world.faults.clone();
-        let data_mode = world.toy_data;
+        let data_mode = world.toy_data || world.toy_active;
+        let active = world.toy_active;
         drop(world);
+        if words.get(1) == Some(&"ACTIVE") {
+            // The client listens at this port of its address; the server connects at SEND.
+            let port = words.get(2).and_then(|p| p.parse::<u16>().ok());
+            let reply = match port {
+                Some(p) => {
+                    self.active_of.insert(fd, p);
+                    "TOY OK\n"
+                }
+                None => "TOY BAD\n",
+            };
+            let Some(wire) = self.wires.get_mut(&fd) else {
+                return false;
+            };
+            wire.outbound.extend_from_slice(reply.as_bytes());
+            if wire.receiving == 0 {
+                wire.unread_since.get_or_insert(self.clock);
+            }
+            return port.is_some();
+        }
         if words.get(1) == Some(&"PASV") {
             let port = self.next_data_port;
             self.next_data_port = self.next_data_port.wrapping_add(1).max(40_000);
@@ -253,7 +299,11 @@ impl<T> Sim<T> {
                     "TOY READY {} {}{}\n",
                     data.len(),
                     u8::from(ranges),
-                    if data_mode { " data" } else { "" }
+                    match (data_mode, active) {
+                        (_, true) => " active",
+                        (true, false) => " data",
+                        _ => "",
+                    }
                 ),
                 Vec::new(),
             ),
@@ -281,6 +331,7 @@ impl<T> Sim<T> {
         // The bytes go on the data connection where there is one (none: the client never
         // opened it, and the server says so).
         let data_fd = match (data_mode, head.starts_with("TOY DATA")) {
+            (true, true) if active => self.connect_back(fd, faults.server.no_data_port),
             (true, true) => self.data_of.remove(&fd),
             _ => None,
         };
@@ -322,6 +373,15 @@ impl<T> Sim<T> {
         } else if body_len > 0 && wire.stall_in.is_none() && self.rng.chance(faults.stall) {
             let already = wire.pending() - body_len;
             wire.stall_in = Some(already + self.rng.below(body_len as u64) as usize);
+        }
+        if body_fd < -1 {
+            // Active mode: the connection the server made waits in its listener's backlog.
+            let made = (self.wires.remove(&body_fd), self.data_of.remove(&body_fd));
+            if let (Some(w), Some(listener)) = made {
+                if let Some(q) = self.backlog.get_mut(&listener) {
+                    q.push_back(w);
+                }
+            }
         }
         keep
     }

@@ -204,6 +204,8 @@ pub struct World {
     /// Toy servers send the file's bytes on a data connection the client opens to a port they
     /// name (as FTP's passive mode), not on the conversation's own.
     pub toy_data: bool,
+    /// ... or on one they open to a port the client names (as FTP's active mode).
+    pub toy_active: bool,
 }
 
 impl World {
