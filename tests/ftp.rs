@@ -488,3 +488,44 @@ mod active {
         assert!(run.elapsed < Duration::from_secs(20), "{run}");
     }
 }
+
+/// A URI with a user and no password takes the password from the netrc file when its entry for
+/// the host has that login (aria2c's rule); `-n` does not read the file.
+#[test]
+fn a_password_comes_from_the_netrc_file_for_the_uris_user() {
+    let (root, data) = root_with(300_007, 0x6e65);
+    let Some(server) = FtpServer::pure_ftpd(root.path()) else {
+        return;
+    };
+    let dir = TestDir::new();
+    let netrc = dir.join("netrc");
+    fs::write(
+        &netrc,
+        format!("machine 127.0.0.1 login {USER} password {PASSWORD}\n"),
+    )
+    .expect("netrc");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&netrc, fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    let url = format!("ftp://{USER}@127.0.0.1:{}/pub/f.bin", server.port());
+    let netrc_arg = format!("--netrc-path={}", netrc.display());
+    let out = dir.join("out");
+    let out_arg = out.display().to_string();
+    let run = ringdl(&dir, &["--no-conf", &netrc_arg, "-d", &out_arg, &url]);
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(sha256_file(&out.join("f.bin")), sha256_hex(&data));
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            &netrc_arg,
+            "-n",
+            "-d",
+            &out_arg,
+            "--allow-overwrite=true",
+            &url,
+        ],
+    );
+    assert_eq!(run.code(), 21, "-n: the default password, refused\n{run}");
+}

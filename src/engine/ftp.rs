@@ -24,9 +24,15 @@ pub struct FtpConversation {
 }
 
 impl FtpConversation {
-    pub fn new(url: &Url, opts: &DownloadOptions) -> FtpConversation {
+    /// The conversation for `url` with `opts`; `netrc`: the netrc file's entry for its host
+    /// (its own or the `default` one; none with `-n`).
+    pub fn new(
+        url: &Url,
+        opts: &DownloadOptions,
+        netrc: Option<&crate::http::auth::Credentials>,
+    ) -> FtpConversation {
         FtpConversation {
-            login: login_for(url, opts),
+            login: login_for(url, opts, netrc),
             ascii: opts.ftp_ascii,
             passive: opts.ftp_pasv,
             url: url.clone(),
@@ -35,19 +41,25 @@ impl FtpConversation {
     }
 }
 
-/// Who logs in for `url`: the URI's user (with its password, or `--ftp-passwd`), else
-/// `--ftp-user`/`--ftp-passwd`, else aria2c's anonymous login.
-fn login_for(url: &Url, opts: &DownloadOptions) -> Login {
+/// Who logs in for `url`, as aria2c decides: the URI's user with the URI's password, or the
+/// netrc entry's for that host when its login is that user, or `--ftp-passwd`; a URI without a
+/// user logs in with `--ftp-user`/`--ftp-passwd`, whose defaults are aria2c's anonymous login
+/// (so the netrc file is never asked then).
+fn login_for(
+    url: &Url,
+    opts: &DownloadOptions,
+    netrc: Option<&crate::http::auth::Credentials>,
+) -> Login {
     let decode = percent_decode;
     let default = Login::default();
     let (user, pass) = match url.username() {
         "" => (opts.ftp_user.clone(), opts.ftp_passwd.clone()),
-        u => (
-            Some(decode(u)),
-            url.password()
-                .map(decode)
-                .or_else(|| opts.ftp_passwd.clone()),
-        ),
+        u => {
+            let u = decode(u);
+            let from_netrc = netrc.filter(|c| c.user == u).map(|c| c.password.clone());
+            let pass = url.password().map(decode).or(from_netrc);
+            (Some(u), pass.or_else(|| opts.ftp_passwd.clone()))
+        }
     };
     Login {
         user: user.unwrap_or(default.user),
@@ -189,18 +201,27 @@ mod tests {
             Err(e) => panic!("{}", e.message),
         };
         let url = |u: &str| Url::parse(u).expect("a URL");
-        let l = login_for(&url("ftp://h/f"), &opts);
+        let netrc = crate::http::auth::Credentials {
+            user: "al".into(),
+            password: "from-netrc".into(),
+        };
+        let l = login_for(&url("ftp://h/f"), &opts, Some(&netrc));
         assert_eq!(
             (l.user.as_str(), l.pass.as_str()),
-            ("anonymous", "ARIA2USER@")
+            ("anonymous", "ARIA2USER@"),
+            "no user in the URI: the netrc file is not asked"
         );
+        let l = login_for(&url("ftp://al@h/f"), &opts, Some(&netrc));
+        assert_eq!((l.user.as_str(), l.pass.as_str()), ("al", "from-netrc"));
+        let l = login_for(&url("ftp://bo@h/f"), &opts, Some(&netrc));
+        assert_eq!((l.user.as_str(), l.pass.as_str()), ("bo", "ARIA2USER@"));
         opts.ftp_user = Some("bob".into());
         opts.ftp_passwd = Some("secret".into());
-        let l = login_for(&url("ftp://h/f"), &opts);
+        let l = login_for(&url("ftp://h/f"), &opts, None);
         assert_eq!((l.user.as_str(), l.pass.as_str()), ("bob", "secret"));
-        let l = login_for(&url("ftp://al%40x:p%3Aw@h/f"), &opts);
+        let l = login_for(&url("ftp://al%40x:p%3Aw@h/f"), &opts, Some(&netrc));
         assert_eq!((l.user.as_str(), l.pass.as_str()), ("al@x", "p:w"));
-        let l = login_for(&url("ftp://al@h/f"), &opts);
+        let l = login_for(&url("ftp://al@h/f"), &opts, None);
         assert_eq!((l.user.as_str(), l.pass.as_str()), ("al", "secret"));
     }
 }

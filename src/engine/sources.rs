@@ -116,13 +116,14 @@ fn test_protocol(scheme: &str) -> Option<Maker> {
 }
 
 /// The machine for an exchange with `url` for a download made with `opts`, when its protocol
-/// is not HTTP's.
+/// is not HTTP's; `netrc`: the netrc file's entry for its host, if one may be used.
 pub fn conversation_for(
     url: &Url,
     opts: &super::config::DownloadOptions,
+    netrc: Option<&crate::http::auth::Credentials>,
 ) -> Option<Box<dyn Conversation>> {
     match url.scheme() {
-        "ftp" => Some(Box::new(super::ftp::FtpConversation::new(url, opts))),
+        "ftp" => Some(Box::new(super::ftp::FtpConversation::new(url, opts, netrc))),
         s => test_protocol(s).map(|make| make()),
     }
 }

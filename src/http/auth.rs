@@ -78,11 +78,12 @@ pub fn same_origin(a: &Url, b: &Url) -> bool {
 }
 
 /// A parsed netrc file: `machine NAME login USER password PASS` entries. A `default` entry is
-/// read (so its tokens belong to no machine) and not used: aria2 takes it for FTP only, never for
-/// HTTP. `account` is read and ignored, `macdef` definitions are skipped.
+/// kept apart: aria2 takes it for FTP only, never for HTTP. `account` is read and ignored,
+/// `macdef` definitions are skipped.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Netrc {
     machines: Vec<(String, Credentials)>,
+    default: Option<Credentials>,
 }
 
 impl Netrc {
@@ -108,11 +109,13 @@ impl Netrc {
         }
         // The entry being read: its machine (None: `default`) and what it has so far.
         let mut current: Option<(Option<String>, Credentials)> = None;
-        // `default` (no machine): read, not used.
-        let finish = |entry: Option<(Option<String>, Credentials)>, n: &mut Netrc| {
-            if let Some((Some(host), c)) = entry {
-                n.machines.push((host.to_ascii_lowercase(), c));
+        // `default` (no machine): kept for FTP.
+        let finish = |entry: Option<(Option<String>, Credentials)>, n: &mut Netrc| match entry {
+            Some((Some(host), c)) => n.machines.push((host.to_ascii_lowercase(), c)),
+            Some((None, c)) => {
+                n.default.get_or_insert(c);
             }
+            None => {}
         };
         let empty = || Credentials {
             user: String::new(),
@@ -150,6 +153,11 @@ impl Netrc {
         }
         finish(current.take(), &mut netrc);
         netrc
+    }
+
+    /// For FTP: `host`'s own entry, else the `default` one (as aria2 takes them for FTP).
+    pub fn lookup_or_default(&self, host: &str) -> Option<&Credentials> {
+        self.lookup(host).or(self.default.as_ref())
     }
 
     /// The credentials for `host`: its own `machine` entry (the first, as aria2 reads them).
@@ -259,7 +267,13 @@ mod tests {
         );
         // aria2 uses `default` for FTP only: an HTTP host no machine names gets nothing.
         assert_eq!(n.lookup("other"), None);
+        let ftp = |host| n.lookup_or_default(host).map(|c| c.user.as_str());
+        assert_eq!(
+            (ftp("other"), ftp("a.example")),
+            (Some("anon"), Some("alice"))
+        );
         let n = Netrc::parse("machine a.example login u password p");
         assert_eq!(n.lookup("other"), None);
+        assert_eq!(n.lookup_or_default("other"), None);
     }
 }

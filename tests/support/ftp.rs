@@ -28,7 +28,7 @@ pub struct FtpServer {
 
 /// The user and password of the pure-ftpd server's virtual user.
 pub const USER: &str = "ringdl";
-pub const PASSWORD: &str = "s3cret pass";
+pub const PASSWORD: &str = "s3cret:p@ss%";
 
 fn find(var: &str, candidates: &[PathBuf]) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
@@ -190,7 +190,14 @@ impl FtpServer {
             match ports::wait_until_child_listens(&mut child, &[port], Duration::from_secs(10)) {
                 Ok(()) => {
                     let user = USER;
-                    let pass = PASSWORD.replace(' ', "%20");
+                    // Every byte but letters and digits escaped, as a URI's password must be.
+                    let pass: String = PASSWORD
+                        .bytes()
+                        .map(|b| match b.is_ascii_alphanumeric() {
+                            true => char::from(b).to_string(),
+                            false => format!("%{b:02X}"),
+                        })
+                        .collect();
                     return Some(FtpServer {
                         child,
                         dir,

@@ -372,9 +372,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     pub(super) fn begin_exchange(&mut self, slot: usize, ex: Exchange) {
         let mut ex = ex;
-        if let Some(mut conv) =
-            crate::engine::sources::conversation_for(&ex.url, &self.dls[ex.dl].opts)
-        {
+        let opts = &self.dls[ex.dl].opts;
+        let netrc = self.identity.ftp_netrc(&ex.url, opts.no_netrc);
+        if let Some(mut conv) = crate::engine::sources::conversation_for(&ex.url, opts, netrc) {
             // A protocol other than HTTP: its machine says what opens the exchange.
             let req = conv.begin(&ex.url, ex.range);
             ex.conversation = Some(conv);

@@ -15,6 +15,13 @@ pub(super) struct Identity {
 }
 
 impl Identity {
+    /// The netrc file's entry an FTP login to `url`'s host may use (its own or the `default`
+    /// one), unless `-n`.
+    pub(super) fn ftp_netrc(&self, url: &Url, no_netrc: bool) -> Option<&Credentials> {
+        let host = url.host_str().filter(|_| !no_netrc)?;
+        self.netrc.as_ref()?.lookup_or_default(host)
+    }
+
     /// The `Cookie` value for a request to `url`.
     pub(super) fn cookie_header(&self, url: &Url) -> Option<String> {
         self.cookies.header_for(url)
