@@ -529,3 +529,31 @@ fn a_password_comes_from_the_netrc_file_for_the_uris_user() {
     );
     assert_eq!(run.code(), 21, "-n: the default password, refused\n{run}");
 }
+
+/// `-R`: the file gets the server's modification time (MDTM, asked only then).
+#[test]
+fn remote_time_comes_from_mdtm() {
+    let (root, data) = root_with(100_003, 0x6d64);
+    let when = std::time::UNIX_EPOCH + Duration::from_secs(981_173_106); // 2001-02-03 04:05:06
+    fs::File::options()
+        .write(true)
+        .open(root.join("pub/f.bin"))
+        .and_then(|f| f.set_modified(when))
+        .expect("set the source's time");
+    let Some(server) = FtpServer::vsftpd(root.path()) else {
+        return;
+    };
+    let dir = TestDir::new();
+    let url = server.url("pub/f.bin");
+    let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), &url]);
+    same(&dir, "f.bin", &data, &run);
+    assert!(!server.commands().iter().any(|c| c.starts_with("MDTM")));
+    let dir = TestDir::new();
+    let run = ringdl(&dir, &["--no-conf", "-R", "-d", &dir.arg(), &url]);
+    same(&dir, "f.bin", &data, &run);
+    assert!(server.commands().iter().any(|c| c == "MDTM f.bin"));
+    let got = fs::metadata(dir.join("f.bin"))
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    assert_eq!(got, when, "{run}");
+}

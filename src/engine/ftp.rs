@@ -19,6 +19,7 @@ pub struct FtpConversation {
     login: Login,
     ascii: bool,
     passive: bool,
+    remote_time: bool,
     url: Url,
     session: Result<Option<Session>, Failure>,
 }
@@ -35,6 +36,7 @@ impl FtpConversation {
             login: login_for(url, opts, netrc),
             ascii: opts.ftp_ascii,
             passive: opts.ftp_pasv,
+            remote_time: opts.remote_time,
             url: url.clone(),
             session: Ok(None),
         }
@@ -123,6 +125,7 @@ impl FtpConversation {
                 size,
                 first,
                 length,
+                modified,
             } => Step::Answer(Answer {
                 total: size,
                 first,
@@ -132,6 +135,7 @@ impl FtpConversation {
                 name: None,
                 keep_alive: false,
                 on_data: true,
+                modified,
             }),
             Event::Fail(e) => Step::Fail(failure(e, &self.url)),
         }
@@ -141,6 +145,7 @@ impl FtpConversation {
 impl Conversation for FtpConversation {
     fn begin(&mut self, url: &Url, range: Option<(u64, Option<u64>)>) -> Vec<u8> {
         let session = Session::new(url.path(), self.login.clone(), self.ascii, range);
+        let session = session.map(|s| if self.remote_time { s.with_time() } else { s });
         match session.map(|s| if self.passive { s } else { s.active() }) {
             Ok(s) => {
                 let first = s.start();

@@ -30,6 +30,8 @@ pub struct Answer {
     /// The bytes come on the data connection the conversation had opened ([`Step::Data`]), not
     /// on this one, which waits meanwhile (FTP's control connection).
     pub on_data: bool,
+    /// The file's modification time as the source says it (for `-R`).
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// Where a conversation stands after bytes came in.

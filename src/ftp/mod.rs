@@ -76,6 +76,8 @@ pub enum Event {
         size: Option<u64>,
         first: u64,
         length: Option<u64>,
+        /// The file's modification time, when asked for (`MDTM`) and said.
+        modified: Option<std::time::SystemTime>,
     },
     Fail(Error),
 }
@@ -89,6 +91,7 @@ enum State {
     /// Changing into the path's `n`th directory.
     Cwd(usize),
     Size,
+    Mdtm,
     Epsv,
     Pasv,
     /// Waiting for the data connection.
@@ -110,6 +113,9 @@ pub struct Session {
     ascii: bool,
     /// Passive mode (the client connects for the data), else active (the server does).
     passive: bool,
+    /// Ask the file's modification time (`MDTM`), and what it is.
+    ask_time: bool,
+    modified: Option<std::time::SystemTime>,
     dirs: Vec<String>,
     name: String,
     /// From `first` to `last` inclusive (`None`: to the end).
@@ -161,12 +167,20 @@ impl Session {
             login,
             ascii,
             passive: true,
+            ask_time: false,
+            modified: None,
             dirs: parts,
             name,
             range,
             size: None,
             state: State::Greeting,
         })
+    }
+
+    /// Ask the file's modification time (`MDTM`, for `-R`).
+    pub fn with_time(mut self) -> Session {
+        self.ask_time = true;
+        self
     }
 
     /// Active mode: the server connects to the client for the data (`PORT`, `EPRT`).
@@ -286,13 +300,20 @@ impl Session {
             State::Size if r.code == 213 => match r.text.trim().parse::<u64>() {
                 Ok(n) => {
                     self.size = Some(n);
-                    self.epsv()
+                    self.mdtm()
                 }
                 Err(_) => failed(Kind::Permanent, "a SIZE that is not a number"),
             },
             State::Size if r.code == 550 => failed(Kind::NotFound, "no such file"),
             // SIZE not understood (500, 502) or refused in this mode: the length is unknown.
-            State::Size => self.epsv(),
+            State::Size => self.mdtm(),
+            // A time that cannot be read, or none, changes nothing (as a bad Last-Modified).
+            State::Mdtm => {
+                if r.code == 213 {
+                    self.modified = reply::mdtm_time(&r.text);
+                }
+                self.epsv()
+            }
             State::Epsv if r.code == 229 => match reply::epsv_port(&r.text) {
                 Some(p) if p != 0 => self.open_data(p),
                 _ => failed(Kind::Permanent, "an EPSV reply without a port"),
@@ -328,7 +349,16 @@ impl Session {
         }
     }
 
-    /// After SIZE: the data connection, passive (EPSV first) or active.
+    /// After SIZE: the modification time, if asked for.
+    fn mdtm(&mut self) -> Event {
+        if !self.ask_time {
+            return self.epsv();
+        }
+        self.state = State::Mdtm;
+        command(format!("MDTM {}", self.name))
+    }
+
+    /// Then the data connection, passive (EPSV first) or active.
     fn epsv(&mut self) -> Event {
         if !self.passive {
             self.state = State::Listening;
@@ -368,6 +398,7 @@ impl Session {
             size: self.size,
             first,
             length,
+            modified: self.modified,
         }
     }
 }
@@ -441,7 +472,8 @@ mod tests {
             Event::Transfer {
                 size: Some(3000),
                 first: 100,
-                length: Some(100)
+                length: Some(100),
+                modified: None,
             }
         );
     }
@@ -464,7 +496,8 @@ mod tests {
             Event::Transfer {
                 size: None,
                 first: 0,
-                length: None
+                length: None,
+                modified: None,
             }
         );
     }
@@ -493,7 +526,8 @@ mod tests {
             Event::Transfer {
                 size: Some(10),
                 first: 7,
-                length: Some(3)
+                length: Some(3),
+                modified: None,
             }
         );
         let mut s = session("/f", None).active();

@@ -151,6 +151,31 @@ pub fn pasv_port(text: &str) -> Option<u16> {
     None
 }
 
+/// The time of a `213 YYYYMMDDHHMMSS[.sss]` reply to `MDTM` (RFC 3659 3.1: UTC), if it is one.
+pub fn mdtm_time(text: &str) -> Option<std::time::SystemTime> {
+    let digits = text.trim().split('.').next()?;
+    if digits.len() != 14 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n = |a: usize, b: usize| digits[a..b].parse::<i64>().ok();
+    let (y, mo, d) = (n(0, 4)?, n(4, 6)?, n(6, 8)?);
+    let (h, mi, s) = (n(8, 10)?, n(10, 12)?, n(12, 14)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    // Days since 1970-01-01 of a proleptic Gregorian date (the usual era arithmetic).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + s;
+    let secs = u64::try_from(secs).ok()?;
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_secs(secs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,6 +222,29 @@ mod tests {
             long.extend_from_slice(b"a line of a reply that never ends\r\n");
         }
         assert!(parse(&long).is_err(), "a reply that never ends");
+    }
+
+    #[test]
+    fn mdtm_times_are_read_as_utc() {
+        let t = |s: &str| {
+            mdtm_time(s).map(|t| {
+                t.duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0)
+            })
+        };
+        assert_eq!(t("19700101000000"), Some(0));
+        assert_eq!(t("20000229123456"), Some(951_827_696));
+        assert_eq!(t("20261206213959.123"), Some(1_796_593_199));
+        for bad in [
+            "2026120621395",
+            "20261306000000",
+            "abcdefghijklmn",
+            "",
+            "1969123123595x",
+        ] {
+            assert_eq!(t(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     ranges: a.ranges,
                     name: a.name.clone(),
                     validator: None,
-                    last_modified: None,
+                    last_modified: a.modified.map(httpdate::fmt_http_date),
                 };
                 if let Err(f) = self.take_first_answer(slot, first) {
                     self.fail_conn(slot, f);

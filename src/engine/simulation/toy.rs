@@ -108,6 +108,7 @@ impl Conversation for Toy {
                         name: None,
                         keep_alive: false,
                         on_data: self.data,
+                        modified: None,
                     }),
                     _ => Step::Fail(bad(&line)),
                 }
