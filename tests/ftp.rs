@@ -65,6 +65,32 @@ fn vsftpd_whole_and_split_downloads_are_byte_exact() {
     assert!(rests.len() >= 3, "not split: {rests:?}");
 }
 
+/// The same downloads from proftpd and pure-ftpd (their own replies, passive ports and aborts):
+/// whole, split, active mode.
+#[test]
+fn proftpd_and_pure_ftpd_serve_whole_split_and_active_downloads() {
+    let (root, data) = root_with(6 * 1024 * 1024 + 333, 0x7072);
+    let servers = [
+        FtpServer::proftpd(root.path()),
+        FtpServer::pure_ftpd(root.path()),
+    ];
+    for server in servers.iter().flatten() {
+        let url = server.url_with_login("pub/f.bin");
+        for opts in [
+            &[][..],
+            &["-x4", "-s4", "-k1M"][..],
+            &["--ftp-pasv=false", "-s3"][..],
+        ] {
+            let dir = TestDir::new();
+            let mut args = vec!["--no-conf".to_string(), "-d".into(), dir.arg()];
+            args.extend(opts.iter().map(|s| s.to_string()));
+            args.push(url.clone());
+            let run = ringdl(&dir, &args);
+            same(&dir, "f.bin", &data, &run);
+        }
+    }
+}
+
 #[test]
 fn a_missing_file_exits_3_a_directory_1_and_nothing_is_left() {
     let (root, _) = root_with(1000, 1);

@@ -1,11 +1,12 @@
-//! FTP servers on loopback for the tests: vsftpd (anonymous, from its Debian package) and
-//! pure-ftpd (a virtual user with a password; its Debian package conflicts with vsftpd's, so
-//! `.ci/run` unpacks it into `target/peers/pure-ftpd` instead of installing it). Each serves a
+//! FTP servers on loopback for the tests: vsftpd (anonymous, from its Debian package), proftpd
+//! (anonymous) and pure-ftpd (a virtual user with a password); the packages of the last two
+//! conflict with vsftpd's, so `.ci/run` unpacks them into `target/peers/` instead of installing
+//! them. Each serves a
 //! root directory of the test's on a port of its own, with its config, pid and logs in a
 //! temporary directory removed on drop, when the server is killed.
 //!
 //! A missing server skips the test loudly, and fails it under `RINGDL_REQUIRE_PEERS=1`.
-//! `RINGDL_VSFTPD` and `RINGDL_PURE_FTPD` name the binaries explicitly.
+//! `RINGDL_VSFTPD`, `RINGDL_PROFTPD` and `RINGDL_PURE_FTPD` name the binaries explicitly.
 
 #![allow(dead_code)]
 
@@ -118,6 +119,74 @@ impl FtpServer {
             }
         }
         panic!("vsftpd did not start: {last}");
+    }
+
+    /// proftpd serving `root` to anonymous users.
+    pub fn proftpd(root_dir: &Path) -> Option<FtpServer> {
+        let bin = find(
+            "RINGDL_PROFTPD",
+            &[
+                peers().join("proftpd/usr/sbin/proftpd"),
+                PathBuf::from("/usr/sbin/proftpd"),
+            ],
+        );
+        if !super::require_peer("proftpd", bin.is_some())
+            || !super::skip_unless(root(), "proftpd needs root")
+        {
+            return None;
+        }
+        let bin = bin?;
+        open_up(root_dir);
+        let root_dir = fs::canonicalize(root_dir).expect("root");
+        let dir = tempfile::Builder::new()
+            .prefix("ringdl-proftpd-")
+            .tempdir()
+            .expect("temp dir");
+        let log = dir.path().join("system.log");
+        let mut last = String::new();
+        for _ in 0..5 {
+            let port = ports::port_for_child();
+            let d = dir.path().display();
+            let conf = format!(
+                "ServerName \"ringdl test\"\nServerType standalone\nPort {port}\n\
+                 DefaultAddress 127.0.0.1\nSocketBindTight on\nUseIPv6 off\nUser nobody\n\
+                 Group nogroup\nPidFile {d}/proftpd.pid\nScoreboardFile {d}/scoreboard\n\
+                 DelayTable none\nWtmpLog off\nUseReverseDNS off\nTransferLog none\n\
+                 SystemLog {}\n<Anonymous {}>\n  User ftp\n  Group nogroup\n\
+                 UserAlias anonymous ftp\n  RequireValidShell off\n  <Limit WRITE>\n\
+                 DenyAll\n  </Limit>\n</Anonymous>\n",
+                log.display(),
+                root_dir.display()
+            );
+            let conf_path = dir.path().join("proftpd.conf");
+            fs::write(&conf_path, conf).expect("proftpd.conf");
+            let mut child = Command::new(&bin)
+                .arg("-n")
+                .arg("-c")
+                .arg(&conf_path)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+            match ports::wait_until_child_listens(&mut child, &[port], Duration::from_secs(10)) {
+                Ok(()) => {
+                    return Some(FtpServer {
+                        child,
+                        dir,
+                        port,
+                        log,
+                        login: String::new(),
+                    })
+                }
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    last = format!("{e}: {}", fs::read_to_string(&log).unwrap_or_default());
+                }
+            }
+        }
+        panic!("proftpd did not start: {last}");
     }
 
     /// pure-ftpd serving `root` to one virtual user ([`USER`], [`PASSWORD`]), chrooted there.
