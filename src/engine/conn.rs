@@ -148,6 +148,31 @@ pub struct Exchange {
     pub outgoing: Vec<u8>,
     /// The conversation asked for a data connection (`sources::Step::Data`, `Step::Listen`).
     pub data_port: Option<DataAsk>,
+    /// The conversation asked to send the download's bytes (`sources::Step::Serve`).
+    pub serve_ask: Option<ServeAsk>,
+}
+
+/// Bytes of the download a conversation asked to send: `header`, then `len` bytes from `first`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeAsk {
+    pub header: Vec<u8>,
+    pub first: u64,
+    pub len: usize,
+}
+
+/// Where sending the download's bytes on a connection stands (`driver/serve.rs`).
+pub enum Serving {
+    /// Waiting for a free block of the pool.
+    Waiting(ServeAsk),
+    /// Read back from the file into a block (the read owns it).
+    Reading(ServeAsk),
+    /// The block's bytes `from..to` still to go, after the header in `out` (`None` while a send
+    /// of the block is in flight).
+    Sending {
+        block: Option<Block>,
+        from: usize,
+        to: usize,
+    },
 }
 
 /// A data connection a conversation asked for.
@@ -237,6 +262,7 @@ impl Exchange {
             answer: None,
             outgoing: Vec::new(),
             data_port: None,
+            serve_ask: None,
         }
     }
 
@@ -442,6 +468,8 @@ pub struct Conn {
     /// The body comes on the data connection: the connection the conversation went on, set
     /// aside meanwhile.
     pub control: Option<Parked>,
+    /// The download's bytes on their way out on this connection.
+    pub serving: Option<Serving>,
 }
 
 /// A protocol's second connection, on its way.
@@ -506,6 +534,7 @@ impl Conn {
             peer: None,
             data: None,
             control: None,
+            serving: None,
             starved: None,
             yielding: false,
             held_at_tick: None,

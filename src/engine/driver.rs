@@ -46,6 +46,7 @@ mod resume;
 mod rpc;
 mod schedule;
 mod select;
+mod serve;
 mod start;
 mod verify;
 mod writer;
@@ -96,6 +97,17 @@ pub(crate) enum Tag {
     },
     /// ... or accepted from the server (active mode), or not.
     DataAccept {
+        slot: usize,
+        id: Owner,
+    },
+    /// The download's bytes read back to be sent on connection `slot` (`driver/serve.rs`).
+    ServeRead {
+        file: FileOf,
+        slot: usize,
+        id: Owner,
+    },
+    /// ... and sent from their block.
+    ServeSend {
         slot: usize,
         id: Owner,
     },
@@ -523,6 +535,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             Tag::DataAccept { slot, id } => {
                 if self.forget_op(slot, id, op) {
                     self.on_data_accept(slot, res, owned);
+                }
+            }
+            Tag::ServeRead { file, slot, id } => {
+                let block = owned.into_block();
+                if self.file_op_done(file).is_some() {
+                    self.on_serve_read(slot, id, block, res);
+                }
+            }
+            Tag::ServeSend { slot, id } => {
+                if self.forget_op(slot, id, op) {
+                    self.on_serve_send(slot, res, owned.into_block());
                 }
             }
             Tag::Recv { slot, id, direct } => {

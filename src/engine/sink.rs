@@ -353,6 +353,12 @@ pub fn take_step(ex: &mut Exchange, used: usize, step: Step) -> bool {
             ex.data_port = Some(DataAsk::Connect(port));
             false
         }
+        Step::Serve { header, first, len } => {
+            // The driver reads the bytes back and sends them; then `served`.
+            ex.head.drain(..used);
+            ex.serve_ask = Some(super::conn::ServeAsk { header, first, len });
+            false
+        }
         Step::Listen => {
             // The driver listens; the conversation hears where through `listening`.
             ex.head.drain(..used);

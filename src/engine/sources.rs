@@ -49,6 +49,14 @@ pub enum Step {
     /// from, then [`Conversation::listening`] with the address listened on; the first connection
     /// that comes is the data connection (FTP's active mode).
     Listen,
+    /// Send `header`, then `len` of the download's own bytes from `first` (bytes it has
+    /// written and claims), read back from disk into a block of the pool; then
+    /// [`Conversation::served`]. A source that also sends (BitTorrent's peers asking for pieces).
+    Serve {
+        header: Vec<u8>,
+        first: u64,
+        len: usize,
+    },
     /// The answer: the file's bytes follow.
     Answer(Answer),
     /// The exchange failed (aria2's exit code, and whether another try may do better).
@@ -63,6 +71,17 @@ pub trait Conversation {
     /// Bytes received before the answer: how many it took, and where it stands. Bytes it did
     /// not take are given again with the next ones.
     fn received(&mut self, bytes: &[u8]) -> (usize, Step);
+    /// What the download has (claims) when the exchange begins, before [`Conversation::begin`]
+    /// (BitTorrent's bitfield); most protocols have no use for it.
+    fn have(&mut self, _have: &crate::plan::RangeSet) {}
+    /// The bytes asked for with [`Step::Serve`] went out (`true`), or were not the download's to
+    /// send (`false`: not claimed, not in one file, over TLS): what now.
+    fn served(&mut self, _sent: bool) -> Step {
+        Step::Fail(Failure::retry(
+            super::ExitCode::UNKNOWN,
+            "bytes served nobody asked for",
+        ))
+    }
     /// The data connection is listened for ([`Step::Listen`]) at `addr`: what now.
     fn listening(&mut self, _addr: std::net::SocketAddr) -> Step {
         Step::Fail(Failure::retry(

@@ -376,6 +376,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let netrc = self.identity.ftp_netrc(&ex.url, opts.no_netrc);
         if let Some(mut conv) = crate::engine::sources::conversation_for(&ex.url, opts, netrc) {
             // A protocol other than HTTP: its machine says what opens the exchange.
+            conv.have(&self.dls[ex.dl].claims());
             let req = conv.begin(&ex.url, ex.range);
             ex.conversation = Some(conv);
             self.send_exchange(slot, ex, req);
@@ -466,7 +467,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
-        if c.sending || c.out.is_empty() {
+        if c.sending {
+            return;
+        }
+        if c.out.is_empty() {
+            // What a connection sends of the download's own bytes goes after what it had to say.
+            self.send_served(slot);
             return;
         }
         let Some(fd) = c.fd.clone() else {

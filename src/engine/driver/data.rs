@@ -36,6 +36,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             Some(DataAsk::Listen) => self.listen_for_data(slot),
             None => {}
         }
+        let ask = self.conns[slot]
+            .as_mut()
+            .and_then(|c| c.ex.as_mut())
+            .and_then(|ex| ex.serve_ask.take());
+        if let Some(ask) = ask {
+            self.serve(slot, ask);
+        }
         let Some(c) = self.conns[slot].as_ref() else {
             return false;
         };
@@ -127,7 +134,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 
     /// Hands the conversation of the exchange on `slot` an event and takes its step.
-    fn tell_conversation(
+    pub(super) fn tell_conversation(
         &mut self,
         slot: usize,
         event: impl FnOnce(&mut dyn crate::engine::sources::Conversation) -> Step,

@@ -157,6 +157,22 @@ pub(super) fn is_prefix(on_disk: &[u8], source: &[u8]) -> Result<(), String> {
     Err(format!("{} bytes, byte {first} wrong", on_disk.len()))
 }
 
+thread_local! {
+    /// Bytes clients sent when asked, over the runs `check_scenario` made on this thread.
+    pub(super) static UPLOADED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Every byte the client sent of its download (the toy servers' `WANT`) was the source's.
+pub(super) fn uploads_right(world: &Rc<RefCell<World>>) -> Result<(), String> {
+    UPLOADED.with(|u| u.set(u.get() + world.borrow().uploaded));
+    match world.borrow().upload_errors.first() {
+        Some(e) => Err(format!(
+            "the client sent bytes that are not the file's: {e}"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The world of a scenario's first run: its servers (silent ones holes), its faults, its TLS.
 pub(super) fn first_world(sc: &Scenario) -> Rc<RefCell<World>> {
     Rc::new(RefCell::new(World {
@@ -166,6 +182,7 @@ pub(super) fn first_world(sc: &Scenario) -> Rc<RefCell<World>> {
         tls: server_tls(sc.tls),
         toy_data: sc.toy_data,
         toy_active: sc.toy_active,
+        toy_upload: sc.toy_upload,
         ..World::default()
     }))
 }
@@ -190,6 +207,7 @@ pub(super) fn healed_world(
         tls: server_tls(sc.tls),
         toy_data: sc.toy_data,
         toy_active: sc.toy_active,
+        toy_upload: sc.toy_upload,
         ..World::default()
     }))
 }
@@ -245,6 +263,13 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
             .entry("the toy protocol's data connections")
             .or_default() += 1;
     }
+    if sc.toy_upload {
+        *world
+            .borrow_mut()
+            .fired
+            .entry("the toy protocol's servers asking for bytes")
+            .or_default() += 1;
+    }
     if sc.toy_active {
         *world
             .borrow_mut()
@@ -284,6 +309,7 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
         None,
         Given::of(sc),
     )?;
+    uploads_right(&world).map_err(|e| format!("first run: {e}"))?;
     let steps = world.borrow().steps;
     if verbose {
         let w = world.borrow();
@@ -431,6 +457,7 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
         None,
         Given::of(sc),
     )?;
+    uploads_right(&world2).map_err(|e| format!("second run: {e}"))?;
     if verbose {
         eprintln!(
             "second run {args:?}: {} steps, requests {:?}",

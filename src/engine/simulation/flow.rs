@@ -388,7 +388,7 @@ fn the_toy_protocol_splits_and_resumes_as_http_does() {
     ];
     // Two toy mirrors, a link slow enough for both to be used; killed at `kill_at` if given;
     // the bytes on data connections or not.
-    let toy = |seed: u64, kill_at: Option<u64>, data: bool, active: bool| {
+    let toy = |seed: u64, kill_at: Option<u64>, data: bool, active: bool, upload: bool| {
         let faults = Faults {
             max_chunk: 50_000,
             ns_per_byte: 1_000,
@@ -405,20 +405,31 @@ fn the_toy_protocol_splits_and_resumes_as_http_does() {
         sc.toy = true;
         sc.toy_data = data;
         sc.toy_active = active;
+        sc.toy_upload = upload;
         sc
     };
-    for (data, active) in [(false, false), (true, false), (true, true)] {
-        toy_splits_and_resumes(
-            |seed, kill_at| toy(seed, kill_at, data, active),
-            data,
-            active,
-        );
+    let ways = [
+        (false, false, false),
+        (true, false, false),
+        (true, true, false),
+        (false, false, true),
+        (true, true, true),
+    ];
+    for (data, active, upload) in ways {
+        let make = |seed, kill_at| toy(seed, kill_at, data, active, upload);
+        toy_splits_and_resumes(make, data, active, upload);
     }
 }
 
 /// `the_toy_protocol_splits_and_resumes_as_http_does` over mirrors made by `toy`; `data`: they
-/// send their bytes on data connections, which they open to the client if `active`.
-fn toy_splits_and_resumes(toy: impl Fn(u64, Option<u64>) -> Scenario, data: bool, active: bool) {
+/// send their bytes on data connections, which they open to the client if `active`; `upload`:
+/// they ask the client for bytes it has.
+fn toy_splits_and_resumes(
+    toy: impl Fn(u64, Option<u64>) -> Scenario,
+    data: bool,
+    active: bool,
+    upload: bool,
+) {
     let sc = toy(5, None);
     assert!(sc.url(0).starts_with("toy://"));
     let (dir, world, ended) = run_over_mirrors(&sc);
@@ -434,6 +445,8 @@ fn toy_splits_and_resumes(toy: impl Fn(u64, Option<u64>) -> Scenario, data: bool
         .filter(|r| *r != "bytes=0-")
         .collect();
     assert!(!ranges.is_empty(), "not split: {:?}", w.requests);
+    // Asked for bytes it had (none yet at the start), the client sent none wrong.
+    assert!(w.upload_errors.is_empty(), "{:?}", w.upload_errors);
     let both = (0..2).all(|i| w.requests.iter().any(|(a, _, _)| *a == addr(i)));
     assert!(both, "one mirror unused: {:?}", w.requests);
     let count = |what: &str| {
@@ -451,8 +464,17 @@ fn toy_splits_and_resumes(toy: impl Fn(u64, Option<u64>) -> Scenario, data: bool
     drop(w);
 
     // Killed part-way, then `-c` on a healed mirror: resumed from the control file.
+    super::checks::UPLOADED.with(|u| u.set(0));
     for kill_at in [40, 120, 300] {
         let sc = toy(6, Some(kill_at));
         check_scenario(&sc, false).unwrap_or_else(|e| panic!("kill at {kill_at}: {e}"));
     }
+    // Resumed from a control file that claims the first MiB, the client has bytes to be asked
+    // for from the start: it sends them, every one right (checked by the servers).
+    let mut sc = toy(7, None);
+    sc.prior = Prior::Claimed(1 << 20);
+    sc.args.push("-c".into());
+    check_scenario(&sc, false).unwrap_or_else(|e| panic!("over a claimed MiB: {e}"));
+    let uploaded = super::checks::UPLOADED.with(|u| u.get());
+    assert_eq!(uploaded > 0, upload, "uploaded {uploaded} bytes");
 }

@@ -88,6 +88,8 @@ pub(super) struct Scenario {
     /// to the client (`World::toy_active`).
     pub(super) toy_data: bool,
     pub(super) toy_active: bool,
+    /// ... and ask the client for bytes it has (`World::toy_upload`).
+    pub(super) toy_upload: bool,
 }
 
 /// A state a user or an earlier run left on disk before the first run: every byte of it is the
@@ -546,6 +548,10 @@ impl Scenario {
         let toy_data = toy && draw_toy_data(seed);
         // Active for half of those (a stream of its own).
         let toy_active = toy_data && Rng::new(seed ^ 0x1a7e_d4a5_0000_0011).below(2) == 0;
+        // Servers asking for bytes for half the toy seeds drawn since (a stream of its own).
+        let toy_upload = toy
+            && !super::TOY_REGRESSIONS.contains(&seed)
+            && Rng::new(seed ^ 0x1a7e_d4a5_0000_0012).below(2) == 0;
         if toy_data {
             faults.server.no_data_port = [0, 0, 20, 100][(seed >> 7) as usize % 4];
         }
@@ -571,6 +577,7 @@ impl Scenario {
             toy,
             toy_data,
             toy_active,
+            toy_upload,
         }
     }
 

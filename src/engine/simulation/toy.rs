@@ -13,6 +13,13 @@
 //! line then comes on the conversation's connection and the bytes on the data connection.
 //! One that says `TOY READY total ranges active` connects to the client instead (as FTP's active
 //! mode): the client listens (`Step::Listen`), says `TOY ACTIVE port` → `TOY OK`, then `SEND`.
+//!
+//! A server whose READY ends in ` upload` asks for bytes the client has, as a BitTorrent peer
+//! asks for pieces: the client says what it has (`TOY HAVE first-end ...`, from what the engine
+//! claims), the server answers `TOY WANT first len` (or `TOY NOWANT`), and the client sends
+//! `TOY BYTES path first len` and the bytes (`Step::Serve`: read back from its file into a block
+//! and sent from the pool), or `TOY NOBYTES`; then it goes on as above. The server checks every
+//! byte against the file.
 use crate::engine::job::Failure;
 use crate::engine::sources::{Answer, Conversation, Step};
 use crate::engine::ExitCode;
@@ -32,6 +39,10 @@ pub(super) struct Toy {
     data: bool,
     /// ... which it opens to the client.
     active: bool,
+    /// What the download had when the exchange began (the first few ranges).
+    have: Vec<(u64, u64)>,
+    /// The bytes asked for were not sent: said with the next line.
+    refused: bool,
 }
 
 /// Makes the toy protocol the one for `toy://` URIs on this thread.
@@ -39,7 +50,43 @@ pub(super) fn register() {
     crate::engine::sources::add_test_protocol("toy", || Box::<Toy>::default());
 }
 
+impl Toy {
+    /// After READY (and the server's request for bytes, if any): the bytes' connection, or SEND.
+    fn after_ready(&self) -> Step {
+        match (self.data, self.active) {
+            (_, true) => Step::Listen,
+            (true, false) => Step::Send(b"TOY PASV\n".to_vec()),
+            (false, _) => Step::Send(self.send_line()),
+        }
+    }
+}
+
 impl Conversation for Toy {
+    fn have(&mut self, have: &crate::plan::RangeSet) {
+        self.have = have
+            .ranges()
+            .iter()
+            .take(4)
+            .map(|r| (r.start, r.end))
+            .collect();
+    }
+
+    fn served(&mut self, sent: bool) -> Step {
+        let next = self.after_ready();
+        match (sent, next) {
+            (true, next) => next,
+            (false, Step::Send(mut line)) => {
+                line.splice(0..0, b"TOY NOBYTES\n".iter().copied());
+                Step::Send(line)
+            }
+            // (Listen: the refusal goes with the ACTIVE line, `listening`.)
+            (false, next) => {
+                self.refused = true;
+                next
+            }
+        }
+    }
+
     fn begin(&mut self, url: &Url, range: Option<(u64, Option<u64>)>) -> Vec<u8> {
         self.path = url.path().to_string();
         self.range = range;
@@ -47,8 +94,12 @@ impl Conversation for Toy {
     }
 
     fn listening(&mut self, addr: std::net::SocketAddr) -> Step {
+        let refused = match std::mem::take(&mut self.refused) {
+            true => "TOY NOBYTES\n",
+            false => "",
+        };
         match self.active {
-            true => Step::Send(format!("TOY ACTIVE {}\n", addr.port()).into_bytes()),
+            true => Step::Send(format!("{refused}TOY ACTIVE {}\n", addr.port()).into_bytes()),
             false => Step::Fail(bad("a listening socket nobody asked for")),
         }
     }
@@ -72,22 +123,37 @@ impl Conversation for Toy {
         let words: Vec<&str> = line.split(' ').collect();
         let number = |w: &str| w.parse::<u64>().ok();
         let step = match words[..] {
-            ["TOY", "READY", total, ranges, ref data @ ..] if data.len() <= 1 => {
-                match (number(total), data) {
-                    (Some(t), [] | ["data"] | ["active"]) => {
+            ["TOY", "READY", total, ranges, ref flags @ ..] => {
+                let mode = flags.iter().filter(|f| **f != "upload").collect::<Vec<_>>();
+                let upload = flags.contains(&"upload");
+                match (number(total), &mode[..]) {
+                    (Some(t), [] | [&"data"] | [&"active"]) => {
                         self.total = Some(t);
                         self.ranges = ranges == "1";
-                        self.data = !data.is_empty();
-                        self.active = data == ["active"];
-                        match (self.data, self.active) {
-                            (_, true) => Step::Listen,
-                            (true, false) => Step::Send(b"TOY PASV\n".to_vec()),
-                            (false, _) => Step::Send(self.send_line()),
+                        self.data = !mode.is_empty();
+                        self.active = mode == [&"active"];
+                        match upload {
+                            true => {
+                                let have: Vec<String> =
+                                    self.have.iter().map(|(a, b)| format!("{a}-{b}")).collect();
+                                let line = format!("TOY HAVE {}\n", have.join(" "));
+                                Step::Send(line.into_bytes())
+                            }
+                            false => self.after_ready(),
                         }
                     }
                     _ => Step::Fail(bad(&line)),
                 }
             }
+            ["TOY", "WANT", first, len] => match (number(first), number(len)) {
+                (Some(first), Some(len)) => Step::Serve {
+                    header: format!("TOY BYTES {} {first} {len}\n", self.path).into_bytes(),
+                    first,
+                    len: len as usize,
+                },
+                _ => Step::Fail(bad(&line)),
+            },
+            ["TOY", "NOWANT"] => self.after_ready(),
             ["TOY", "PORT", port] if self.data => match port.parse::<u16>() {
                 Ok(p) => Step::Data(p),
                 Err(_) => Step::Fail(bad(&line)),
@@ -169,6 +235,45 @@ mod tests {
         }
         assert!(matches!(t.received(b"TOY DATA x 1\n"), (13, Step::Fail(_))));
         assert!(matches!(t.received(&[b'a'; 300]), (0, Step::Fail(_))));
+    }
+
+    #[test]
+    fn a_server_asking_for_bytes_is_told_what_the_client_has_and_served() {
+        let mut t = Toy::default();
+        let url = Url::parse("toy://127.0.0.1:1/f").expect("a URL");
+        let mut have = crate::plan::RangeSet::default();
+        have.insert(0..100);
+        have.insert(200..300);
+        t.have(&have);
+        t.begin(&url, Some((300, None)));
+        match t.received(b"TOY READY 500 1 upload\n") {
+            (_, Step::Send(b)) => assert_eq!(b, b"TOY HAVE 0-100 200-300\n"),
+            other => panic!("{other:?}"),
+        }
+        match t.received(b"TOY WANT 200 50\n") {
+            (_, Step::Serve { header, first, len }) => {
+                assert_eq!(
+                    (header, first, len),
+                    (b"TOY BYTES /f 200 50\n".to_vec(), 200, 50)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match t.served(true) {
+            Step::Send(b) => assert_eq!(b, b"TOY SEND /f 300 -\n"),
+            other => panic!("{other:?}"),
+        }
+        match t.served(false) {
+            Step::Send(b) => assert_eq!(b, b"TOY NOBYTES\nTOY SEND /f 300 -\n"),
+            other => panic!("{other:?}"),
+        }
+        let mut t = Toy::default();
+        t.begin(&url, None);
+        assert!(matches!(
+            t.received(b"TOY READY 5 1 active upload\n"),
+            (_, Step::Send(_))
+        ));
+        assert!(matches!(t.received(b"TOY NOWANT\n"), (_, Step::Listen)));
     }
 
     #[test]

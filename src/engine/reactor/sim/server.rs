@@ -227,9 +227,30 @@ impl<T> Sim<T> {
             return false;
         };
         let line: String = String::from_utf8_lossy(&wire.inbound[..nl]).into();
-        wire.inbound.drain(..=nl);
         let words: Vec<&str> = line.split(' ').collect();
         let path = words.get(2).copied().unwrap_or("/");
+        if words.get(1) == Some(&"BYTES") {
+            // `TOY BYTES path first len` and the bytes: taken once all of them are here.
+            let number = |i: usize| words.get(i).and_then(|w| w.parse::<usize>().ok());
+            let (first, len) = (number(3).unwrap_or(0), number(4).unwrap_or(0));
+            if wire.inbound.len() < nl + 1 + len {
+                return false;
+            }
+            let bytes: Vec<u8> = wire.inbound[nl + 1..nl + 1 + len].to_vec();
+            wire.inbound.drain(..nl + 1 + len);
+            let mut world = self.world.borrow_mut();
+            let truth = match world.servers.get(&addr).and_then(|s| s.get(path)) {
+                Some(Route::File { data, .. }) => data.get(first..first + len).map(<[u8]>::to_vec),
+                _ => None,
+            };
+            world.uploaded += len as u64;
+            if truth.as_deref() != Some(&bytes[..]) {
+                let why = format!("{len} bytes at {first} differ from the file's");
+                world.upload_errors.push(why);
+            }
+            return true;
+        }
+        wire.inbound.drain(..=nl);
         let mut world = self.world.borrow_mut();
         let route = world.servers.get(&addr).and_then(|s| s.get(path)).cloned();
         let range = match words.get(1) {
@@ -242,7 +263,34 @@ impl<T> Sim<T> {
         let faults = world.faults.clone();
         let data_mode = world.toy_data || world.toy_active;
         let active = world.toy_active;
+        let upload = world.toy_upload;
         drop(world);
+        if words.get(1) == Some(&"HAVE") {
+            // The first range the client has (`first-end`), a part of it asked for.
+            let have = words[2..].iter().find_map(|r| {
+                let (a, b) = r.split_once('-')?;
+                let (a, b) = (a.parse::<u64>().ok()?, b.parse::<u64>().ok()?);
+                (b > a).then_some((a, b))
+            });
+            let reply = match have {
+                Some((a, b)) => {
+                    let len = (b - a).min(1 + self.rng2.below(24_576));
+                    format!("TOY WANT {a} {len}\n")
+                }
+                None => "TOY NOWANT\n".to_string(),
+            };
+            let Some(wire) = self.wires.get_mut(&fd) else {
+                return false;
+            };
+            wire.outbound.extend_from_slice(reply.as_bytes());
+            if wire.receiving == 0 {
+                wire.unread_since.get_or_insert(self.clock);
+            }
+            return true;
+        }
+        if words.get(1) == Some(&"NOBYTES") {
+            return true;
+        }
         if words.get(1) == Some(&"ACTIVE") {
             // The client listens at this port of its address; the server connects at SEND.
             let port = words.get(2).and_then(|p| p.parse::<u16>().ok());
@@ -296,14 +344,15 @@ impl<T> Sim<T> {
         let (head, body) = match (words.get(1).copied(), file) {
             (Some("HELLO"), Some((data, ranges, _))) => (
                 format!(
-                    "TOY READY {} {}{}\n",
+                    "TOY READY {} {}{}{}\n",
                     data.len(),
                     u8::from(ranges),
                     match (data_mode, active) {
                         (_, true) => " active",
                         (true, false) => " data",
                         _ => "",
-                    }
+                    },
+                    if upload { " upload" } else { "" }
                 ),
                 Vec::new(),
             ),

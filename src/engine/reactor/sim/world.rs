@@ -206,6 +206,12 @@ pub struct World {
     pub toy_data: bool,
     /// ... or on one they open to a port the client names (as FTP's active mode).
     pub toy_active: bool,
+    /// Toy servers ask the client for bytes it says it has (`TOY HAVE` → `TOY WANT`), as a
+    /// BitTorrent peer asks for pieces, and check what comes.
+    pub toy_upload: bool,
+    /// Bytes clients sent that way, and what was wrong with any.
+    pub uploaded: u64,
+    pub upload_errors: Vec<String>,
 }
 
 impl World {
