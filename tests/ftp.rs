@@ -583,3 +583,26 @@ fn remote_time_comes_from_mdtm() {
         .expect("mtime");
     assert_eq!(got, when, "{run}");
 }
+
+/// Over IPv6 (`ftp://[::1]:PORT/`): EPSV, and EPRT with `|2|` in active mode.
+#[test]
+fn ipv6_passive_and_active_downloads() {
+    let (root, data) = root_with(2 * 1024 * 1024 + 9, 0x7636);
+    let Some(server) = FtpServer::vsftpd_v6(root.path()) else {
+        return;
+    };
+    for opts in [&["-s2"][..], &["--ftp-pasv=false", "-s2"][..]] {
+        let dir = TestDir::new();
+        let mut args = vec!["--no-conf".to_string(), "-d".into(), dir.arg()];
+        args.extend(opts.iter().map(|s| s.to_string()));
+        args.push(server.url("pub/f.bin"));
+        let run = ringdl(&dir, &args);
+        same(&dir, "f.bin", &data, &run);
+    }
+    let sent = server.commands();
+    assert!(sent.iter().any(|c| c == "EPSV"), "{sent:?}");
+    assert!(
+        sent.iter().any(|c| c.starts_with("EPRT |2|::1|")),
+        "{sent:?}"
+    );
+}

@@ -22,6 +22,8 @@ pub struct FtpServer {
     child: Child,
     dir: tempfile::TempDir,
     port: u16,
+    /// The host in its URIs: `127.0.0.1`, or `[::1]`.
+    host: &'static str,
     log: PathBuf,
     /// `user:password@` for URIs, or empty for an anonymous server.
     login: String,
@@ -62,6 +64,19 @@ fn root() -> bool {
 impl FtpServer {
     /// vsftpd serving `root` to anonymous users, logging every command and reply.
     pub fn vsftpd(root_dir: &Path) -> Option<FtpServer> {
+        Self::vsftpd_on(root_dir, false)
+    }
+
+    /// The same on `::1` (`None`, loudly, where loopback has no IPv6).
+    pub fn vsftpd_v6(root_dir: &Path) -> Option<FtpServer> {
+        let v6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+        if !super::skip_unless(v6, "no IPv6 on loopback") {
+            return None;
+        }
+        Self::vsftpd_on(root_dir, true)
+    }
+
+    fn vsftpd_on(root_dir: &Path, v6: bool) -> Option<FtpServer> {
         let bin = find("RINGDL_VSFTPD", &[PathBuf::from("/usr/sbin/vsftpd")]);
         if !super::require_peer("vsftpd", bin.is_some())
             || !super::skip_unless(root(), "vsftpd needs root")
@@ -81,8 +96,12 @@ impl FtpServer {
         let mut last = String::new();
         for _ in 0..5 {
             let port = ports::port_for_child();
+            let listen = match v6 {
+                true => "listen=NO\nlisten_ipv6=YES\nlisten_address6=::1",
+                false => "listen=YES\nlisten_address=127.0.0.1",
+            };
             let conf = format!(
-                "listen=YES\nlisten_address=127.0.0.1\nlisten_port={port}\n\
+                "{listen}\nlisten_port={port}\n\
                  anonymous_enable=YES\nanon_root={}\nno_anon_password=YES\nlocal_enable=NO\n\
                  write_enable=NO\nsecure_chroot_dir={}\npasv_enable=YES\n\
                  seccomp_sandbox=NO\nbackground=NO\nlog_ftp_protocol=YES\nxferlog_enable=YES\n\
@@ -101,12 +120,19 @@ impl FtpServer {
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-            match ports::wait_until_child_listens(&mut child, &[port], Duration::from_secs(10)) {
+            let listening = match v6 {
+                true => wait_for_v6(&mut child, port),
+                false => {
+                    ports::wait_until_child_listens(&mut child, &[port], Duration::from_secs(10))
+                }
+            };
+            match listening {
                 Ok(()) => {
                     return Some(FtpServer {
                         child,
                         dir,
                         port,
+                        host: if v6 { "[::1]" } else { "127.0.0.1" },
                         log,
                         login: String::new(),
                     })
@@ -175,6 +201,7 @@ impl FtpServer {
                         child,
                         dir,
                         port,
+                        host: "127.0.0.1",
                         log,
                         login: String::new(),
                     })
@@ -271,6 +298,7 @@ impl FtpServer {
                         child,
                         dir,
                         port,
+                        host: "127.0.0.1",
                         log,
                         login: format!("{user}:{pass}@"),
                     });
@@ -289,21 +317,19 @@ impl FtpServer {
         self.port
     }
 
-    /// `ftp://127.0.0.1:PORT/path`, without credentials.
+    /// `ftp://127.0.0.1:PORT/path` (or `[::1]`), without credentials.
     pub fn url(&self, path: &str) -> String {
-        format!(
-            "ftp://127.0.0.1:{}/{}",
-            self.port,
-            path.trim_start_matches('/')
-        )
+        let path = path.trim_start_matches('/');
+        format!("ftp://{}:{}/{path}", self.host, self.port)
     }
 
     /// The URI with the server's user and password in it (the same as [`url`] for an anonymous
     /// server).
     pub fn url_with_login(&self, path: &str) -> String {
         format!(
-            "ftp://{}127.0.0.1:{}/{}",
+            "ftp://{}{}:{}/{}",
             self.login,
+            self.host,
             self.port,
             path.trim_start_matches('/')
         )
@@ -322,6 +348,23 @@ impl FtpServer {
             .filter_map(|c| c.split(", \"").nth(1))
             .map(|c| c.trim_end_matches('"').to_string())
             .collect()
+    }
+}
+
+/// Waits until something listens on `[::1]:port` (the child's own check is for IPv4 only).
+fn wait_for_v6(child: &mut Child, port: u16) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited at start with {status}"));
+        }
+        if std::net::TcpStream::connect(("::1", port)).is_ok() {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("nothing listens on [::1]:{port}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
