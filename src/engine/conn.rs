@@ -164,8 +164,8 @@ pub struct ServeAsk {
 pub enum Serving {
     /// Waiting for a free block of the pool.
     Waiting(ServeAsk),
-    /// Read back from the file into a block (the read owns it).
-    Reading(ServeAsk),
+    /// Read back from the file into a block (the read owns it), from byte `at` of the download.
+    Reading { ask: ServeAsk, at: u64 },
     /// The block's bytes `from..to` still to go, after the header in `out` (`None` while a send
     /// of the block is in flight).
     Sending {

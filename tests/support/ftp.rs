@@ -93,9 +93,8 @@ impl FtpServer {
         fs::create_dir(&empty).expect("secure chroot dir");
         let log = dir.path().join("vsftpd.log");
         let root_dir = fs::canonicalize(root_dir).expect("root");
-        let mut last = String::new();
-        for _ in 0..5 {
-            let port = ports::port_for_child();
+        let host = if v6 { "[::1]" } else { "127.0.0.1" };
+        let args = |port: u16| {
             let listen = match v6 {
                 true => "listen=NO\nlisten_ipv6=YES\nlisten_address6=::1",
                 false => "listen=YES\nlisten_address=127.0.0.1",
@@ -113,38 +112,17 @@ impl FtpServer {
             );
             let conf_path = dir.path().join("vsftpd.conf");
             fs::write(&conf_path, conf).expect("vsftpd.conf");
-            let mut child = Command::new(&bin)
-                .arg(&conf_path)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-            let listening = match v6 {
-                true => wait_for_v6(&mut child, port),
-                false => {
-                    ports::wait_until_child_listens(&mut child, &[port], Duration::from_secs(10))
-                }
-            };
-            match listening {
-                Ok(()) => {
-                    return Some(FtpServer {
-                        child,
-                        dir,
-                        port,
-                        host: if v6 { "[::1]" } else { "127.0.0.1" },
-                        log,
-                        login: String::new(),
-                    })
-                }
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    last = e;
-                }
-            }
-        }
-        panic!("vsftpd did not start: {last}");
+            vec![conf_path.into_os_string()]
+        };
+        let (child, port) = start("vsftpd", &bin, host, args, None);
+        Some(FtpServer {
+            child,
+            dir,
+            port,
+            host,
+            log,
+            login: String::new(),
+        })
     }
 
     /// proftpd serving `root` to anonymous users.
@@ -169,51 +147,32 @@ impl FtpServer {
             .tempdir()
             .expect("temp dir");
         let log = dir.path().join("system.log");
-        let mut last = String::new();
-        for _ in 0..5 {
-            let port = ports::port_for_child();
+        let args = |port: u16| {
             let d = dir.path().display();
             let conf = format!(
                 "ServerName \"ringdl test\"\nServerType standalone\nPort {port}\n\
-                 DefaultAddress 127.0.0.1\nSocketBindTight on\nUseIPv6 off\nUser nobody\n\
-                 Group nogroup\nPidFile {d}/proftpd.pid\nScoreboardFile {d}/scoreboard\n\
-                 DelayTable none\nWtmpLog off\nUseReverseDNS off\nTransferLog none\n\
-                 SystemLog {}\n<Anonymous {}>\n  User ftp\n  Group nogroup\n\
-                 UserAlias anonymous ftp\n  RequireValidShell off\n  <Limit WRITE>\n\
-                 DenyAll\n  </Limit>\n</Anonymous>\n",
+             DefaultAddress 127.0.0.1\nSocketBindTight on\nUseIPv6 off\nUser nobody\n\
+             Group nogroup\nPidFile {d}/proftpd.pid\nScoreboardFile {d}/scoreboard\n\
+             DelayTable none\nWtmpLog off\nUseReverseDNS off\nTransferLog none\n\
+             SystemLog {}\n<Anonymous {}>\n  User ftp\n  Group nogroup\n\
+             UserAlias anonymous ftp\n  RequireValidShell off\n  <Limit WRITE>\n\
+             DenyAll\n  </Limit>\n</Anonymous>\n",
                 log.display(),
                 root_dir.display()
             );
             let conf_path = dir.path().join("proftpd.conf");
             fs::write(&conf_path, conf).expect("proftpd.conf");
-            let mut child = Command::new(&bin)
-                .arg("-n")
-                .arg("-c")
-                .arg(&conf_path)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-            match ports::wait_until_child_listens(&mut child, &[port], Duration::from_secs(10)) {
-                Ok(()) => {
-                    return Some(FtpServer {
-                        child,
-                        dir,
-                        port,
-                        host: "127.0.0.1",
-                        log,
-                        login: String::new(),
-                    })
-                }
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    last = format!("{e}: {}", fs::read_to_string(&log).unwrap_or_default());
-                }
-            }
-        }
-        panic!("proftpd did not start: {last}");
+            vec!["-n".into(), "-c".into(), conf_path.into_os_string()]
+        };
+        let (child, port) = start("proftpd", &bin, "127.0.0.1", args, None);
+        Some(FtpServer {
+            child,
+            dir,
+            port,
+            host: "127.0.0.1",
+            log,
+            login: String::new(),
+        })
     }
 
     /// pure-ftpd serving `root` to one virtual user ([`USER`], [`PASSWORD`]), chrooted there.
@@ -268,49 +227,30 @@ impl FtpServer {
             "pure-pw useradd failed"
         );
         let log = dir.path().join("pure-ftpd.log");
-        let mut last = String::new();
-        for _ in 0..5 {
-            let port = ports::port_for_child();
-            let stderr = fs::File::create(&log).expect("log");
-            let mut child = Command::new(&bin)
-                .arg("-S")
-                .arg(format!("127.0.0.1,{port}"))
-                .arg("-l")
-                .arg(format!("puredb:{}", db.display()))
-                .args(["-E", "-A", "-d", "-d"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(stderr)
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-            match ports::wait_until_child_listens(&mut child, &[port], Duration::from_secs(10)) {
-                Ok(()) => {
-                    let user = USER;
-                    // Every byte but letters and digits escaped, as a URI's password must be.
-                    let pass: String = PASSWORD
-                        .bytes()
-                        .map(|b| match b.is_ascii_alphanumeric() {
-                            true => char::from(b).to_string(),
-                            false => format!("%{b:02X}"),
-                        })
-                        .collect();
-                    return Some(FtpServer {
-                        child,
-                        dir,
-                        port,
-                        host: "127.0.0.1",
-                        log,
-                        login: format!("{user}:{pass}@"),
-                    });
-                }
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    last = e;
-                }
-            }
-        }
-        panic!("pure-ftpd did not start: {last}");
+        let args = |port: u16| {
+            let mut a: Vec<std::ffi::OsString> =
+                vec!["-S".into(), format!("127.0.0.1,{port}").into()];
+            a.extend(["-l".into(), format!("puredb:{}", db.display()).into()]);
+            a.extend(["-E", "-A", "-d", "-d"].map(Into::into));
+            a
+        };
+        let (child, port) = start("pure-ftpd", &bin, "127.0.0.1", args, Some(&log));
+        // Every byte but letters and digits escaped, as a URI's password must be.
+        let pass: String = PASSWORD
+            .bytes()
+            .map(|b| match b.is_ascii_alphanumeric() {
+                true => char::from(b).to_string(),
+                false => format!("%{b:02X}"),
+            })
+            .collect();
+        Some(FtpServer {
+            child,
+            dir,
+            port,
+            host: "127.0.0.1",
+            log,
+            login: format!("{USER}:{pass}@"),
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -349,6 +289,46 @@ impl FtpServer {
             .map(|c| c.trim_end_matches('"').to_string())
             .collect()
     }
+}
+
+/// Starts `what` (`bin` with the arguments `args` makes for a free port) until it listens on
+/// that port of `host` (five tries, each on a port of its own), its stderr into `stderr_log` if
+/// given; panics if it never does.
+fn start(
+    what: &str,
+    bin: &Path,
+    host: &str,
+    mut args: impl FnMut(u16) -> Vec<std::ffi::OsString>,
+    stderr_log: Option<&Path>,
+) -> (Child, u16) {
+    let mut last = String::new();
+    for _ in 0..5 {
+        let port = ports::port_for_child();
+        let stderr = match stderr_log {
+            Some(path) => Stdio::from(fs::File::create(path).expect("log")),
+            None => Stdio::null(),
+        };
+        let mut child = Command::new(bin)
+            .args(args(port))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+        let listening = match host {
+            "[::1]" => wait_for_v6(&mut child, port),
+            _ => ports::wait_until_child_listens(&mut child, &[port], Duration::from_secs(10)),
+        };
+        match listening {
+            Ok(()) => return (child, port),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                last = e;
+            }
+        }
+    }
+    panic!("{what} did not start: {last}");
 }
 
 /// Waits until something listens on `[::1]:port` (the child's own check is for IPv4 only).

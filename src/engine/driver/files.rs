@@ -12,6 +12,27 @@ use crate::store::control::{self, ControlFile};
 use std::path::PathBuf;
 
 impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// Where a read of download `dl`'s bytes from `pos` goes: the file that holds `pos`, the
+    /// position in the byte space the read starts at (`pos` rounded down to where `O_DIRECT` can
+    /// read, never before the file's start) and that position in the file. Bytes before `pos`
+    /// are the caller's to skip.
+    pub(super) fn read_place(&self, dl: usize, pos: u64) -> Option<(Fd, u64, u64)> {
+        let d = &self.dls[dl];
+        let aligned = pos / store::DIO_ALIGN as u64 * store::DIO_ALIGN as u64;
+        let Some(layout) = d.opts.layout.as_ref() else {
+            return d.file.clone().map(|f| (f as Fd, aligned, aligned));
+        };
+        let s = layout.first_span(pos..pos + 1)?;
+        let (file, mode) = d.files.get(s.file)?.clone();
+        let start = layout.files()[s.file].start;
+        let at = match mode {
+            WriteMode::Direct => aligned,
+            _ => pos,
+        }
+        .max(start);
+        Some((file, at, at - start))
+    }
+
     /// Issues the first part of a full block of a download over several files.
     pub(super) fn write_layout_block(&mut self, fl: Flush, idle: &mut Vec<usize>) {
         let Flush {

@@ -173,9 +173,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.error.is_some() || d.reading_piece {
             return;
         }
-        let Some(file) = d.file.clone() else {
+        if d.file.is_none() {
             return;
-        };
+        }
         let (Some(p), written) = d.live_pieces() else {
             return;
         };
@@ -189,28 +189,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(rb) = p.next_read(written) else {
             return;
         };
-        // From where `O_DIRECT` can read; the bytes before the piece's position are skipped.
-        let mut at = rb.from / store::DIO_ALIGN as u64 * store::DIO_ALIGN as u64;
-        let mut file = file;
-        let mut file_at = at;
-        if let Some(layout) = d.opts.layout.clone() {
-            // Several files: from the one that holds the piece's position (the read ends at its
-            // end, and the piece goes on from the next file in the next read).
-            let Some(s) = layout.first_span(rb.from..rb.from + 1) else {
-                return;
-            };
-            let Some((f, mode)) = d.files.get(s.file).cloned() else {
-                return;
-            };
-            file = f;
-            let start = layout.files()[s.file].start;
-            at = match mode {
-                WriteMode::Direct => rb.from / store::DIO_ALIGN as u64 * store::DIO_ALIGN as u64,
-                _ => rb.from,
-            }
-            .max(start);
-            file_at = at - start;
-        }
+        // From where `O_DIRECT` can read; the bytes before the piece's position are skipped
+        // (several files: from the one that holds the piece's position; the read ends at its
+        // end, and the piece goes on from the next file in the next read).
+        let Some((file, at, file_at)) = self.read_place(dl, rb.from) else {
+            return;
+        };
+        let d = &mut self.dls[dl];
         d.reading_piece = true;
         d.writes += 1;
         let tag = Tag::PieceRead {

@@ -31,8 +31,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             l.first_span(ask.first..end)
                 .is_some_and(|s| s.range.end >= end)
         });
-        let skip = (ask.first % store::DIO_ALIGN as u64) as usize;
-        let fits = ask.len > 0 && skip + ask.len <= write_size;
+        // (At most an `O_DIRECT` alignment's worth of bytes before them is read too.)
+        let fits = ask.len > 0 && store::DIO_ALIGN + ask.len <= write_size;
         let ours = claimed && one_file && fits && c.tls.is_none() && c.serving.is_none();
         if !ours {
             self.tell_conversation(slot, |conv| conv.served(false));
@@ -62,26 +62,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         };
         let id = c.id;
-        let d = &mut self.dls[dl];
-        // From where `O_DIRECT` can read: the bytes before the first asked for are skipped.
-        let at = ask.first / store::DIO_ALIGN as u64 * store::DIO_ALIGN as u64;
-        let (file, file_at) = match d.opts.layout.clone() {
-            None => (d.file.clone(), at),
-            Some(layout) => {
-                let span = layout.first_span(ask.first..ask.first + 1);
-                match span.and_then(|s| d.files.get(s.file).map(|f| (s.file, f.clone()))) {
-                    Some((i, (f, _))) => {
-                        let start = layout.files()[i].start;
-                        (Some(f), at.max(start) - start)
-                    }
-                    None => (None, 0),
-                }
-            }
-        };
-        let Some(file) = file else {
+        // From where `O_DIRECT` can read (the bytes before the first asked for are skipped), in
+        // the file that holds them.
+        let Some((file, at, file_at)) = self.read_place(dl, ask.first) else {
             drop(block);
             return self.tell_conversation(slot, |conv| conv.served(false));
         };
+        let d = &mut self.dls[dl];
         d.writes += 1;
         let tag = Tag::ServeRead {
             file: d.file_of(),
@@ -90,7 +77,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         self.reactor.read_file(tag, file, block, file_at);
         if let Some(c) = self.conns[slot].as_mut() {
-            c.serving = Some(Serving::Reading(ask));
+            c.serving = Some(Serving::Reading { ask, at });
         }
     }
 
@@ -99,10 +86,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut().filter(|c| c.id == id) else {
             return; // The connection went meanwhile: the block goes back to the pool.
         };
-        let Some(Serving::Reading(ask)) = c.serving.take() else {
+        let Some(Serving::Reading { ask, at }) = c.serving.take() else {
             return;
         };
-        let from = (ask.first % store::DIO_ALIGN as u64) as usize;
+        let from = usize::try_from(ask.first - at).unwrap_or(usize::MAX);
         let to = from + ask.len;
         let got = usize::try_from(res).unwrap_or(0);
         let Some(block) = block.filter(|_| got >= to) else {

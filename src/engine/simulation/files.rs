@@ -494,3 +494,62 @@ fn simulated_downloads_over_several_files_end_complete_or_resume() {
         "seeds over several files failed: {failures:?}"
     );
 }
+
+/// A download over several files serves its own bytes when asked (the toy servers' WANT, as a
+/// BitTorrent peer asks for a piece): resumed from what a stopped run claims, from whichever
+/// file holds them, those that start mid-block (written through the page cache) too, every
+/// byte right.
+#[test]
+fn a_download_over_several_files_serves_its_own_bytes_from_each_file() {
+    let total: u64 = LENGTHS.iter().sum();
+    let good = Mirror::Good {
+        ranges: true,
+        framing: Framing::Length,
+    };
+    let mut uploaded = 0;
+    for seed in 0..24u64 {
+        let faults = Faults {
+            max_chunk: 4_000,
+            ns_per_byte: 2_000,
+            kill_at: Some(100 + seed * 57),
+            ..Faults::default()
+        };
+        // (Saved every second, the control file claims what the kill finds written.)
+        let args = ["-s4", "-x2", "-k1M", "--auto-save-interval=1"];
+        let mut sc = custom(seed, total as usize, vec![good], &args, faults);
+        sc.layout = Some(files_of(&LENGTHS));
+        (sc.toy, sc.toy_upload) = (true, true);
+        let what = format!("seed {seed}");
+        let (dir, world, ended) = run_over_mirrors(&sc);
+        uploads_right(&world).unwrap_or_else(|e| panic!("{what}: {e}"));
+        if let Ok(Ended::Done(summary)) = &ended {
+            let o = summary.results.first().expect("a result");
+            if o.code.0 == 0 && o.finished {
+                continue;
+            }
+        }
+        check_file_claims(dir.path(), &sc, &what).unwrap_or_else(|e| panic!("{e}"));
+        let world = healed_world(&sc, 0, sc.data.clone(), "\"v1\"");
+        let again = run_with(
+            sc.budget,
+            dir.path(),
+            &sc.args,
+            &[sc.url(0)],
+            None,
+            world.clone(),
+            sc.seed ^ 0xabcd,
+            None,
+            Given::of(&sc),
+        );
+        let what = format!("{what}, second run");
+        let o = only_outcome(again, &what).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((o.code.0, o.finished), (0, true), "{what}");
+        check_files(dir.path(), &sc, &what).unwrap_or_else(|e| panic!("{e}"));
+        uploads_right(&world).unwrap_or_else(|e| panic!("{what}: {e}"));
+        uploaded += world.borrow().uploaded;
+    }
+    assert!(
+        uploaded > 0,
+        "no bytes were asked for: the test proves little"
+    );
+}

@@ -274,8 +274,10 @@ impl<T> Sim<T> {
             });
             let reply = match have {
                 Some((a, b)) => {
-                    let len = (b - a).min(1 + self.rng2.below(24_576));
-                    format!("TOY WANT {a} {len}\n")
+                    // Anywhere in it (bytes of a file that starts mid-block too).
+                    let first = a + self.rng2.below(b - a);
+                    let len = (b - first).min(1 + self.rng2.below(24_576));
+                    format!("TOY WANT {first} {len}\n")
                 }
                 None => "TOY NOWANT\n".to_string(),
             };
