@@ -183,6 +183,7 @@ pub(super) fn first_world(sc: &Scenario) -> Rc<RefCell<World>> {
         toy_data: sc.toy_data,
         toy_active: sc.toy_active,
         toy_upload: sc.toy_upload,
+        truth: Some(sc.data.clone()),
         ..World::default()
     }))
 }

@@ -84,6 +84,11 @@ const TOY_REGRESSIONS: &[u64] = &[16276, 161985, 241382, 363086];
 /// ("not complete" with nothing lost and nothing to say why).
 const LATE_REGRESSIONS: &[u64] = &[453366];
 
+/// Seeds that found faults once toy servers asked for bytes (`World::toy_upload`; replayed as
+/// drawn): 30608, 30756 and 34420, a corrupt mirror checked the client's right bytes against its
+/// own changed file (the test's expectation, corrected: they are checked against the source's).
+const UPLOAD_REGRESSIONS: &[u64] = &[30608, 30756, 34420];
+
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
 const RECORDED_WITHOUT_PRIORS: &[u64] = &[
     3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071,
@@ -352,6 +357,11 @@ fn run_seeds(block: u64) {
         })
         .chain(if with_regressions {
             LATE_REGRESSIONS
+        } else {
+            &[]
+        })
+        .chain(if with_regressions {
+            UPLOAD_REGRESSIONS
         } else {
             &[]
         })

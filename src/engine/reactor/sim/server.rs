@@ -239,8 +239,13 @@ impl<T> Sim<T> {
             let bytes: Vec<u8> = wire.inbound[nl + 1..nl + 1 + len].to_vec();
             wire.inbound.drain(..nl + 1 + len);
             let mut world = self.world.borrow_mut();
-            let truth = match world.servers.get(&addr).and_then(|s| s.get(path)) {
-                Some(Route::File { data, .. }) => data.get(first..first + len).map(<[u8]>::to_vec),
+            let truth = match (
+                &world.truth,
+                world.servers.get(&addr).and_then(|s| s.get(path)),
+            ) {
+                (Some(data), _) | (None, Some(Route::File { data, .. })) => {
+                    data.get(first..first + len).map(<[u8]>::to_vec)
+                }
                 _ => None,
             };
             world.uploaded += len as u64;

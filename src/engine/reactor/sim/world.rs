@@ -209,7 +209,9 @@ pub struct World {
     /// Toy servers ask the client for bytes it says it has (`TOY HAVE` → `TOY WANT`), as a
     /// BitTorrent peer asks for pieces, and check what comes.
     pub toy_upload: bool,
-    /// Bytes clients sent that way, and what was wrong with any.
+    /// Bytes clients sent that way, and what was wrong with any: checked against `truth` (the
+    /// source's bytes, which a corrupt mirror does not serve), else the server's own file.
+    pub truth: Option<Rc<Vec<u8>>>,
     pub uploaded: u64,
     pub upload_errors: Vec<String>,
 }
