@@ -402,6 +402,9 @@ sum_jiffies() { # pid... -> SUM_J = utime + stime of those processes
     for pid in "$@"; do
         if read -r -a f 2>/dev/null <"/proc/$pid/stat"; then
             sum=$((sum + f[13] + f[14]))
+            # vsftpd forks a process per session, which ends within the run: the listener reaps
+            # them, so their CPU is in its cutime and cstime.
+            [[ $pid == "$VSFTPD_PID" ]] && sum=$((sum + f[15] + f[16]))
         fi
     done
     SUM_J=$sum
