@@ -134,18 +134,28 @@ fn check_file_claims(dir: &Path, sc: &Scenario, what: &str) -> Result<u64, Strin
 /// A second run over what the first left in `dir`, with `args`: one healthy mirror with ranges
 /// (mirror 0's address), no faults.
 fn run_healed(sc: &Scenario, dir: &Path, args: &[String]) -> Result<Ended, String> {
+    run_healed_in(sc, dir, args).0
+}
+
+/// [`run_healed`], with the world it ran in.
+fn run_healed_in(
+    sc: &Scenario,
+    dir: &Path,
+    args: &[String],
+) -> (Result<Ended, String>, Rc<RefCell<World>>) {
     let world = healed_world(sc, 0, sc.data.clone(), "\"v1\"");
-    run_with(
+    let ended = run_with(
         sc.budget,
         dir,
         args,
         &[sc.url(0)],
         None,
-        world,
+        world.clone(),
         sc.seed ^ 0xabcd,
         None,
         Given::of(sc),
-    )
+    );
+    (ended, world)
 }
 
 /// A download over several files ends with each file byte-exact at its place: one connection or
@@ -529,18 +539,7 @@ fn a_download_over_several_files_serves_its_own_bytes_from_each_file() {
             }
         }
         check_file_claims(dir.path(), &sc, &what).unwrap_or_else(|e| panic!("{e}"));
-        let world = healed_world(&sc, 0, sc.data.clone(), "\"v1\"");
-        let again = run_with(
-            sc.budget,
-            dir.path(),
-            &sc.args,
-            &[sc.url(0)],
-            None,
-            world.clone(),
-            sc.seed ^ 0xabcd,
-            None,
-            Given::of(&sc),
-        );
+        let (again, world) = run_healed_in(&sc, dir.path(), &sc.args);
         let what = format!("{what}, second run");
         let o = only_outcome(again, &what).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((o.code.0, o.finished), (0, true), "{what}");
