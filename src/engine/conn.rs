@@ -162,8 +162,6 @@ pub struct ServeAsk {
 
 /// Where sending the download's bytes on a connection stands (`driver/serve.rs`).
 pub enum Serving {
-    /// Waiting for a free block of the pool.
-    Waiting(ServeAsk),
     /// Read back from the file into a block (the read owns it), from byte `at` of the download.
     Reading { ask: ServeAsk, at: u64 },
     /// The block's bytes `from..to` still to go, after the header in `out` (`None` while a send

@@ -157,7 +157,6 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// After any event on a connection: finish or continue its exchange, keep it reading and sending.
     pub(super) fn after_io(&mut self, slot: usize) {
         self.check_exchange(slot);
-        self.serve_next(slot);
         self.start_send(slot);
         self.arm_recv(slot);
     }

@@ -1,8 +1,9 @@
 //! A source that sends: the download's own bytes read back from disk into a block of the pool
 //! and sent on the connection that asked (`sources::Step::Serve`; BitTorrent's peers asking for
 //! pieces). Only bytes the download claims (written, and verified where it has digests) go out,
-//! from the one file that holds them; the block comes from the same pool as receives (a
-//! connection waits in line for one as a receive does), the read counts as one of the
+//! from the one file that holds them; the block comes from the same pool as receives, and only
+//! when one is free (serving never waits for a block: a request without one is refused, so an
+//! upload can never hold up the download), the read counts as one of the
 //! download's file operations (so the file outlives it), and the bytes go out after whatever
 //! the connection had to say first (the header), straight from the block
 //! (`Reactor::send_block`). Then the conversation hears `served`. Not built: bytes that straddle
@@ -38,30 +39,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.tell_conversation(slot, |conv| conv.served(false));
             return;
         }
-        c.serving = Some(Serving::Waiting(ask));
-        self.serve_next(slot);
+        self.read_to_serve(slot, dl, ask);
     }
 
-    /// Reads the bytes asked for back into a block, once one is free (else the connection
-    /// waits in line, and `wake_starved` resumes it).
-    pub(super) fn serve_next(&mut self, slot: usize) {
-        let Some(c) = self.conns[slot].as_mut() else {
-            return;
-        };
-        let Some(Serving::Waiting(_)) = &c.serving else {
-            return;
-        };
-        let Some(dl) = c.ex.as_ref().map(|ex| ex.dl) else {
-            return;
-        };
+    /// Reads the bytes asked for back into a block, if one is free (else the request is
+    /// refused).
+    fn read_to_serve(&mut self, slot: usize, dl: usize, ask: ServeAsk) {
         let Some(block) = self.reactor.pool().alloc(Class::Write) else {
-            c.starve(&mut self.waits);
+            // Serving never waits for a block: a connection waiting for one could hold up the
+            // download (a stream parked until this connection's answer, which waits on the
+            // request served), so without one free the request is refused (a peer is told no).
+            return self.tell_conversation(slot, |conv| conv.served(false));
+        };
+        let Some(id) = self.conns[slot].as_ref().map(|c| c.id) else {
             return;
         };
-        let Some(Serving::Waiting(ask)) = c.serving.take() else {
-            return;
-        };
-        let id = c.id;
         // From where `O_DIRECT` can read (the bytes before the first asked for are skipped), in
         // the file that holds them.
         let Some((file, at, file_at)) = self.read_place(dl, ask.first) else {

@@ -86,8 +86,11 @@ const LATE_REGRESSIONS: &[u64] = &[453366];
 
 /// Seeds that found faults once toy servers asked for bytes (`World::toy_upload`; replayed as
 /// drawn): 30608, 30756 and 34420, a corrupt mirror checked the client's right bytes against its
-/// own changed file (the test's expectation, corrected: they are checked against the source's).
-const UPLOAD_REGRESSIONS: &[u64] = &[30608, 30756, 34420];
+/// own changed file (the test's expectation, corrected: they are checked against the source's);
+/// 741340, a request served waited for a write block while the stream that held the blocks
+/// waited, parked, for that connection's answer (until the I/O timeout, exit 2): serving now
+/// never waits for a block.
+const UPLOAD_REGRESSIONS: &[u64] = &[30608, 30756, 34420, 741340];
 
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
 const RECORDED_WITHOUT_PRIORS: &[u64] = &[
