@@ -606,3 +606,43 @@ fn ipv6_passive_and_active_downloads() {
         "{sent:?}"
     );
 }
+
+/// `--http-proxy` (and `http_proxy`) is not for FTP, as in aria2c: the download goes straight
+/// to the server. `--all-proxy` would take it through the proxy, which is not built: refused in
+/// one line, nothing sent to the proxy or written.
+#[test]
+fn ftp_ignores_the_http_proxy_and_refuses_the_all_proxy() {
+    let (root, data) = root_with(200_001, 0x7078);
+    let Some(server) = FtpServer::vsftpd(root.path()) else {
+        return;
+    };
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+    let at = format!("http://{}", proxy.local_addr().expect("addr"));
+    proxy.set_nonblocking(true).expect("nonblocking");
+    let url = server.url("pub/f.bin");
+    let dir = TestDir::new();
+    let http_proxy = format!("--http-proxy={at}");
+    let run = ringdl(&dir, &["--no-conf", &http_proxy, "-d", &dir.arg(), &url]);
+    same(&dir, "f.bin", &data, &run);
+    let dir = TestDir::new();
+    let all_proxy = format!("--all-proxy={at}");
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            &all_proxy,
+            "--max-tries=1",
+            "-d",
+            &dir.arg(),
+            &url,
+        ],
+    );
+    assert_eq!(run.code(), 1, "{run}");
+    let said = run.lines_with("errorCode=");
+    assert!(
+        said.len() == 1 && said[0].contains("through a proxy"),
+        "{run}"
+    );
+    assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+    assert!(proxy.accept().is_err(), "something was sent to the proxy");
+}

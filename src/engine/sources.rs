@@ -136,6 +136,11 @@ fn test_protocol(scheme: &str) -> Option<Maker> {
     }
 }
 
+/// Whether `url`'s protocol is one of the conversations' (not HTTP's).
+pub fn is_conversation(url: &Url) -> bool {
+    url.scheme() == "ftp" || test_protocol(url.scheme()).is_some()
+}
+
 /// The machine for an exchange with `url` for a download made with `opts`, when its protocol
 /// is not HTTP's; `netrc`: the netrc file's entry for its host, if one may be used.
 pub fn conversation_for(

@@ -91,6 +91,9 @@ pub struct Routes {
     pub http: Option<Proxy>,
     /// For https:// URLs (`--https-proxy`, else `--all-proxy`).
     pub https: Option<Proxy>,
+    /// For ftp:// URLs: `--all-proxy` (never `--http-proxy`, as in aria2; `--ftp-proxy` is not
+    /// acted on, and a download that would go through a proxy is refused).
+    pub ftp: Option<Proxy>,
     /// `--no-proxy`.
     pub no_proxy: String,
     /// `--proxy-method=tunnel`: plain-http URLs through a CONNECT tunnel too.
@@ -132,7 +135,8 @@ impl Routes {
         let all = one("all-proxy")?;
         Ok(Routes {
             http: one("http-proxy")?.or_else(|| all.clone()),
-            https: one("https-proxy")?.or(all),
+            https: one("https-proxy")?.or_else(|| all.clone()),
+            ftp: all,
             no_proxy: get("no-proxy").unwrap_or_default(),
             tunnel: get("proxy-method").as_deref() == Some("tunnel"),
         })
@@ -142,6 +146,7 @@ impl Routes {
     pub fn for_url(&self, url: &Url) -> Option<&Proxy> {
         let proxy = match url.scheme() {
             "https" => self.https.as_ref(),
+            "ftp" => self.ftp.as_ref(),
             _ => self.http.as_ref(),
         }?;
         let host = url.host_str()?;

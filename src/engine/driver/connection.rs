@@ -94,9 +94,20 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         self.next_id += 1;
         let mut conn = Conn::new(id, key.clone(), rbuf);
         let host = w.url.host().map(|h| h.to_owned());
+        let scheme = w.url.scheme().to_string();
+        let other_protocol = crate::engine::sources::is_conversation(&w.url);
         conn.want = Some(w);
         conn.proxy = proxy.clone();
         self.conns[slot] = Some(conn);
+        if proxy.is_some() && other_protocol {
+            // (FTP through an HTTP proxy, aria2c's GET ftp:// or CONNECT, is not built.)
+            let f = Failure::fatal(
+                ExitCode::UNKNOWN,
+                format!("{scheme} through a proxy is not supported yet"),
+            );
+            self.fail_conn(slot, f);
+            return true;
+        }
         if let Some(p) = proxy {
             self.connect_via(slot, &p, host);
             return true;
