@@ -646,3 +646,30 @@ fn ftp_ignores_the_http_proxy_and_refuses_the_all_proxy() {
     assert!(dir.entries().is_empty(), "{:?}", dir.entries());
     assert!(proxy.accept().is_err(), "something was sent to the proxy");
 }
+
+/// A server that refuses REST cannot go on from an offset: `-c` over a partial file ends with
+/// aria2c's line and exit 8, the file as it was.
+#[test]
+fn a_server_without_rest_cannot_resume_and_the_file_is_kept() {
+    use crate::support::ftp::{FakeFtp, Misbehaviour};
+    let data = content(0x7265, 500_000);
+    let how = Misbehaviour {
+        no_rest: true,
+        ..Misbehaviour::default()
+    };
+    let server = FakeFtp::start("f.bin", data.clone(), how);
+    let dir = TestDir::new();
+    fs::write(dir.join("f.bin"), &data[..200_000]).expect("a partial file");
+    let url = server.url("pub/f.bin");
+    let run = ringdl(&dir, &["--no-conf", "-c", "-d", &dir.arg(), &url]);
+    assert_eq!(run.code(), 8, "{run}");
+    let said = run.lines_with("errorCode=8");
+    assert!(
+        said.len() == 1 && said[0].contains("doesn't support resuming"),
+        "{run}"
+    );
+    assert_eq!(
+        fs::read(dir.join("f.bin")).expect("the file"),
+        &data[..200_000]
+    );
+}

@@ -101,6 +101,7 @@ fn failure(e: crate::ftp::Error, url: &Url) -> Failure {
     let message = match (e.kind, e.reply) {
         (Kind::NotFound, _) => "Resource not found".to_string(),
         (Kind::NoFile, _) => format!("FTP/SFTP URI {url} doesn't contain file path."),
+        (Kind::NoResume, _) => "FTP server doesn't support resuming.".to_string(),
         (_, Some(code)) => format!("The response status is not successful. status={code}"),
         (_, None) => e.message,
     };
@@ -108,7 +109,8 @@ fn failure(e: crate::ftp::Error, url: &Url) -> Failure {
         Kind::NotFound => Failure::retry(ExitCode::NOT_FOUND, message),
         Kind::NoFile | Kind::BadUri => Failure::fatal(ExitCode::UNKNOWN, message),
         Kind::Login => Failure::fatal(FTP_ERROR, message),
-        Kind::NoResume => Failure::retry(ExitCode::CANNOT_RESUME, message),
+        // (aria2c aborts too: another try would be refused the same way.)
+        Kind::NoResume => Failure::fatal(ExitCode::CANNOT_RESUME, message),
         Kind::Transient => Failure::retry(FTP_ERROR, message),
         Kind::Permanent => Failure::fatal(FTP_ERROR, message),
     }
