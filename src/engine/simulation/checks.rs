@@ -243,61 +243,28 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
         };
         *world.borrow_mut().fired.entry(class).or_default() += 1;
     }
-    if sc.prior != Prior::Nothing {
-        *world
-            .borrow_mut()
-            .fired
-            .entry("a file on disk before the run")
-            .or_default() += 1;
-    }
-    if sc.toy {
-        *world
-            .borrow_mut()
-            .fired
-            .entry("the toy protocol")
-            .or_default() += 1;
-    }
-    if sc.toy_data {
-        *world
-            .borrow_mut()
-            .fired
-            .entry("the toy protocol's data connections")
-            .or_default() += 1;
-    }
-    if sc.toy_upload {
-        *world
-            .borrow_mut()
-            .fired
-            .entry("the toy protocol's servers asking for bytes")
-            .or_default() += 1;
-    }
-    if sc.toy_active {
-        *world
-            .borrow_mut()
-            .fired
-            .entry("the toy protocol's data connections from the server")
-            .or_default() += 1;
-    }
-    if sc.pieces.is_some() {
-        *world.borrow_mut().fired.entry("piece digests").or_default() += 1;
-    }
-    if sc.corrupt.is_some() {
-        *world
-            .borrow_mut()
-            .fired
-            .entry("a mirror serving changed bytes")
-            .or_default() += 1;
-    }
-    if sc
+    // What the scenario drew, counted with the faults that fired.
+    let trickling = sc
         .args
         .iter()
-        .any(|a| a.starts_with("--lowest-speed-limit"))
-    {
-        *world
-            .borrow_mut()
-            .fired
-            .entry("a server trickling")
-            .or_default() += 1;
+        .any(|a| a.starts_with("--lowest-speed-limit"));
+    let drawn = [
+        (sc.prior != Prior::Nothing, "a file on disk before the run"),
+        (sc.toy, "the toy protocol"),
+        (sc.toy_data, "the toy protocol's data connections"),
+        (sc.toy_upload, "the toy protocol's servers asking for bytes"),
+        (
+            sc.toy_active,
+            "the toy protocol's data connections from the server",
+        ),
+        (sc.pieces.is_some(), "piece digests"),
+        (sc.corrupt.is_some(), "a mirror serving changed bytes"),
+        (trickling, "a server trickling"),
+    ];
+    for (on, class) in drawn {
+        if on {
+            *world.borrow_mut().fired.entry(class).or_default() += 1;
+        }
     }
     let first = run_with(
         sc.budget,
