@@ -385,7 +385,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut ex = ex;
         let opts = &self.dls[ex.dl].opts;
         let netrc = self.identity.ftp_netrc(&ex.url, opts.no_netrc);
-        if let Some(mut conv) = crate::engine::sources::conversation_for(&ex.url, opts, netrc) {
+        let conv = crate::engine::sources::conversation_for(&ex.url, opts, netrc);
+        if let Some(mut conv) = conv {
             // A protocol other than HTTP: its machine says what opens the exchange.
             conv.have(&self.dls[ex.dl].claims());
             let req = conv.begin(&ex.url, ex.range);

@@ -18,7 +18,10 @@ impl Identity {
     /// The netrc file's entry an FTP login to `url`'s host may use (its own or the `default`
     /// one), unless `-n`.
     pub(super) fn ftp_netrc(&self, url: &Url, no_netrc: bool) -> Option<&Credentials> {
-        let host = url.host_str().filter(|_| !no_netrc)?;
+        // (Asked as every exchange begins, HTTP's too: only FTP's look the host up.)
+        let host = url
+            .host_str()
+            .filter(|_| !no_netrc && url.scheme() == "ftp")?;
         self.netrc.as_ref()?.lookup_or_default(host)
     }
 
