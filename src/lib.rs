@@ -14,6 +14,7 @@ pub mod fuzzing;
 pub mod http;
 pub mod plan;
 pub mod rpc;
+pub mod ssh;
 pub mod store;
 pub mod tls;
 pub mod ui;
