@@ -113,6 +113,21 @@ pub(super) fn check_text(name: &str, v: &str) -> Result<(), String> {
                 Err(format!("Bad Hash: {digest}"))
             }
         }
+        "ssh-host-key-md" => {
+            let (kind, digest) = v.split_once('=').ok_or("Unrecognized checksum")?;
+            let hex_len = match kind.to_ascii_lowercase().as_str() {
+                "md5" => 32,
+                "sha-1" => 40,
+                // (Beyond aria2c, which takes only the two above.)
+                "sha-256" => 64,
+                _ => return Err(format!("Checksum type {kind} is not acceptable")),
+            };
+            if digest.len() == hex_len && digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+                Ok(())
+            } else {
+                Err("Unrecognized checksum".to_string())
+            }
+        }
         _ => Ok(()),
     }
 }

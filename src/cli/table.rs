@@ -1338,8 +1338,11 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("HASH_TYPE=HEX_DIGEST")
     .tags(&["#ftp"])
     .input()
-    .unsupported("SFTP")
-    .long("TYPE is sha-1 or md5. Without it the host key is not checked."),
+    .long(
+        "TYPE is sha-1, md5 or sha-256 (the digest of the key's wire form, as `ssh-keygen -l -E md5` \
+         shows it). Without it the key is checked against ~/.ssh/known_hosts: a changed key is \
+         refused, a host not there yet is added (OpenSSH's StrictHostKeyChecking=accept-new).",
+    ),
     opt(
         "http-user",
         ValueKind::Text,

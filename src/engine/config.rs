@@ -31,6 +31,9 @@ pub struct DownloadOptions {
     pub ftp_ascii: bool,
     /// `--ftp-pasv`: passive mode (the client connects for the data), else active.
     pub ftp_pasv: bool,
+    /// `--ssh-host-key-md=TYPE=HEX`: the digest the SFTP server's host key must have (then
+    /// known_hosts is not asked).
+    pub ssh_host_key_md: Option<String>,
     /// `--http-auth-challenge`: send them only once a server asked (401).
     pub http_auth_challenge: bool,
     /// `-n`: do not take credentials from the netrc file.

@@ -150,6 +150,9 @@ pub struct Exchange {
     pub data_port: Option<DataAsk>,
     /// The conversation asked to send the download's bytes (`sources::Step::Serve`).
     pub serve_ask: Option<ServeAsk>,
+    /// The body is wrapped in the protocol's packets: the conversation unwraps it
+    /// (`sources::Answer::wrapped`).
+    pub wrapped: bool,
 }
 
 /// Bytes of the download a conversation asked to send: `header`, then `len` bytes from `first`.
@@ -261,6 +264,7 @@ impl Exchange {
             outgoing: Vec::new(),
             data_port: None,
             serve_ask: None,
+            wrapped: false,
         }
     }
 
@@ -285,6 +289,7 @@ impl Exchange {
     pub fn direct_body(&self) -> bool {
         self.phase == Phase::Body
             && self.decoder.is_none()
+            && !self.wrapped
             && matches!(self.framing, Framing::Length(_) | Framing::UntilClose)
     }
 }

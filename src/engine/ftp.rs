@@ -52,9 +52,23 @@ fn login_for(
     opts: &DownloadOptions,
     netrc: Option<&crate::http::auth::Credentials>,
 ) -> Login {
-    let decode = percent_decode;
     let default = Login::default();
-    let (user, pass) = match url.username() {
+    let (user, pass) = given_login(url, opts, netrc);
+    Login {
+        user: user.unwrap_or(default.user),
+        pass: pass.unwrap_or(default.pass),
+    }
+}
+
+/// The user and password given for `url` by aria2c's rules for FTP and SFTP (the URI's, the
+/// netrc entry's for the URI's user, `--ftp-user`/`--ftp-passwd`), where given.
+pub fn given_login(
+    url: &Url,
+    opts: &DownloadOptions,
+    netrc: Option<&crate::http::auth::Credentials>,
+) -> (Option<String>, Option<String>) {
+    let decode = percent_decode;
+    match url.username() {
         "" => (opts.ftp_user.clone(), opts.ftp_passwd.clone()),
         u => {
             let u = decode(u);
@@ -62,10 +76,6 @@ fn login_for(
             let pass = url.password().map(decode).or(from_netrc);
             (Some(u), pass.or_else(|| opts.ftp_passwd.clone()))
         }
-    };
-    Login {
-        user: user.unwrap_or(default.user),
-        pass: pass.unwrap_or(default.pass),
     }
 }
 
@@ -138,6 +148,7 @@ impl FtpConversation {
                 keep_alive: false,
                 on_data: true,
                 modified,
+                wrapped: false,
             }),
             Event::Fail(e) => Step::Fail(failure(e, &self.url)),
         }

@@ -15,6 +15,7 @@ pub mod pieces;
 mod reactor;
 pub mod report;
 mod resolver;
+mod sftp;
 #[cfg(test)]
 mod simulation;
 mod sink;

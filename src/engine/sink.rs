@@ -67,6 +67,25 @@ impl BodySink<'_> {
         converse(self.ex);
     }
 
+    /// Body bytes wrapped in the protocol's packets (`Exchange::wrapped`): the conversation
+    /// unwraps them all, in place where it can; the file's bytes in them are framed and placed
+    /// as any body's; what it has to send on account of them goes out with the next send.
+    pub fn unwrap_body(&mut self, data: &mut [u8]) {
+        if self.ex.error.is_some() || data.is_empty() {
+            return;
+        }
+        self.ex.any_bytes = true;
+        let Some(mut conv) = self.ex.conversation.take() else {
+            return;
+        };
+        let r = conv.unwrap(data, &mut |d| self.unframe(d));
+        self.ex.outgoing.extend_from_slice(&conv.outgoing());
+        self.ex.conversation = Some(conv);
+        if let Err(f) = r {
+            self.ex.error = Some(f);
+        }
+    }
+
     /// Strips the framing from raw body bytes and places the data; what does not fit is spilled.
     pub fn unframe(&mut self, data: &[u8]) {
         match self.ex.framing {

@@ -32,6 +32,10 @@ pub struct Answer {
     pub on_data: bool,
     /// The file's modification time as the source says it (for `-R`).
     pub modified: Option<std::time::SystemTime>,
+    /// The bytes that follow are wrapped in the protocol's own packets (SFTP over SSH): the
+    /// conversation takes them all and gives the file's bytes out of them
+    /// ([`Conversation::unwrap`]).
+    pub wrapped: bool,
 }
 
 /// Where a conversation stands after bytes came in.
@@ -89,6 +93,22 @@ pub trait Conversation {
             "a listening socket nobody asked for",
         ))
     }
+    /// Body bytes of a wrapped answer ([`Answer::wrapped`]), all taken (opened in place where
+    /// the protocol can): the file's bytes in them are given to `place`, in order.
+    fn unwrap(&mut self, _data: &mut [u8], _place: &mut dyn FnMut(&[u8])) -> Result<(), Failure> {
+        Err(Failure::retry(
+            super::ExitCode::UNKNOWN,
+            "wrapped bytes nobody can unwrap",
+        ))
+    }
+    /// Bytes to send that taking body bytes made (SFTP's next reads, SSH's window updates).
+    fn outgoing(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
+    /// Lines for the user (at notice level) the conversation has to say.
+    fn notices(&mut self) -> Vec<String> {
+        Vec::new()
+    }
     /// The data connection asked for ([`Step::Data`]) is connected: what now.
     fn data_ready(&mut self) -> Step {
         Step::Fail(Failure::retry(
@@ -138,7 +158,7 @@ fn test_protocol(scheme: &str) -> Option<Maker> {
 
 /// Whether `url`'s protocol is one of the conversations' (not HTTP's).
 pub fn is_conversation(url: &Url) -> bool {
-    url.scheme() == "ftp" || test_protocol(url.scheme()).is_some()
+    matches!(url.scheme(), "ftp" | "sftp") || test_protocol(url.scheme()).is_some()
 }
 
 /// The machine for an exchange with `url` for a download made with `opts`, when its protocol
@@ -150,6 +170,9 @@ pub fn conversation_for(
 ) -> Option<Box<dyn Conversation>> {
     match url.scheme() {
         "ftp" => Some(Box::new(super::ftp::FtpConversation::new(url, opts, netrc))),
+        "sftp" => Some(Box::new(super::sftp::SftpConversation::new(
+            url, opts, netrc,
+        ))),
         s => test_protocol(s).map(|make| make()),
     }
 }
@@ -168,13 +191,11 @@ pub fn check_uri(u: &str) -> Result<(), String> {
         Some("BitTorrent")
     } else if lower.ends_with(".meta4") || lower.ends_with(".metalink") {
         Some("Metalink")
-    } else if lower.starts_with("sftp://") {
-        Some("SFTP")
     } else {
         None
     };
     let is_http = lower.starts_with("http://") || lower.starts_with("https://");
-    let is_ftp = lower.starts_with("ftp://");
+    let is_ftp = lower.starts_with("ftp://") || lower.starts_with("sftp://");
     match feature {
         Some(f) if !is_http || lower.starts_with("magnet:") => Err(format!(
             "ringdl does not support {f}: {u}; use aria2c for it"

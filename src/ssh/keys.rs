@@ -172,6 +172,9 @@ mod tests {
             KeyError::Malformed
         );
         let junk = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----";
-        assert_eq!(UserKey::from_openssh(junk).unwrap_err(), KeyError::Malformed);
+        assert_eq!(
+            UserKey::from_openssh(junk).unwrap_err(),
+            KeyError::Malformed
+        );
     }
 }

@@ -653,12 +653,16 @@ impl Session {
                         ),
                     ),
                     FX_NO_SUCH_FILE => err(ErrorKind::NotFound, text),
-                    FX_PERMISSION_DENIED => err(ErrorKind::Sftp, format!("permission denied: {text}")),
+                    FX_PERMISSION_DENIED => {
+                        err(ErrorKind::Sftp, format!("permission denied: {text}"))
+                    }
                     _ => err(ErrorKind::Sftp, format!("SFTP status {code}: {text}")),
                 });
             }
             (k, s) => {
-                return Err(proto(format!("SFTP reply {k} where it has no place ({s:?})")));
+                return Err(proto(format!(
+                    "SFTP reply {k} where it has no place ({s:?})"
+                )));
             }
         }
         Ok(())
@@ -685,7 +689,7 @@ mod tests {
         assert!(out.starts_with(b"SSH-2.0-ringdl_"));
         let nl = out.iter().position(|&b| b == b'\n').unwrap();
         assert_eq!(out[nl + 6], 20, "KEXINIT follows the version line");
-        assert!(MAX_PACKET >= 35000);
+        const { assert!(MAX_PACKET >= 35000) };
     }
 
     #[test]
@@ -698,7 +702,15 @@ mod tests {
         let mut s = Session::new(b"/f", login, &[]);
         assert_eq!(s.received(b"220 FTP here\r\n").unwrap(), Event::Wait);
         assert!(s.received(&[b'x'; 70 * 1024]).is_err());
-        let mut s = Session::new(b"/f", Login { user: "u".into(), password: None, keys: Vec::new() }, &[]);
+        let mut s = Session::new(
+            b"/f",
+            Login {
+                user: "u".into(),
+                password: None,
+                keys: Vec::new(),
+            },
+            &[],
+        );
         assert!(s.received(b"SSH-1.5-old\r\n").is_err());
     }
 }

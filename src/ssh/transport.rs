@@ -48,7 +48,11 @@ const CIPHERS: &[&str] = &[
     "chacha20-poly1305@openssh.com",
 ];
 /// AEAD ciphers carry their own integrity; a MAC is still negotiated, and not used.
-const MACS: &[&str] = &["hmac-sha2-256-etm@openssh.com", "hmac-sha2-256", "hmac-sha1"];
+const MACS: &[&str] = &[
+    "hmac-sha2-256-etm@openssh.com",
+    "hmac-sha2-256",
+    "hmac-sha1",
+];
 const STRICT_C: &str = "kex-strict-c-v00@openssh.com";
 const STRICT_S: &str = "kex-strict-s-v00@openssh.com";
 
@@ -72,7 +76,7 @@ impl Cipher {
 /// One direction's packet protection.
 enum Crypt {
     Plain,
-    Gcm { key: LessSafeKey, iv: [u8; 12] },
+    Gcm { key: Box<LessSafeKey>, iv: [u8; 12] },
     ChaChaOpen(chapoly::OpeningKey),
     ChaChaSeal(chapoly::SealingKey),
 }
@@ -434,7 +438,8 @@ impl Transport {
             ))
         };
         let kex_name = wire::choose(KEX, lists[0]).ok_or_else(|| no("key exchange"))?;
-        let host_alg = wire::choose(&self.host_order, lists[1]).ok_or_else(|| no("host key type"))?;
+        let host_alg =
+            wire::choose(&self.host_order, lists[1]).ok_or_else(|| no("host key type"))?;
         let c2s = wire::choose(CIPHERS, lists[2]).ok_or_else(|| no("cipher"))?;
         let s2c = wire::choose(CIPHERS, lists[3]).ok_or_else(|| no("cipher"))?;
         wire::choose(MACS, lists[4]).ok_or_else(|| no("MAC"))?;
@@ -505,8 +510,12 @@ impl Transport {
         };
         let secret = kex.secret.take().ok_or_else(short)?;
         let peer = agreement::UnparsedPublicKey::new(curve, &q_s);
-        let shared = agreement::agree_ephemeral(secret, &peer, |k| k.to_vec())
-            .map_err(|_| err(ErrorKind::Crypto, "the server's key exchange value is not valid"))?;
+        let shared = agreement::agree_ephemeral(secret, &peer, |k| k.to_vec()).map_err(|_| {
+            err(
+                ErrorKind::Crypto,
+                "the server's key exchange value is not valid",
+            )
+        })?;
         let mut k = Vec::new();
         k.put_mpint(&shared);
         let mut h = digest::Context::new(&digest::SHA256);
@@ -645,7 +654,7 @@ fn make_crypt(c: Cipher, iv: &[u8], key: &[u8], sealing: bool) -> Crypt {
         v.copy_from_slice(&iv[..12]);
         match aead::UnboundKey::new(alg, &key[..n]) {
             Ok(k) => Crypt::Gcm {
-                key: LessSafeKey::new(k),
+                key: Box::new(LessSafeKey::new(k)),
                 iv: v,
             },
             // (The lengths are the algorithms' own: this cannot fail.)
@@ -669,7 +678,12 @@ fn make_crypt(c: Cipher, iv: &[u8], key: &[u8], sealing: bool) -> Crypt {
 /// Checks the server's signature `sig` (its wire blob) of the exchange hash `h` with host key
 /// `key` (its wire blob), for host-key algorithm `alg`.
 pub fn verify_host_signature(alg: &str, key: &[u8], sig: &[u8], h: &[u8]) -> Result<(), Error> {
-    let bad = || err(ErrorKind::HostKey, "the server's host key signature is not valid");
+    let bad = || {
+        err(
+            ErrorKind::HostKey,
+            "the server's host key signature is not valid",
+        )
+    };
     let mut k = Reader::new(key);
     let key_type = k.text().ok_or_else(bad)?;
     let mut s = Reader::new(sig);

@@ -130,7 +130,10 @@ mod tests {
         assert_eq!(v, [0, 0, 0, 0]);
         let mut v = Vec::new();
         v.put_mpint(&[0x09, 0xa3, 0x78, 0xf9, 0xb2, 0xe3, 0x32, 0xa7]);
-        assert_eq!(v, [0, 0, 0, 8, 0x09, 0xa3, 0x78, 0xf9, 0xb2, 0xe3, 0x32, 0xa7]);
+        assert_eq!(
+            v,
+            [0, 0, 0, 8, 0x09, 0xa3, 0x78, 0xf9, 0xb2, 0xe3, 0x32, 0xa7]
+        );
         let mut v = Vec::new();
         v.put_mpint(&[0x00, 0x80]);
         assert_eq!(v, [0, 0, 0, 2, 0, 0x80]);
@@ -152,6 +155,9 @@ mod tests {
     fn the_first_of_our_names_the_peer_has_is_chosen() {
         assert_eq!(choose(&["a", "b", "c"], b"c,b"), Some("b"));
         assert_eq!(choose(&["a"], b"ab,b"), None);
-        assert!(has(b"x,kex-strict-s-v00@openssh.com", "kex-strict-s-v00@openssh.com"));
+        assert!(has(
+            b"x,kex-strict-s-v00@openssh.com",
+            "kex-strict-s-v00@openssh.com"
+        ));
     }
 }

@@ -117,6 +117,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if a.on_data && !self.move_to_data(slot) {
             return;
         }
+        if let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) {
+            ex.wrapped = a.wrapped;
+        }
         self.begin_body(slot, a.framing, a.keep_alive && !a.on_data, None);
     }
 }

@@ -325,7 +325,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         ranges_unconfirmed,
                         flushes: &mut self.flushes,
                     };
-                    sink.feed(rb);
+                    match sink.ex.wrapped && sink.ex.phase == Phase::Body {
+                        true => sink.unwrap_body(rb),
+                        false => sink.feed(rb),
+                    }
                     c.rb_start = c.rb_end;
                 }
             } else {

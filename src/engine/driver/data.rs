@@ -23,6 +23,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut() else {
             return false;
         };
+        let notices =
+            c.ex.as_mut()
+                .and_then(|ex| ex.conversation.as_mut())
+                .map(|conv| conv.notices())
+                .unwrap_or_default();
+        for n in notices {
+            self.console.log(LogLevel::Notice, &n);
+        }
+        let Some(c) = self.conns[slot].as_mut() else {
+            return false;
+        };
         if let Some(ex) = c.ex.as_mut().filter(|ex| !ex.outgoing.is_empty()) {
             // A conversation's reply, sent as a request is.
             let out = std::mem::take(&mut ex.outgoing);

@@ -367,7 +367,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if !keep_alive || framing == Framing::UntilClose {
             ex.unusable = true;
         }
-        let rest = std::mem::take(&mut ex.head_rest);
+        let mut rest = std::mem::take(&mut ex.head_rest);
         if !rest.is_empty() {
             let ranges_unconfirmed = !self.dls[dl].ranges_confirmed;
             let plan = self.dls[dl].plan.as_mut();
@@ -380,7 +380,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 ranges_unconfirmed,
                 flushes: &mut self.flushes,
             };
-            sink.unframe(&rest);
+            match sink.ex.wrapped {
+                true => sink.unwrap_body(&mut rest),
+                false => sink.unframe(&rest),
+            }
         }
     }
 

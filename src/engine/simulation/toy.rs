@@ -175,6 +175,7 @@ impl Conversation for Toy {
                         keep_alive: false,
                         on_data: self.data,
                         modified: None,
+                        wrapped: false,
                     }),
                     _ => Step::Fail(bad(&line)),
                 }

@@ -1,0 +1,359 @@
+//! SFTP as one of the engine's sources: `crate::ssh`'s session (no I/O) as a
+//! `sources::Conversation` whose body is wrapped (SSH packets, SFTP replies) and unwrapped by it,
+//! the host key checked against `--ssh-host-key-md` or the user's known_hosts, the login as
+//! aria2c takes it for SFTP, the user's keys tried first, and failures as aria2c says them.
+use super::config::DownloadOptions;
+use super::job::Failure;
+use super::sources::{Answer, Conversation, Step};
+use super::ExitCode;
+use crate::http::Framing;
+use crate::ssh::keys::{KeyError, UserKey};
+use crate::ssh::known_hosts::{self, Verdict};
+use crate::ssh::{ErrorKind, Event, Login, Session};
+use std::path::PathBuf;
+use url::Url;
+
+/// How the server's host key is checked.
+struct HostCheck {
+    /// The name known_hosts records the server under.
+    name: String,
+    /// `--ssh-host-key-md`'s type and hex digest: then only this decides.
+    md: Option<(String, String)>,
+    /// The user's known_hosts file (read, and added to) and the system's (read).
+    user_file: Option<PathBuf>,
+    known: String,
+}
+
+impl HostCheck {
+    fn new(url: &Url, md: Option<&str>) -> HostCheck {
+        let host = url.host_str().unwrap_or("").trim_matches(['[', ']']);
+        let name = known_hosts::host_name(host, url.port().unwrap_or(22));
+        let md = md
+            .and_then(|m| m.split_once('='))
+            .map(|(k, d)| (k.to_ascii_lowercase(), d.to_ascii_lowercase()));
+        let user_file = home().map(|h| h.join(".ssh/known_hosts"));
+        let mut known = String::new();
+        for f in [
+            Some(PathBuf::from("/etc/ssh/ssh_known_hosts")),
+            user_file.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let Ok(t) = std::fs::read_to_string(f) {
+                known.push_str(&t);
+                known.push('\n');
+            }
+        }
+        HostCheck {
+            name,
+            md,
+            user_file,
+            known,
+        }
+    }
+
+    /// Host-key types to ask the server for first.
+    fn known_types(&self) -> Vec<String> {
+        match self.md {
+            Some(_) => Vec::new(),
+            None => known_hosts::known_types(&self.known, &self.name),
+        }
+    }
+
+    /// Whether `key` is the server's; a notice to give when it was added to known_hosts.
+    fn check(&self, key: &[u8]) -> Result<Option<String>, Failure> {
+        let fatal = |m: String| Failure::fatal(ExitCode::UNKNOWN, m);
+        if let Some((kind, want)) = &self.md {
+            let got = known_hosts::digest_hex(kind, key).unwrap_or_default();
+            return match got == *want {
+                true => Ok(None),
+                false => Err(fatal(format!(
+                    "Unexpected SSH host key: expected {want}, actual {got}"
+                ))),
+            };
+        }
+        let kind = known_hosts::key_type(key).unwrap_or("?");
+        let fp = known_hosts::fingerprint(key);
+        let file = self
+            .user_file
+            .as_ref()
+            .map(|f| f.display().to_string())
+            .unwrap_or_else(|| "known_hosts".into());
+        match known_hosts::check(&self.known, &self.name, key) {
+            Verdict::Known => Ok(None),
+            Verdict::Changed { .. } => Err(fatal(format!(
+                "SSH host key of {} changed: it is now {kind} {fp}, not the one {file} has; \
+                 if the change is expected, remove the old key (ssh-keygen -R '{}')",
+                self.name, self.name
+            ))),
+            Verdict::OtherType => Err(fatal(format!(
+                "SSH host key of {} is a {kind} key ({fp}), while {file} knows it by keys of \
+                 other types only",
+                self.name
+            ))),
+            Verdict::New => {
+                let line = known_hosts::line_for(&self.name, key);
+                match self.user_file.as_ref().map(|f| add_line(f, &line)) {
+                    Some(Ok(())) => Ok(Some(format!(
+                        "Added the SSH host key of {} ({kind} {fp}) to {file}",
+                        self.name
+                    ))),
+                    _ => Ok(Some(format!(
+                        "The SSH host key of {} ({kind} {fp}) is taken for this run: {file} \
+                         could not be written",
+                        self.name
+                    ))),
+                }
+            }
+        }
+    }
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Appends `line` to known_hosts file `f`, making `~/.ssh` (mode 700) when it is missing.
+fn add_line(f: &std::path::Path, line: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    if let Some(dir) = f.parent().filter(|d| !d.exists()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .open(f)?;
+    file.write_all(line.as_bytes())
+}
+
+/// The user's private keys OpenSSH would offer by default that can be used here; notices for
+/// those that cannot.
+fn user_keys() -> (Vec<UserKey>, Vec<String>) {
+    let (mut keys, mut notes) = (Vec::new(), Vec::new());
+    let Some(home) = home() else {
+        return (keys, notes);
+    };
+    for name in ["id_ed25519", "id_ecdsa"] {
+        let path = home.join(".ssh").join(name);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        match UserKey::from_openssh(&text) {
+            Ok(k) => keys.push(k),
+            Err(KeyError::Encrypted) => notes.push(format!(
+                "{} is protected by a passphrase: not used",
+                path.display()
+            )),
+            Err(_) => notes.push(format!("{} could not be read as a key", path.display())),
+        }
+    }
+    (keys, notes)
+}
+
+/// A URI's part with its `%XX` escapes decoded, as bytes.
+fn decode(s: &str) -> Vec<u8> {
+    percent_encoding::percent_decode_str(s).collect()
+}
+
+/// One exchange with an SFTP server: SSH, the login, the file opened and its range read.
+pub struct SftpConversation {
+    url: Url,
+    login: Option<Login>,
+    check: HostCheck,
+    remote_time: bool,
+    range: Option<(u64, Option<u64>)>,
+    session: Option<Session>,
+    answer: Option<Answer>,
+    failed: Option<Failure>,
+    notices: Vec<String>,
+}
+
+impl SftpConversation {
+    /// The conversation for `url` with `opts`; `netrc`: the netrc file's entry for its host.
+    pub fn new(
+        url: &Url,
+        opts: &DownloadOptions,
+        netrc: Option<&crate::http::auth::Credentials>,
+    ) -> SftpConversation {
+        let (user, password) = super::ftp::given_login(url, opts, netrc);
+        // No user given anywhere: the local one, as ssh and sftp do (aria2c logs in as
+        // `anonymous`, which an SSH server hardly ever has).
+        let user = user
+            .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+            .or_else(|| std::env::var("LOGNAME").ok().filter(|u| !u.is_empty()))
+            .unwrap_or_else(|| "anonymous".into());
+        let (keys, notices) = user_keys();
+        SftpConversation {
+            url: url.clone(),
+            login: Some(Login {
+                user,
+                password,
+                keys,
+            }),
+            check: HostCheck::new(url, opts.ssh_host_key_md.as_deref()),
+            remote_time: opts.remote_time,
+            range: None,
+            session: None,
+            answer: None,
+            failed: None,
+            notices,
+        }
+    }
+
+    fn failure(&self, e: crate::ssh::Error) -> Failure {
+        let path = String::from_utf8_lossy(&decode(self.url.path())).into_owned();
+        let m = e.message;
+        match e.kind {
+            ErrorKind::NotFound | ErrorKind::NotAFile => Failure::fatal(
+                ExitCode::UNKNOWN,
+                format!("SSH opening SFTP path {path} failed: {m}"),
+            ),
+            ErrorKind::Auth | ErrorKind::HostKey => Failure::fatal(ExitCode::UNKNOWN, m),
+            ErrorKind::Sftp => Failure::fatal(ExitCode::UNKNOWN, format!("SFTP: {m}")),
+            ErrorKind::Protocol | ErrorKind::Crypto | ErrorKind::Disconnected => {
+                Failure::retry(ExitCode::UNKNOWN, format!("SSH: {m}"))
+            }
+            ErrorKind::Short => Failure::retry(ExitCode::UNKNOWN, format!("SFTP: {m}")),
+        }
+    }
+
+    /// Acts on the session's events until it needs more bytes or the file is open.
+    fn drive(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+        let mut input = bytes;
+        loop {
+            let Some(s) = self.session.as_mut() else {
+                return Err(Failure::fatal(ExitCode::UNKNOWN, "no SFTP session"));
+            };
+            let event = s.received(input);
+            input = &[];
+            let event = match event {
+                Ok(e) => e,
+                Err(e) => return Err(self.failure(e)),
+            };
+            match event {
+                Event::Wait => return Ok(()),
+                Event::HostKey(key) => {
+                    if let Some(n) = self.check.check(&key)? {
+                        self.notices.push(n);
+                    }
+                    if let Some(s) = self.session.as_mut() {
+                        s.host_key_checked();
+                    }
+                }
+                Event::Opened { size, mtime } => {
+                    let Some(size) = size else {
+                        return Err(Failure::fatal(
+                            ExitCode::UNKNOWN,
+                            "the SFTP server does not say the file's size",
+                        ));
+                    };
+                    let (first, last) = self.range.unwrap_or((0, None));
+                    let end = last.map_or(size, |l| l.saturating_add(1).min(size));
+                    if first > size || (first == size && size > 0) {
+                        return Err(Failure::retry(
+                            ExitCode::UNKNOWN,
+                            format!("the file is {size} bytes: there is nothing from byte {first}"),
+                        ));
+                    }
+                    if let Some(s) = self.session.as_mut() {
+                        s.read(first, end);
+                    }
+                    let modified = mtime
+                        .filter(|_| self.remote_time)
+                        .map(|t| std::time::UNIX_EPOCH + std::time::Duration::from_secs(t as u64));
+                    self.answer = Some(Answer {
+                        total: Some(size),
+                        first,
+                        framing: Framing::Length(end - first),
+                        ranges: true,
+                        name: None,
+                        keep_alive: false,
+                        on_data: false,
+                        modified,
+                        wrapped: true,
+                    });
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+impl Conversation for SftpConversation {
+    fn begin(&mut self, url: &Url, range: Option<(u64, Option<u64>)>) -> Vec<u8> {
+        self.range = range;
+        let path = decode(url.path());
+        if path.is_empty() || path.ends_with(b"/") {
+            self.failed = Some(Failure::fatal(
+                ExitCode::UNKNOWN,
+                format!("FTP/SFTP URI {url} doesn't contain file path."),
+            ));
+            return Vec::new();
+        }
+        if path.contains(&0) {
+            self.failed = Some(Failure::fatal(
+                ExitCode::UNKNOWN,
+                format!("the SFTP path of {url} holds a NUL byte"),
+            ));
+            return Vec::new();
+        }
+        let Some(login) = self.login.take() else {
+            return Vec::new();
+        };
+        let mut s = Session::new(&path, login, &self.check.known_types());
+        let out = s.take_out();
+        self.session = Some(s);
+        out
+    }
+
+    fn received(&mut self, bytes: &[u8]) -> (usize, Step) {
+        if let Some(f) = self.failed.clone() {
+            return (0, Step::Fail(f));
+        }
+        if let Err(f) = self.drive(bytes) {
+            self.failed = Some(f.clone());
+            return (bytes.len(), Step::Fail(f));
+        }
+        let out = self
+            .session
+            .as_mut()
+            .map(|s| s.take_out())
+            .unwrap_or_default();
+        if !out.is_empty() {
+            return (bytes.len(), Step::Send(out));
+        }
+        match self.answer.take() {
+            Some(a) => (bytes.len(), Step::Answer(a)),
+            None => (bytes.len(), Step::Wait),
+        }
+    }
+
+    fn unwrap(&mut self, data: &mut [u8], place: &mut dyn FnMut(&[u8])) -> Result<(), Failure> {
+        let Some(s) = self.session.as_mut() else {
+            return Err(Failure::fatal(ExitCode::UNKNOWN, "no SFTP session"));
+        };
+        match s.unwrap(data, place) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.failure(e)),
+        }
+    }
+
+    fn outgoing(&mut self) -> Vec<u8> {
+        self.session
+            .as_mut()
+            .map(|s| s.take_out())
+            .unwrap_or_default()
+    }
+
+    fn notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+}
