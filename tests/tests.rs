@@ -28,6 +28,7 @@ mod requests;
 mod resume;
 mod rpc;
 mod serverstat;
+mod sftp;
 mod soak;
 mod stops;
 mod support;

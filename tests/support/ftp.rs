@@ -45,7 +45,7 @@ fn peers() -> PathBuf {
 }
 
 /// Makes `root` and everything under it readable by the servers' unprivileged user.
-fn open_up(root: &Path) {
+pub fn open_up(root: &Path) {
     let mode = if root.is_dir() { 0o755 } else { 0o644 };
     let _ = fs::set_permissions(root, fs::Permissions::from_mode(mode));
     if let Ok(entries) = fs::read_dir(root) {
@@ -297,7 +297,7 @@ impl FtpServer {
 /// Starts `what` (`bin` with the arguments `args` makes for a free port) until it listens on
 /// that port of `host` (five tries, each on a port of its own), its stderr into `stderr_log` if
 /// given; panics if it never does.
-fn start(
+pub fn start(
     what: &str,
     bin: &Path,
     host: &str,

@@ -14,6 +14,7 @@ pub mod proxy;
 pub mod rpc;
 pub mod seccomp;
 pub mod server;
+pub mod sshd;
 pub mod tamper;
 
 use std::ffi::OsStr;
