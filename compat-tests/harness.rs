@@ -25,6 +25,7 @@ use super::normalize::{self, Context, Event, Events};
 use crate::support::ftp::{FtpServer, PASSWORD, USER};
 use crate::support::nginx::Nginx;
 use crate::support::server::{Fault, Location, RequestRecord, Route, TestServer, When};
+use crate::support::sshd::Sshd;
 use crate::support::{self, TestDir};
 
 /// How long one run may take before it is killed (and the case fails as a hang).
@@ -50,6 +51,11 @@ pub enum Srv {
     /// pure-ftpd serving them to one user: `{ftp}` without the login, `{ftpu}` with it in the
     /// URI, `{ftpuser}` and `{ftppass}` for the options; the test server at `{url}`.
     FtpLogin,
+    /// OpenSSH's sshd with the case's `R::File` routes under a root of its own (`{ROOT}` in the
+    /// output): `{sftp}` is `sftp://127.0.0.1:PORT/ROOT`, `{sshuser}` and `{sshpass}` the password
+    /// user's login for `--ftp-user`/`--ftp-passwd`, `{sshmd}` the `md5=` digest of its ECDSA
+    /// host key (for `--ssh-host-key-md`); the test server at `{url}`.
+    Sftp,
 }
 
 /// A modifier of a served file (see `support::server::Route`).
@@ -145,6 +151,8 @@ pub enum Diff {
     /// ringdl prints one WARN log line mentioning this word (case-insensitive) that aria2c does
     /// not print; it is checked and then left out of the comparison.
     ExtraWarning(&'static str),
+    /// The same for a NOTICE line (a host key added to known_hosts).
+    ExtraNotice(&'static str),
     /// ringdl's own outcome, not compared with aria2c's: this exit code, exactly one output line
     /// mentioning `line` (case-insensitive) and, when `sole`, no other output line at all; no
     /// file created when `no_files`. From aria2c only "the command line was accepted" is
@@ -272,6 +280,9 @@ pub fn run(name: &str, case: &Case) {
             return;
         }
     }
+    if case.server == Srv::Sftp && Sshd::start(&[], &[]).is_none() {
+        return;
+    }
     if case.server == Srv::Nginx && !have_nginx() {
         // Nginx::start prints the loud SKIPPED line (or panics under RINGDL_REQUIRE_PEERS=1).
         let _ = Nginx::start(Path::new("/nonexistent"));
@@ -393,6 +404,26 @@ enum Running {
         #[allow(dead_code)] FtpServer,
         #[allow(dead_code)] TestDir,
     ),
+    /// The test server, sshd and the files' root.
+    Sftp(
+        TestServer,
+        #[allow(dead_code)] Sshd,
+        #[allow(dead_code)] TestDir,
+    ),
+}
+
+/// The md5 digest (hex) of the key in an OpenSSH `.pub` line, as `--ssh-host-key-md` takes it.
+fn ssh_md5(pub_line: &str) -> String {
+    use base64::Engine as _;
+    use md5::Digest as _;
+    let b64 = pub_line.split_whitespace().nth(1).unwrap_or_default();
+    let blob = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .expect("host key");
+    md5::Md5::digest(&blob)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 struct Placeholders {
@@ -492,6 +523,37 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
             ];
             let ports = vec![server.port(), ftp.port()];
             (Running::Ftp(server, ftp, root), pairs, ports)
+        }
+        Srv::Sftp => {
+            let server = TestServer::plain();
+            let base = server.url("");
+            let root = TestDir::new();
+            for r in case.routes {
+                mount(&server, r, &base);
+                if let R::File(path, len) = r {
+                    let target = root.path().join(path.trim_start_matches('/'));
+                    if let Some(parent) = target.parent() {
+                        std::fs::create_dir_all(parent).expect("sftp root subdir");
+                    }
+                    std::fs::write(&target, &*file_bytes(path, *len)).expect("sftp file");
+                }
+            }
+            crate::support::ftp::open_up(root.path());
+            let sshd = Sshd::start(&[], &[]).expect("sshd (checked installed)");
+            let md = ssh_md5(&sshd.host_key("ecdsa"));
+            let pairs = vec![
+                ("{url}", base),
+                ("{sftproot}", root.arg()),
+                ("{sshuser}", crate::support::sshd::USER.to_string()),
+                ("{sshpass}", crate::support::sshd::PASSWORD.to_string()),
+                (
+                    "{sftp}",
+                    format!("sftp://127.0.0.1:{}{}", sshd.port, root.arg()),
+                ),
+                ("{sshmd}", format!("md5={md}")),
+            ];
+            let ports = vec![server.port(), sshd.port];
+            (Running::Sftp(server, sshd, root), pairs, ports)
         }
     }
 }
@@ -646,7 +708,7 @@ fn run_side(
         })
         .collect();
     let idle_connections = match &server {
-        Running::Test(s) | Running::Ftp(s, ..) => {
+        Running::Test(s) | Running::Ftp(s, ..) | Running::Sftp(s, ..) => {
             let mut used: Vec<u64> = s.requests().iter().map(|r| r.conn).collect();
             used.sort_unstable();
             used.dedup();
@@ -655,11 +717,13 @@ fn run_side(
         _ => None,
     };
     let repeat_connections = match &server {
-        Running::Test(s) | Running::Ftp(s, ..) => Some(repeat_connections(&s.requests())),
+        Running::Test(s) | Running::Ftp(s, ..) | Running::Sftp(s, ..) => {
+            Some(repeat_connections(&s.requests()))
+        }
         _ => None,
     };
     let (requests, connections) = match &server {
-        Running::Test(s) | Running::Ftp(s, ..) => (
+        Running::Test(s) | Running::Ftp(s, ..) | Running::Sftp(s, ..) => (
             s.requests()
                 .iter()
                 .map(|r| {
@@ -709,6 +773,9 @@ fn run_side(
             for (k, v) in &ph.pairs {
                 if *k == "{ca}" {
                     p.push((v.clone(), "{CA}"));
+                }
+                if *k == "{sftproot}" {
+                    p.push((v.clone(), "{ROOT}"));
                 }
             }
             p
@@ -1104,21 +1171,26 @@ fn extra_warnings(diffs: &[Diff], stream: &str, ey: &mut Events, bad: &mut Vec<S
         return;
     }
     for d in diffs {
-        if let Diff::ExtraWarning(word) = d {
+        let (level, word) = match d {
+            Diff::ExtraWarning(word) => ("WARN", word),
+            Diff::ExtraNotice(word) => ("NOTICE", word),
+            _ => continue,
+        };
+        let level_wanted = &level;
+        {
             let hits: Vec<usize> = ey
                 .events
                 .iter()
                 .enumerate()
                 .filter(|(_, e)| {
                     matches!(e, Event::Log { level, msg, .. }
-                        if level == "WARN" && lower(msg).contains(&lower(word)))
+                        if level == *level_wanted && lower(msg).contains(&lower(word)))
                 })
                 .map(|(i, _)| i)
                 .collect();
             if hits.len() != 1 {
                 bad.push(format!(
-                    "expected exactly one WARN line naming `{word}` from ringdl (K-UNSUPPORTED), \
-                     found {}",
+                    "expected exactly one {level} line naming `{word}` from ringdl, found {}",
                     hits.len()
                 ));
             }

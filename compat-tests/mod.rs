@@ -17,6 +17,7 @@ mod cases_download;
 mod cases_files;
 mod cases_ftp;
 mod cases_http;
+mod cases_sftp;
 mod cases_unsupported;
 mod control;
 mod reruns;
@@ -30,6 +31,7 @@ fn all_cases() -> Vec<(&'static str, harness::Case)> {
         cases_download::CASES,
         cases_files::CASES,
         cases_ftp::CASES,
+        cases_sftp::CASES,
         cases_http::CASES,
         cases_unsupported::CASES,
     ]

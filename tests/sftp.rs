@@ -392,3 +392,26 @@ fn hostile_servers_get_a_line_and_exit_1_without_hanging() {
         assert!(!Path::new(&dir.join("f.bin")).exists());
     }
 }
+
+/// An SFTP download a proxy would carry (`--all-proxy`, as for FTP) is refused in one line
+/// before anything connects; `--http-proxy` is not for SFTP.
+#[test]
+fn sftp_through_a_proxy_is_refused_and_the_http_proxy_is_not_taken() {
+    let (root, data) = root_with(50_000, 0x7078);
+    let Some(sshd) = Sshd::start(&[], &[]) else {
+        return;
+    };
+    let url = sshd.password_url(&root.join("f.bin"));
+    let dir = TestDir::new();
+    let proxy = "--all-proxy=http://127.0.0.1:9";
+    let run = ringdl(&dir, &["--no-conf", proxy, "-d", &dir.arg(), &url]);
+    assert_eq!(run.code(), 1, "{run}");
+    assert!(
+        run.stdout.contains("sftp through a proxy is not supported"),
+        "{run}"
+    );
+    assert!(!dir.join("f.bin").exists());
+    let proxy = "--http-proxy=http://127.0.0.1:9";
+    let run = ringdl(&dir, &["--no-conf", proxy, "-d", &dir.arg(), &url]);
+    same(&dir, "f.bin", &data, &run);
+}

@@ -146,7 +146,8 @@ impl Routes {
     pub fn for_url(&self, url: &Url) -> Option<&Proxy> {
         let proxy = match url.scheme() {
             "https" => self.https.as_ref(),
-            "ftp" => self.ftp.as_ref(),
+            // (SFTP as FTP: aria2c takes the FTP proxy for both.)
+            "ftp" | "sftp" => self.ftp.as_ref(),
             _ => self.http.as_ref(),
         }?;
         let host = url.host_str()?;
