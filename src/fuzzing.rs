@@ -320,6 +320,73 @@ pub fn ftp_replies(data: &[u8]) {
     }
 }
 
+/// What an SSH server sends: from the version line on (the key exchange's messages parsed, keys
+/// and signatures checked, never a panic), and, past the key exchange with no cipher, every
+/// message above it (authentication, the channel, SFTP's replies and data). The file's data
+/// handed out is never more than was asked for, and the same whether the bytes come at once or
+/// split anywhere.
+pub fn ssh_packets(data: &[u8]) {
+    use crate::ssh::{Event, Login, Session};
+    let login = || Login {
+        user: "u".into(),
+        password: Some("p".into()),
+        keys: Vec::new(),
+    };
+    let mut s = Session::new(b"/f", login(), &[]);
+    let _ = s.received(data);
+    let _ = s.take_out();
+
+    // Past the key exchange: the head until the file is open, then the body, at once and split.
+    let Some((&cut, body)) = data.split_first() else {
+        return;
+    };
+    let run = |split: usize| -> (Vec<u8>, bool) {
+        let mut s = Session::plain_after_kex(b"/f", login());
+        let mut got = Vec::new();
+        let mut ok = true;
+        let mut head = body;
+        let mut rest: &[u8] = &[];
+        // The head: bytes up to the file's opening (fed one by one, so where it opened is known).
+        let mut opened = None;
+        for (i, b) in head.iter().enumerate() {
+            match s.received(std::slice::from_ref(b)) {
+                Ok(Event::Opened { size, .. }) => {
+                    opened = Some(size.unwrap_or(0).min(1 << 20));
+                    rest = &head[i + 1..];
+                    break;
+                }
+                Ok(_) => {}
+                Err(_) => return (got, false),
+            }
+        }
+        let Some(size) = opened else {
+            return (got, ok);
+        };
+        head = &[];
+        let _ = head;
+        s.read(0, size);
+        let mut place = |d: &[u8]| got.extend_from_slice(d);
+        let step = split.max(1);
+        let mut at = 0;
+        while at < rest.len() && ok {
+            let end = (at + step).min(rest.len());
+            let mut chunk = rest[at..end].to_vec();
+            ok = s.unwrap(&mut chunk, &mut place).is_ok();
+            at = end;
+        }
+        assert!(got.len() as u64 <= size, "more data than asked for");
+        (got, ok)
+    };
+    let whole = run(usize::MAX);
+    let split = run(cut as usize % 7 + 1);
+    // Split input: the same data up to where either run failed.
+    let n = whole.0.len().min(split.0.len());
+    assert_eq!(whole.0[..n], split.0[..n]);
+    if whole.1 && split.1 {
+        assert_eq!(whole.0, split.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Each entry point runs on ordinary input (the fuzzers start from nothing; these show the

@@ -7,7 +7,7 @@ use std::path::Path;
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 15] = [
+const TARGETS: [(&str, Target); 16] = [
     ("response_head", ringdl::fuzzing::response_head),
     ("chunked", ringdl::fuzzing::chunked),
     ("content_disposition", ringdl::fuzzing::content_disposition),
@@ -23,6 +23,7 @@ const TARGETS: [(&str, Target); 15] = [
     ("rpc_request_head", ringdl::fuzzing::rpc_request_head),
     ("tls_records", ringdl::fuzzing::tls_records),
     ("ftp_replies", ringdl::fuzzing::ftp_replies),
+    ("ssh_packets", ringdl::fuzzing::ssh_packets),
 ];
 
 #[test]

@@ -176,6 +176,16 @@ impl Session {
         }
     }
 
+    /// A session past its key exchange with no cipher, its host key taken (the fuzz target's).
+    #[doc(hidden)]
+    pub fn plain_after_kex(path: &[u8], login: Login) -> Session {
+        let mut s = Session::new(path, login, &[]);
+        s.t = Transport::plain_after_kex();
+        s.state = State::HostKey;
+        s.host_key_checked();
+        s
+    }
+
     /// The bytes to send, taken.
     pub fn take_out(&mut self) -> Vec<u8> {
         self.t.take_out()
@@ -673,9 +683,119 @@ fn state_not_reading(s: State) -> bool {
     s != State::Reading
 }
 
+/// A server's side of a whole plain session (past the key exchange) for a `size`-byte file whose
+/// bytes are `data`, in packets with no cipher: for tests and the fuzz target's seed.
+#[doc(hidden)]
+pub fn plain_server_stream(data: &[u8]) -> Vec<u8> {
+    fn packet(out: &mut Vec<u8>, payload: &[u8]) {
+        let mut pad = 8 - (4 + 1 + payload.len()) % 8;
+        if pad < 4 {
+            pad += 8;
+        }
+        out.put_u32((1 + payload.len() + pad) as u32);
+        out.put_u8(pad as u8);
+        out.extend_from_slice(payload);
+        out.extend(std::iter::repeat_n(0, pad));
+    }
+    fn channel(out: &mut Vec<u8>, sftp: &[u8]) {
+        let mut p = vec![CHANNEL_DATA];
+        p.put_u32(0);
+        p.put_string(sftp);
+        packet(out, &p);
+    }
+    let mut out = Vec::new();
+    let mut p = vec![SERVICE_ACCEPT];
+    p.put_string(b"ssh-userauth");
+    packet(&mut out, &p);
+    packet(&mut out, &[USERAUTH_SUCCESS]);
+    let mut p = vec![OPEN_CONFIRMATION];
+    for v in [0, 5, 1 << 21, 32768] {
+        p.put_u32(v);
+    }
+    packet(&mut out, &p);
+    let mut p = vec![CHANNEL_SUCCESS];
+    p.put_u32(0);
+    packet(&mut out, &p);
+    let mut v = Vec::new();
+    v.put_u32(5);
+    v.put_u8(FXP_VERSION);
+    v.put_u32(3);
+    channel(&mut out, &v);
+    let mut h = Vec::new();
+    h.put_u32(1 + 4 + 4 + 2);
+    h.put_u8(FXP_HANDLE);
+    h.put_u32(1);
+    h.put_string(b"h1");
+    channel(&mut out, &h);
+    let mut a = Vec::new();
+    a.put_u32(1 + 4 + 4 + 8);
+    a.put_u8(FXP_ATTRS);
+    a.put_u32(2);
+    a.put_u32(1);
+    a.put_u64(data.len() as u64);
+    channel(&mut out, &a);
+    // The reads' answers, the data of each split over two channel packets.
+    for (i, part) in data.chunks(READ_LEN as usize).enumerate() {
+        let mut d = Vec::new();
+        d.put_u32((1 + 4 + 4 + part.len()) as u32);
+        d.put_u8(FXP_DATA);
+        d.put_u32(3 + i as u32);
+        d.put_string(part);
+        let half = d.len() / 2;
+        channel(&mut out, &d[..half]);
+        channel(&mut out, &d[half..]);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plain_session_reads_the_file_in_order_whole_or_split_anywhere() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let stream = plain_server_stream(&data);
+        for step in [usize::MAX, 1, 3, 4096, 33_000] {
+            let login = Login {
+                user: "u".into(),
+                password: Some("p".into()),
+                keys: Vec::new(),
+            };
+            let mut s = Session::plain_after_kex(b"/f", login);
+            let mut at = 0;
+            let mut size = None;
+            while size.is_none() {
+                let end = (at + step.min(16)).min(stream.len());
+                let mut ev = s.received(&stream[at..end]).expect("head");
+                at = end;
+                while let Event::Wait = ev {
+                    if at == end {
+                        break;
+                    }
+                    ev = s.received(&[]).expect("head");
+                }
+                if let Event::Opened { size: sz, .. } = ev {
+                    size = sz;
+                }
+                assert!(at < stream.len(), "never opened");
+            }
+            assert_eq!(size, Some(data.len() as u64));
+            s.read(0, data.len() as u64);
+            let out = s.take_out();
+            assert!(!out.is_empty(), "no reads sent");
+            let mut got = Vec::new();
+            while at < stream.len() {
+                let end = at.saturating_add(step).min(stream.len());
+                let mut chunk = stream[at..end].to_vec();
+                s.unwrap(&mut chunk, &mut |d| got.extend_from_slice(d))
+                    .expect("body");
+                at = end;
+            }
+            assert!(got == data, "step {step}: {} bytes", got.len());
+        }
+        crate::fuzzing::ssh_packets(&[[3u8].as_slice(), &stream].concat());
+    }
 
     #[test]
     fn a_session_begins_with_its_version_line_and_a_key_exchange_offer() {
