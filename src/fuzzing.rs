@@ -331,6 +331,7 @@ pub fn ssh_packets(data: &[u8]) {
         user: "u".into(),
         password: Some("p".into()),
         keys: Vec::new(),
+        agent: None,
     };
     let mut s = Session::new(b"/f", login(), &[]);
     let _ = s.received(data);

@@ -86,15 +86,21 @@ fn password_logins_download_whole_and_split_byte_exact_and_remember_the_host() {
 }
 
 #[test]
-fn public_key_logins_use_the_users_ed25519_or_ecdsa_key() {
+fn public_key_logins_use_the_users_ed25519_ecdsa_or_rsa_key() {
     let (root, data) = root_with(3 * 1024 * 1024 + 1, 0x6b65);
     let keys = TestDir::new();
-    let (ed, ec) = (keys.join("id_ed25519"), keys.join("id_ecdsa"));
+    let (ed, ec, rsa) = (
+        keys.join("id_ed25519"),
+        keys.join("id_ecdsa"),
+        keys.join("id_rsa"),
+    );
     keygen("ed25519", &ed);
     keygen("ecdsa", &ec);
+    keygen("rsa", &rsa);
     let ed_pub = keys.join("id_ed25519.pub");
     let ec_pub = keys.join("id_ecdsa.pub");
-    for (key, authorized) in [(&ed, &ed_pub), (&ec, &ec_pub)] {
+    let rsa_pub = keys.join("id_rsa.pub");
+    for (key, authorized) in [(&ed, &ed_pub), (&ec, &ec_pub), (&rsa, &rsa_pub)] {
         let Some(sshd) = Sshd::start(&[], &[authorized.as_path()]) else {
             return;
         };
@@ -414,4 +420,85 @@ fn sftp_through_a_proxy_is_refused_and_the_http_proxy_is_not_taken() {
     let proxy = "--http-proxy=http://127.0.0.1:9";
     let run = ringdl(&dir, &["--no-conf", proxy, "-d", &dir.arg(), &url]);
     same(&dir, "f.bin", &data, &run);
+}
+
+/// The keys an ssh-agent holds (`SSH_AUTH_SOCK`) are offered first, signed by the agent; a key
+/// file protected by a passphrase is passed over with a notice.
+#[test]
+fn an_agents_keys_log_in_and_a_key_with_a_passphrase_is_passed_over() {
+    let (root, data) = root_with(4 * 1024 * 1024 + 3, 0x6167);
+    let keys = TestDir::new();
+    let (rsa, ed) = (keys.join("agent_rsa"), keys.join("agent_ed"));
+    keygen("rsa", &rsa);
+    keygen("ed25519", &ed);
+    let Some(sshd) = Sshd::start(
+        &[],
+        &[&keys.join("agent_rsa.pub"), &keys.join("agent_ed.pub")],
+    ) else {
+        return;
+    };
+    let sock = keys.join("agent.sock");
+    /// The agent, killed when the test ends (passed or not).
+    struct Agent(std::process::Child);
+    impl Drop for Agent {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _agent = Agent(
+        std::process::Command::new("ssh-agent")
+            .args(["-D", "-a"])
+            .arg(&sock)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("ssh-agent"),
+    );
+    for _ in 0..100 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = sshd.url("root", &root.join("f.bin"));
+    for key in [&rsa, &ed] {
+        let added = std::process::Command::new("ssh-add")
+            .arg(key)
+            .env("SSH_AUTH_SOCK", &sock)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(added, "ssh-add failed");
+        let dir = TestDir::new();
+        // A key file ringdl cannot read without its passphrase.
+        let locked = home(&dir).join(".ssh/id_ed25519");
+        keygen("ed25519", &locked);
+        let ok = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-p", "-N", "secret phrase", "-P", "", "-f"])
+            .arg(&locked)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "ssh-keygen -p failed");
+        let args = ["--no-conf", "-x2", "-s2", "-k1M", "-d", &dir.arg(), &url];
+        let run = crate::support::run_changed(
+            &crate::support::binary_under_test(),
+            &dir,
+            &args,
+            Duration::from_secs(60),
+            |c| {
+                c.env("SSH_AUTH_SOCK", &sock);
+            },
+        );
+        same(&dir, "f.bin", &data, &run);
+        // Said once, though each of the two connections found the key.
+        let said = run.stdout.matches("passphrase").count();
+        assert_eq!(said, 1, "the locked key's notice {said} times\n{run}");
+        let _ = std::process::Command::new("ssh-add")
+            .arg("-D")
+            .env("SSH_AUTH_SOCK", &sock)
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
 }

@@ -255,6 +255,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     stopping: bool,
     /// The second one: drop what is not on disk yet and leave as soon as the writes in flight end.
     emergency: bool,
+    /// Notices conversations gave (said once a run, however many connections give them).
+    noticed: std::collections::HashSet<String>,
     tick: Duration,
     tick_op: Option<OpId>,
     dns: connection::DnsCache,

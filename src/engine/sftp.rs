@@ -141,7 +141,7 @@ fn user_keys() -> (Vec<UserKey>, Vec<String>) {
     let Some(home) = home() else {
         return (keys, notes);
     };
-    for name in ["id_ed25519", "id_ecdsa"] {
+    for name in ["id_ed25519", "id_ecdsa", "id_rsa"] {
         let path = home.join(".ssh").join(name);
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
@@ -156,6 +156,39 @@ fn user_keys() -> (Vec<UserKey>, Vec<String>) {
         }
     }
     (keys, notes)
+}
+
+/// One request to the ssh-agent at `sock` and its answer (a local socket: a few milliseconds;
+/// an agent that does not answer within the time below is given up).
+fn agent_ask(sock: &std::path::Path, request: &[u8]) -> Option<Vec<u8>> {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::os::unix::net::UnixStream::connect(sock).ok()?;
+    let limit = Some(std::time::Duration::from_secs(10));
+    s.set_read_timeout(limit).ok()?;
+    s.set_write_timeout(limit).ok()?;
+    s.write_all(request).ok()?;
+    let mut answer = vec![0u8; 4];
+    s.read_exact(&mut answer).ok()?;
+    let n = crate::ssh::keys::agent::answer_len(&answer)?;
+    answer.resize(n, 0);
+    s.read_exact(&mut answer[4..]).ok()?;
+    Some(answer)
+}
+
+/// The keys the agent at `sock` holds that can sign here.
+fn agent_keys(sock: &std::path::Path) -> Vec<UserKey> {
+    let Some(answer) = agent_ask(sock, &crate::ssh::keys::agent::list_request()) else {
+        return Vec::new();
+    };
+    crate::ssh::keys::agent::keys(&answer)
+        .iter()
+        .filter_map(|b| UserKey::from_agent(b))
+        .collect()
+}
+
+fn agent_sign(sock: &std::path::Path, blob: &[u8], data: &[u8], flags: u32) -> Option<Vec<u8>> {
+    let request = crate::ssh::keys::agent::sign_request(blob, data, flags);
+    crate::ssh::keys::agent::signature(&agent_ask(sock, &request)?)
 }
 
 /// A URI's part with its `%XX` escapes decoded, as bytes.
@@ -190,13 +223,32 @@ impl SftpConversation {
             .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
             .or_else(|| std::env::var("LOGNAME").ok().filter(|u| !u.is_empty()))
             .unwrap_or_else(|| "anonymous".into());
-        let (keys, notices) = user_keys();
+        let (mut keys, notices) = user_keys();
+        let agent = std::env::var_os("SSH_AUTH_SOCK")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from);
+        let mut signer: Option<Box<crate::ssh::sftp::AgentSigner>> = None;
+        if let Some(sock) = agent {
+            // The agent's keys first, as OpenSSH offers them (a key file the agent also holds
+            // is offered once).
+            let held = agent_keys(&sock);
+            if !held.is_empty() {
+                keys.retain(|k| !held.iter().any(|h| h.public_blob() == k.public_blob()));
+                let mut all = held;
+                all.append(&mut keys);
+                keys = all;
+                signer = Some(Box::new(move |blob: &[u8], data: &[u8], flags: u32| {
+                    agent_sign(&sock, blob, data, flags)
+                }));
+            }
+        }
         SftpConversation {
             url: url.clone(),
             login: Some(Login {
                 user,
                 password,
                 keys,
+                agent: signer,
             }),
             check: HostCheck::new(url, opts.ssh_host_key_md.as_deref()),
             remote_time: opts.remote_time,

@@ -63,7 +63,13 @@ pub struct Login {
     /// A password, tried after the keys.
     pub password: Option<String>,
     pub keys: Vec<UserKey>,
+    /// Signs for keys an agent holds ([`UserKey::Agent`]): the key's blob, the data, the
+    /// agent's flags; the signature's blob.
+    pub agent: Option<Box<AgentSigner>>,
 }
+
+/// An ssh-agent's signing, done by the caller (it is I/O).
+pub type AgentSigner = dyn FnMut(&[u8], &[u8], u32) -> Option<Vec<u8>>;
 
 /// What a session needs from the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -412,7 +418,17 @@ impl Session {
                 signed.put_bool(true);
                 signed.put_string(alg.as_bytes());
                 signed.put_string(&blob);
-                let Some(sig) = key.sign(&signed) else {
+                let sig = match key {
+                    UserKey::Agent { blob, flags, .. } => {
+                        let (blob, flags) = (blob.clone(), *flags);
+                        self.login
+                            .agent
+                            .as_mut()
+                            .and_then(|a| a(&blob, &signed, flags))
+                    }
+                    _ => key.sign(&signed),
+                };
+                let Some(sig) = sig else {
                     continue;
                 };
                 let mut p = signed[4 + sid.len()..].to_vec();
@@ -761,6 +777,7 @@ mod tests {
                 user: "u".into(),
                 password: Some("p".into()),
                 keys: Vec::new(),
+                agent: None,
             };
             let mut s = Session::plain_after_kex(b"/f", login);
             let mut at = 0;
@@ -803,6 +820,7 @@ mod tests {
             user: "u".into(),
             password: None,
             keys: Vec::new(),
+            agent: None,
         };
         let mut s = Session::new(b"/f", login, &[]);
         let out = s.take_out();
@@ -818,6 +836,7 @@ mod tests {
             user: "u".into(),
             password: None,
             keys: Vec::new(),
+            agent: None,
         };
         let mut s = Session::new(b"/f", login, &[]);
         assert_eq!(s.received(b"220 FTP here\r\n").unwrap(), Event::Wait);

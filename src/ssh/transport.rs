@@ -399,9 +399,10 @@ impl Transport {
             used: whole,
             ..Input::default()
         };
-        let Some(&kind) = data.get(payload.start) else {
+        if payload.is_empty() {
             return Err(proto("an empty SSH packet"));
-        };
+        }
+        let kind = data[payload.start];
         if self.kex.as_ref().is_some_and(|k| k.drop_next) {
             if let Some(k) = self.kex.as_mut() {
                 k.drop_next = false;

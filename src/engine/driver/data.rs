@@ -29,7 +29,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 .map(|conv| conv.notices())
                 .unwrap_or_default();
         for n in notices {
-            self.console.log(LogLevel::Notice, &n);
+            if self.noticed.insert(n.clone()) {
+                self.console.log(LogLevel::Notice, &n);
+            }
         }
         let Some(c) = self.conns[slot].as_mut() else {
             return false;

@@ -319,6 +319,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         sig_op: None,
         stopping: false,
         emergency: false,
+        noticed: std::collections::HashSet::new(),
         tick,
         tick_op: None,
         dns: connection::DnsCache::default(),
