@@ -847,6 +847,7 @@ mod tests {
                 user: "u".into(),
                 password: None,
                 keys: Vec::new(),
+                agent: None,
             },
             &[],
         );
