@@ -20,12 +20,24 @@ pub struct ServerKey {
     pub via: Option<Via>,
 }
 
+/// The port a URI of `scheme` names when it names none.
+pub fn default_port(scheme: &str) -> u16 {
+    match scheme {
+        "https" => 443,
+        "ftp" | "ftpes" => 21,
+        "ftps" => 990,
+        "sftp" => 22,
+        _ => 80,
+    }
+}
+
 impl ServerKey {
     pub fn of(url: &Url) -> ServerKey {
         ServerKey {
-            https: url.scheme() == "https",
+            // (Implicit FTPS speaks TLS from the first byte, as HTTPS does.)
+            https: matches!(url.scheme(), "https" | "ftps"),
             host: url.host_str().unwrap_or_default().to_string(),
-            port: url.port_or_known_default().unwrap_or(80),
+            port: url.port().unwrap_or_else(|| default_port(url.scheme())),
             via: None,
         }
     }
@@ -569,6 +581,22 @@ impl Conn {
 mod tests {
     use super::LowWater;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn each_scheme_goes_to_its_own_default_port() {
+        for (u, port, tls) in [
+            ("http://h/f", 80, false),
+            ("https://h/f", 443, true),
+            ("ftp://h/f", 21, false),
+            ("sftp://h/f", 22, false),
+            ("ftps://h/f", 990, true),
+            ("ftpes://h/f", 21, false),
+            ("sftp://h:2222/f", 2222, false),
+        ] {
+            let k = super::ServerKey::of(&url::Url::parse(u).expect("a URL"));
+            assert_eq!((k.port, k.https), (port, tls), "{u}");
+        }
+    }
 
     /// Feeds `per_ms` bytes a millisecond for `ms` milliseconds, one receive a millisecond.
     fn feed(w: &mut LowWater, start: Instant, ms: u64, per_ms: usize) -> Instant {
