@@ -16,15 +16,16 @@ import sys
 
 KEEP_MARKER = "<!-- Below: measurements by other bench/ scripts; bench/run.sh keeps them. -->"
 
-TOOLS = ["ringdl", "portable", "aria2c", "aria2c-best", "curl"]
+TOOLS = ["ringdl", "portable", "aria2c", "aria2c-best", "curl", "sftp"]
 SCENARIOS = {
     "https": "Large file over HTTPS",
     "http": "Large file over plain HTTP",
     "small": "Small files over HTTPS",
     "ftp": "Large file over FTP (vsftpd, passive mode; its CPU in the nginx column)",
+    "sftp": "Large file over SFTP (OpenSSH's sshd, password login; its CPU in the nginx column)",
 }
-LARGE = ("https", "http", "ftp")
-NAMES = {"https": "HTTPS", "http": "HTTP", "ftp": "FTP"}
+LARGE = ("https", "http", "ftp", "sftp")
+NAMES = {"https": "HTTPS", "http": "HTTP", "ftp": "FTP", "sftp": "SFTP"}
 RW_FAMILY = ["read", "write", "pread64", "pwrite64", "readv", "writev",
              "recvfrom", "sendto", "recvmsg", "sendmsg"]
 # Data-moving calls outside the family the target names; shown so the count cannot be dodged.
@@ -320,7 +321,7 @@ def scenario_table(runs, scen, tools, meta):
 
 def ratio_table(runs, scen, tools):
     lines = []
-    pairs = [(a, b) for a in ("ringdl", "portable") for b in ("aria2c", "aria2c-best", "curl")
+    pairs = [(a, b) for a in ("ringdl", "portable") for b in ("aria2c", "aria2c-best", "curl", "sftp")
              if a in tools and b in tools]
     if "ringdl" in tools and "portable" in tools:
         pairs.append(("ringdl", "portable"))

@@ -19,13 +19,15 @@ bench/run.sh [options]
   --dir DIR         work directory on a real disk (default /var/tmp/ringdl-bench)
   --out FILE        where to write RESULTS.md (default: bench/RESULTS.md for a full run in
                     which every ringdl run succeeded; otherwise the run's results dir)
-  --tools LIST      comma list out of ringdl,portable,aria2c,aria2c-best,curl (default
+  --tools LIST      comma list out of ringdl,portable,aria2c,aria2c-best,curl,sftp (sftp:
+                    OpenSSH's client, for the sftp scenario only; default
                     ringdl,portable,aria2c,curl, and aria2c-best too with --link; portable is
                     ringdl with --engine=portable; aria2c-best is aria2c with the settings its
                     users pick for speed: -x16 -s16 -k1M --file-allocation=falloc
                     --disk-cache=64M, whatever --conns says)
-  --scenarios LIST  comma list out of https,http,small,strace,ftp (default the first four; ftp is
-                    the large file from a private vsftpd, anonymous, passive mode)
+  --scenarios LIST  comma list out of https,http,small,strace,ftp,sftp (default the first four;
+                    ftp is the large file from a private vsftpd, anonymous, passive mode; sftp the
+                    same from a private sshd, logged in with a password)
   --ringdl PATH     use this ringdl binary instead of building target/release/ringdl
   --no-build        do not run cargo build --release; use target/release/ringdl as it is
   --timeout SEC     kill a run after SEC seconds (default 600)
@@ -115,8 +117,8 @@ DEFAULT_TOOLS="ringdl,portable,aria2c,curl"
 : "${TOOLS_OPT:=$DEFAULT_TOOLS}"
 IFS=, read -r -a TOOLS <<<"$TOOLS_OPT"
 IFS=, read -r -a SCENARIOS <<<"$SCEN_OPT"
-for t in "${TOOLS[@]}"; do [[ $t =~ ^(ringdl|portable|aria2c|aria2c-best|curl)$ ]] || die "unknown tool: $t"; done
-for s in "${SCENARIOS[@]}"; do [[ $s =~ ^(https|http|small|strace|ftp)$ ]] || die "unknown scenario: $s"; done
+for t in "${TOOLS[@]}"; do [[ $t =~ ^(ringdl|portable|aria2c|aria2c-best|curl|sftp)$ ]] || die "unknown tool: $t"; done
+for s in "${SCENARIOS[@]}"; do [[ $s =~ ^(https|http|small|strace|ftp|sftp)$ ]] || die "unknown scenario: $s"; done
 has_scen() { [[ ",$SCEN_OPT," == *",$1,"* ]]; }
 has_tool() { [[ ",$TOOLS_OPT," == *",$1,"* ]]; }
 
@@ -128,6 +130,11 @@ has_scen strace && { command -v strace >/dev/null || die "missing tool: strace";
 if has_scen ftp; then
     [[ -x /usr/sbin/vsftpd ]] || die "missing tool: vsftpd (Debian: apt-get install vsftpd)"
     [[ -z $LINK ]] || die "--link with the ftp scenario is not built: vsftpd serves on loopback only"
+fi
+if has_scen sftp; then
+    [[ -x /usr/sbin/sshd ]] || die "missing tool: sshd (Debian: apt-get install openssh-server)"
+    [[ -z $LINK ]] || die "--link with the sftp scenario is not built: sshd serves on loopback only"
+    [[ $(id -u) == 0 ]] || die "the sftp scenario needs root (sshd, and a local user to log in as)"
 fi
 NGINX_BIN=$(command -v nginx || echo /usr/sbin/nginx)
 CLK_TCK=$(getconf CLK_TCK)
@@ -171,6 +178,7 @@ cleanup() {
         kill -0 "$NGINX_PID" 2>/dev/null && kill -9 "$NGINX_PID" 2>/dev/null
     fi
     [[ -n $VSFTPD_PID ]] && kill "$VSFTPD_PID" 2>/dev/null
+    [[ -n ${SSHD_PID:-} ]] && kill "$SSHD_PID" 2>/dev/null
     # The namespace goes with its end of the veth pair, which takes the other end with it.
     teardown_link
     rm -rf "$OUTBASE"
@@ -220,7 +228,7 @@ make_random() { # path bytes
 }
 BIG_NAME="big-$SIZE_BYTES.bin"
 STRACE_NAME="strace-$STRACE_BYTES.bin"
-{ has_scen https || has_scen http || has_scen ftp; } && make_random "$DOCROOT/$BIG_NAME" "$SIZE_BYTES"
+{ has_scen https || has_scen http || has_scen ftp || has_scen sftp; } && make_random "$DOCROOT/$BIG_NAME" "$SIZE_BYTES"
 has_scen strace && make_random "$DOCROOT/$STRACE_NAME" "$STRACE_BYTES"
 
 SMALL_DIR="$DOCROOT/small/n$SMALL_N"
@@ -369,6 +377,33 @@ if has_scen ftp; then
     note "vsftpd $VSFTPD_PID on $FTP_BASE"
 fi
 
+# sshd for the sftp scenario: host keys of its own, a local user with a password (made here if
+# missing: ringdl's tests use the same one), internal-sftp, on loopback.
+SFTP_BASE=""
+SSHD_PID=""
+SSH_USER=ringdltest
+SSH_PASS=bench-pass
+if has_scen sftp; then
+    SSHD="$RES/sshd"
+    mkdir -p "$SSHD/home" /run/sshd
+    id "$SSH_USER" >/dev/null 2>&1 || useradd -M -d /tmp -s /bin/sh "$SSH_USER"
+    echo "$SSH_USER:$SSH_PASS" | chpasswd
+    ssh-keygen -q -t ecdsa -N '' -f "$SSHD/host_ecdsa"
+    ssh-keygen -q -t ed25519 -N '' -f "$SSHD/client_ed25519"
+    cp "$SSHD/client_ed25519.pub" "$SSHD/authorized_keys"
+    SFTP_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    printf '%s\n' "Port $SFTP_PORT" "ListenAddress 127.0.0.1" "HostKey $SSHD/host_ecdsa" \
+        "AuthorizedKeysFile $SSHD/authorized_keys" "StrictModes no" "UsePAM no" \
+        "PasswordAuthentication yes" "Subsystem sftp internal-sftp" "PidFile none" \
+        "LogLevel ERROR" "MaxStartups 100" >"$SSHD/sshd_config"
+    chmod o+rx "$DOCROOT" "$(dirname "$DOCROOT")"; chmod o+r "$DOCROOT/$BIG_NAME"
+    /usr/sbin/sshd -D -e -f "$SSHD/sshd_config" >"$SSHD/stderr.log" 2>&1 &
+    SSHD_PID=$!
+    for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$SFTP_PORT") 2>/dev/null && break; sleep 0.1; done
+    SFTP_BASE="sftp://$SSH_USER:$SSH_PASS@127.0.0.1:$SFTP_PORT$DOCROOT"
+    note "sshd $SSHD_PID on 127.0.0.1:$SFTP_PORT"
+fi
+
 # Keep the served files in the page cache so that nginx never waits on the disk.
 note "warming the page cache with the source files"
 for f in "$DOCROOT/$BIG_NAME" "$DOCROOT/$STRACE_NAME"; do [[ -f $f ]] && cat "$f" >/dev/null; done
@@ -387,6 +422,8 @@ nginx_pids() { # master + workers
         [[ ${f[3]} == "$NGINX_PID" ]] && NG_PIDS+=("${p#/proc/}")
         # vsftpd (the ftp scenario's server) and every session process it forked.
         [[ -n $VSFTPD_PID && ${f[1]} == "(vsftpd)" ]] && NG_PIDS+=("${p#/proc/}")
+        # sshd (the sftp scenario's) and its session processes.
+        [[ -n $SSHD_PID && ${f[1]} == "(sshd)" ]] && NG_PIDS+=("${p#/proc/}")
     done
 }
 # Kernel threads that are not the download's cost and are taken out of the machine-wide figure
@@ -404,7 +441,7 @@ sum_jiffies() { # pid... -> SUM_J = utime + stime of those processes
             sum=$((sum + f[13] + f[14]))
             # vsftpd forks a process per session, which ends within the run: the listener reaps
             # them, so their CPU is in its cutime and cstime.
-            [[ $pid == "$VSFTPD_PID" ]] && sum=$((sum + f[15] + f[16]))
+            [[ $pid == "$VSFTPD_PID" || $pid == "$SSHD_PID" ]] && sum=$((sum + f[15] + f[16]))
         fi
     done
     SUM_J=$sum
@@ -448,6 +485,23 @@ tool_cmd() { # tool scenario outdir
     local tool=$1 scen=$2 out=$3
     CMD=()
     case $scen in
+        sftp)
+            case $tool in
+                ringdl|portable|aria2c)
+                    local bin=aria2c; [[ $tool != aria2c ]] && bin=$RINGDL
+                    CMD=("$bin" "-x$CONNS" "-s$CONNS" --allow-overwrite=true -d "$out"
+                         --console-log-level=warn --summary-interval=0 "$SFTP_BASE/$BIG_NAME")
+                    # (ringdl adds the host to known_hosts in a HOME of the bench's own.)
+                    [[ $tool != aria2c ]] && CMD=(env "HOME=$SSHD/home" "${CMD[@]}")
+                    [[ $tool == portable ]] && CMD+=(--engine=portable) ;;
+                curl)
+                    CMD=(curl -sS --fail -k -u "$SSH_USER:$SSH_PASS" -o "$out/$BIG_NAME"
+                         "sftp://127.0.0.1:$SFTP_PORT$DOCROOT/$BIG_NAME") ;;
+                sftp)
+                    CMD=(sftp -q -i "$SSHD/client_ed25519" -o StrictHostKeyChecking=no
+                         -o UserKnownHostsFile=/dev/null -o BatchMode=yes -P "$SFTP_PORT"
+                         "$SSH_USER@127.0.0.1:$DOCROOT/$BIG_NAME" "$out/$BIG_NAME") ;;
+            esac ;;
         https|http|strace|ftp)
             local base=$HTTPS_BASE name=$BIG_NAME
             [[ $scen == http ]] && base=$HTTP_BASE
@@ -546,6 +600,8 @@ run_one() { # round scenario tool pos
     local out="$OUTBASE/$id" tf="$RES/time/$id.txt" lg="$RES/logs/$id.log"
     rm -rf "$out"; mkdir -p "$out"
     tool_cmd "$tool" "$scen" "$out"
+    # (A tool that has no command for this scenario, e.g. OpenSSH's sftp for HTTPS, sits it out.)
+    if ((${#CMD[@]} == 0)); then rmdir "$out"; return; fi
     local fail="" rc=0 t0=0 t1=0 b0=0 b1=0 n0=0 n1=0 k0=0 k1=0 o0=0 o1=0 s0=0 s1=0 l0 l1 res=0 fbytes=0 fok=0 ftot=1
     local srcpct
     srcpct=$(warm_source "$scen")
@@ -678,8 +734,8 @@ run_strace() { # tool
     printf 'kdamond\t%s\n' "${#KD_PIDS[@]}"
     printf 'nginx_workers\t%s\n' "$(nginx_pids; echo $((${#NG_PIDS[@]} - 1)))"
     printf 'source_resident\t%s\n' "$([[ -f $DOCROOT/$BIG_NAME ]] && resident_bytes "$DOCROOT/$BIG_NAME")"
-    for s in https http small ftp; do
-        for t in ringdl portable aria2c aria2c-best curl; do printf 'cmd_%s_%s\t%s\n' "$s" "$t" "$(cmd_for_display "$t" "$s")"; done
+    for s in https http small ftp sftp; do
+        for t in ringdl portable aria2c aria2c-best curl sftp; do printf 'cmd_%s_%s\t%s\n' "$s" "$t" "$(cmd_for_display "$t" "$s")"; done
     done
     printf 'strace_cmd\t%s\n' "strace -f -c -o \$RESULT <the https command above, for the ${STRACE_BYTES}-byte file>"
 } >"$RES/meta.tsv"
@@ -695,11 +751,12 @@ note "background load with nothing running: $(((b1 - b0) * 100 / (3 * CLK_TCK)))
 # left out of the report (the first large write of an invocation can be much slower).
 play_round() { # round
     local r=$1 scen n shift_by i idx
-    for scen in https http small ftp; do
+    for scen in https http small ftp sftp; do
         has_scen "$scen" || continue
         # Rotate the tool order each round (and by scenario), so no tool always runs first.
         n=${#TOOLS[@]}
         shift_by=0; [[ $scen == http ]] && shift_by=1; [[ $scen == ftp ]] && shift_by=2
+        [[ $scen == sftp ]] && shift_by=3
         for ((i = 0; i < n; i++)); do
             idx=$((((i + r - 1 + shift_by) % n + n) % n))
             run_one "$r" "$scen" "${TOOLS[$idx]}" "$((i + 1))"

@@ -288,8 +288,13 @@ pub fn ftp_replies(data: &[u8]) {
     let Ok(s) = Session::new("/d/f.bin", Login::default(), false, range) else {
         panic!("a plain path is a session");
     };
-    // Active mode for half the inputs.
-    let mut s = if data.len() % 2 == 1 { s.active() } else { s };
+    // Active mode for half the inputs; TLS, explicit or implicit, for some.
+    let s = if data.len() % 2 == 1 { s.active() } else { s };
+    let mut s = match data.len() % 5 {
+        1 => s.with_tls(crate::ftp::Tls::Explicit),
+        2 => s.with_tls(crate::ftp::Tls::Implicit),
+        _ => s,
+    };
     let mut held = data;
     for _ in 0..64 {
         let (used, mut event) = s.received(held);
@@ -303,7 +308,7 @@ pub fn ftp_replies(data: &[u8]) {
             event = s.listening(std::net::SocketAddr::from(([127, 0, 0, 1], 4000)));
         }
         match event {
-            Event::Send(line) => {
+            Event::Send(line) | Event::StartTls(line) => {
                 let breaks = line.iter().filter(|&&b| b == b'\r' || b == b'\n').count();
                 assert!(line.ends_with(b"\r\n") && breaks == 2, "{line:?}");
             }
@@ -372,7 +377,19 @@ pub fn ssh_packets(data: &[u8]) {
         while at < rest.len() && ok {
             let end = (at + step).min(rest.len());
             let mut chunk = rest[at..end].to_vec();
-            ok = s.unwrap(&mut chunk, &mut place).is_ok();
+            // Room for a few thousand bytes at a time: the rest is given again, as blocks free.
+            let room = cut as usize * 64 + 1;
+            let mut from = 0;
+            while ok && from < chunk.len() {
+                match s.unwrap(&mut chunk[from..], room, &mut place) {
+                    Ok((used, blocked)) => {
+                        from += used;
+                        assert!(blocked || from == chunk.len(), "bytes left, not blocked");
+                        assert!(used > 0 || blocked, "no progress");
+                    }
+                    Err(_) => ok = false,
+                }
+            }
             at = end;
         }
         assert!(got.len() as u64 <= size, "more data than asked for");

@@ -165,6 +165,9 @@ pub struct Exchange {
     /// The body is wrapped in the protocol's packets: the conversation unwraps it
     /// (`sources::Answer::wrapped`).
     pub wrapped: bool,
+    /// The conversation asked for TLS on the connection (`sources::Step::StartTls`), then these
+    /// bytes.
+    pub start_tls: Option<Vec<u8>>,
 }
 
 /// Bytes of the download a conversation asked to send: `header`, then `len` bytes from `first`.
@@ -277,6 +280,7 @@ impl Exchange {
             data_port: None,
             serve_ask: None,
             wrapped: false,
+            start_tls: None,
         }
     }
 
@@ -507,6 +511,9 @@ impl DataConn {
 pub struct Parked {
     #[allow(dead_code)]
     pub fd: Fd,
+    /// Its TLS session (FTPS), kept with it.
+    #[allow(dead_code)]
+    pub tls: Option<crate::tls::TlsSession>,
 }
 
 /// The work a new connection is opened for.

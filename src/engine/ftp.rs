@@ -133,6 +133,7 @@ impl FtpConversation {
             Event::Send(b) => Step::Send(b),
             Event::OpenData(port) => Step::Data(port),
             Event::Listen => Step::Listen,
+            Event::StartTls(then) => Step::StartTls(then),
             Event::Transfer {
                 size,
                 first,
@@ -159,6 +160,12 @@ impl Conversation for FtpConversation {
     fn begin(&mut self, url: &Url, range: Option<(u64, Option<u64>)>) -> Vec<u8> {
         let session = Session::new(url.path(), self.login.clone(), self.ascii, range);
         let session = session.map(|s| if self.remote_time { s.with_time() } else { s });
+        let tls = match url.scheme() {
+            "ftps" => crate::ftp::Tls::Implicit,
+            "ftpes" => crate::ftp::Tls::Explicit,
+            _ => crate::ftp::Tls::None,
+        };
+        let session = session.map(|s| s.with_tls(tls));
         match session.map(|s| if self.passive { s } else { s.active() }) {
             Ok(s) => {
                 let first = s.start();

@@ -388,14 +388,16 @@ impl Conversation for SftpConversation {
         }
     }
 
-    fn unwrap(&mut self, data: &mut [u8], place: &mut dyn FnMut(&[u8])) -> Result<(), Failure> {
+    fn unwrap(
+        &mut self,
+        data: &mut [u8],
+        room: usize,
+        place: &mut dyn FnMut(&[u8]),
+    ) -> Result<(usize, bool), Failure> {
         let Some(s) = self.session.as_mut() else {
             return Err(Failure::fatal(ExitCode::UNKNOWN, "no SFTP session"));
         };
-        match s.unwrap(data, place) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.failure(e)),
-        }
+        s.unwrap(data, room, place).map_err(|e| self.failure(e))
     }
 
     fn outgoing(&mut self) -> Vec<u8> {

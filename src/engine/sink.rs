@@ -68,21 +68,27 @@ impl BodySink<'_> {
     }
 
     /// Body bytes wrapped in the protocol's packets (`Exchange::wrapped`): the conversation
-    /// unwraps them all, in place where it can; the file's bytes in them are framed and placed
-    /// as any body's; what it has to send on account of them goes out with the next send.
-    pub fn unwrap_body(&mut self, data: &mut [u8]) {
+    /// unwraps them, in place where it can, as far as the write blocks have room; the file's
+    /// bytes in them are framed and placed as any body's; what it has to send on account of them
+    /// goes out with the next send. How many bytes it took, and whether the rest waits for room.
+    pub fn unwrap_body(&mut self, data: &mut [u8]) -> (usize, bool) {
         if self.ex.error.is_some() || data.is_empty() {
-            return;
+            return (data.len(), false);
         }
         self.ex.any_bytes = true;
         let Some(mut conv) = self.ex.conversation.take() else {
-            return;
+            return (data.len(), false);
         };
-        let r = conv.unwrap(data, &mut |d| self.unframe(d));
+        let room = self.capacity();
+        let r = conv.unwrap(data, room, &mut |d| self.unframe(d));
         self.ex.outgoing.extend_from_slice(&conv.outgoing());
         self.ex.conversation = Some(conv);
-        if let Err(f) = r {
-            self.ex.error = Some(f);
+        match r {
+            Ok(taken) => taken,
+            Err(f) => {
+                self.ex.error = Some(f);
+                (data.len(), false)
+            }
         }
     }
 
@@ -382,6 +388,12 @@ pub fn take_step(ex: &mut Exchange, used: usize, step: Step) -> bool {
             // The driver listens; the conversation hears where through `listening`.
             ex.head.drain(..used);
             ex.data_port = Some(DataAsk::Listen);
+            false
+        }
+        Step::StartTls(then) => {
+            // The driver starts TLS; what follows on the connection is TLS's.
+            ex.head.drain(..used);
+            ex.start_tls = Some(then);
             false
         }
         Step::Answer(a) => {

@@ -61,6 +61,9 @@ pub enum Step {
         first: u64,
         len: usize,
     },
+    /// Start TLS on this connection (FTP's `AUTH TLS`), then send these bytes under it; a
+    /// data connection opened later is under TLS too, resuming this connection's session.
+    StartTls(Vec<u8>),
     /// The answer: the file's bytes follow.
     Answer(Answer),
     /// The exchange failed (aria2's exit code, and whether another try may do better).
@@ -93,9 +96,16 @@ pub trait Conversation {
             "a listening socket nobody asked for",
         ))
     }
-    /// Body bytes of a wrapped answer ([`Answer::wrapped`]), all taken (opened in place where
-    /// the protocol can): the file's bytes in them are given to `place`, in order.
-    fn unwrap(&mut self, _data: &mut [u8], _place: &mut dyn FnMut(&[u8])) -> Result<(), Failure> {
+    /// Body bytes of a wrapped answer ([`Answer::wrapped`]), opened in place where the protocol
+    /// can: the file's bytes in them are given to `place`, in order, until about `room` of them
+    /// were. How many bytes were taken (the rest is given again), and whether the rest waits for
+    /// room (then not before blocks are free) rather than for more bytes.
+    fn unwrap(
+        &mut self,
+        _data: &mut [u8],
+        _room: usize,
+        _place: &mut dyn FnMut(&[u8]),
+    ) -> Result<(usize, bool), Failure> {
         Err(Failure::retry(
             super::ExitCode::UNKNOWN,
             "wrapped bytes nobody can unwrap",
@@ -158,7 +168,8 @@ fn test_protocol(scheme: &str) -> Option<Maker> {
 
 /// Whether `url`'s protocol is one of the conversations' (not HTTP's).
 pub fn is_conversation(url: &Url) -> bool {
-    matches!(url.scheme(), "ftp" | "sftp") || test_protocol(url.scheme()).is_some()
+    matches!(url.scheme(), "ftp" | "ftps" | "ftpes" | "sftp")
+        || test_protocol(url.scheme()).is_some()
 }
 
 /// The machine for an exchange with `url` for a download made with `opts`, when its protocol
@@ -169,7 +180,9 @@ pub fn conversation_for(
     netrc: Option<&crate::http::auth::Credentials>,
 ) -> Option<Box<dyn Conversation>> {
     match url.scheme() {
-        "ftp" => Some(Box::new(super::ftp::FtpConversation::new(url, opts, netrc))),
+        "ftp" | "ftps" | "ftpes" => {
+            Some(Box::new(super::ftp::FtpConversation::new(url, opts, netrc)))
+        }
         "sftp" => Some(Box::new(super::sftp::SftpConversation::new(
             url, opts, netrc,
         ))),
@@ -195,7 +208,9 @@ pub fn check_uri(u: &str) -> Result<(), String> {
         None
     };
     let is_http = lower.starts_with("http://") || lower.starts_with("https://");
-    let is_ftp = lower.starts_with("ftp://") || lower.starts_with("sftp://");
+    let is_ftp = ["ftp://", "ftps://", "ftpes://", "sftp://"]
+        .iter()
+        .any(|s| lower.starts_with(s));
     match feature {
         Some(f) if !is_http || lower.starts_with("magnet:") => Err(format!(
             "ringdl does not support {f}: {u}; use aria2c for it"

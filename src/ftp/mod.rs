@@ -70,6 +70,9 @@ pub enum Event {
     OpenData(u16),
     /// Listen for the server's data connection (active mode); then [`Session::listening`].
     Listen,
+    /// Start TLS on the control connection (the server said yes to `AUTH TLS`), then send these
+    /// bytes under it; data connections are under TLS too from now on.
+    StartTls(Vec<u8>),
     /// The file's bytes come on the data connection: from `first`, `length` of them (`None`:
     /// until the server closes it), of a file of `size` bytes if the server said.
     Transfer {
@@ -82,9 +85,23 @@ pub enum Event {
     Fail(Error),
 }
 
+/// FTP over TLS (RFC 4217).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tls {
+    /// Plain FTP.
+    None,
+    /// `AUTH TLS` after the greeting (`ftpes://`): refused by the server, the session fails.
+    Explicit,
+    /// TLS from the first byte (`ftps://`, port 990), by the connection.
+    Implicit,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Greeting,
+    AuthTls,
+    Pbsz,
+    Prot,
     User,
     Pass,
     Type,
@@ -122,6 +139,7 @@ pub struct Session {
     range: Option<(u64, Option<u64>)>,
     size: Option<u64>,
     state: State,
+    tls: Tls,
 }
 
 /// Refuses a name or credential that would break out of its command (CR, LF, NUL).
@@ -174,7 +192,20 @@ impl Session {
             range,
             size: None,
             state: State::Greeting,
+            tls: Tls::None,
         })
+    }
+
+    /// Over TLS: explicit (`AUTH TLS`) or implicit; the data connections are protected
+    /// (`PBSZ 0`, `PROT P`).
+    pub fn with_tls(mut self, tls: Tls) -> Session {
+        self.tls = tls;
+        self
+    }
+
+    fn user(&mut self) -> Event {
+        self.state = State::User;
+        command(format!("USER {}", self.login.user))
     }
 
     /// Ask the file's modification time (`MDTM`, for `-R`).
@@ -275,11 +306,33 @@ impl Session {
             })
         };
         match self.state {
-            State::Greeting if r.code == 220 => {
-                self.state = State::User;
-                command(format!("USER {}", self.login.user))
-            }
+            State::Greeting if r.code == 220 => match self.tls {
+                Tls::None => self.user(),
+                Tls::Explicit => {
+                    self.state = State::AuthTls;
+                    command("AUTH TLS".into())
+                }
+                Tls::Implicit => {
+                    self.state = State::Pbsz;
+                    command("PBSZ 0".into())
+                }
+            },
             State::Greeting => failed(Kind::Permanent, "no greeting"),
+            State::AuthTls if r.code == 234 => {
+                self.state = State::Pbsz;
+                Event::StartTls(b"PBSZ 0\r\n".to_vec())
+            }
+            State::AuthTls => failed(Kind::Permanent, "TLS refused (AUTH TLS)"),
+            State::Pbsz if r.ok() => {
+                self.state = State::Prot;
+                command("PROT P".into())
+            }
+            State::Pbsz => failed(Kind::Permanent, "PBSZ refused"),
+            State::Prot if r.ok() => self.user(),
+            State::Prot => failed(
+                Kind::Permanent,
+                "a protected data connection refused (PROT P)",
+            ),
             State::User | State::Pass if r.code == 230 || r.code == 202 => {
                 self.state = State::Type;
                 command(format!("TYPE {}", if self.ascii { "A" } else { "I" }))
@@ -437,6 +490,40 @@ fn percent_decode(s: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn explicit_tls_asks_auth_tls_then_protects_the_data_and_implicit_skips_to_pbsz() {
+        let send = |e: Event| match e {
+            Event::Send(b) => String::from_utf8(b).expect("text"),
+            other => panic!("{other:?}"),
+        };
+        let mut s = Session::new("/f", Login::default(), false, None)
+            .expect("session")
+            .with_tls(Tls::Explicit);
+        assert_eq!(send(s.received(b"220 hi\r\n").1), "AUTH TLS\r\n");
+        assert_eq!(
+            s.received(b"234 go\r\n").1,
+            Event::StartTls(b"PBSZ 0\r\n".to_vec())
+        );
+        assert_eq!(send(s.received(b"200 ok\r\n").1), "PROT P\r\n");
+        assert_eq!(send(s.received(b"200 ok\r\n").1), "USER anonymous\r\n");
+        // A server without TLS: the session fails (never goes on in the clear).
+        let mut s = Session::new("/f", Login::default(), false, None)
+            .expect("session")
+            .with_tls(Tls::Explicit);
+        s.received(b"220 hi\r\n");
+        assert!(matches!(s.received(b"500 what\r\n").1, Event::Fail(_)));
+        let mut s = Session::new("/f", Login::default(), false, None)
+            .expect("session")
+            .with_tls(Tls::Implicit);
+        assert_eq!(send(s.received(b"220 hi\r\n").1), "PBSZ 0\r\n");
+        let mut s = Session::new("/f", Login::default(), false, None)
+            .expect("session")
+            .with_tls(Tls::Implicit);
+        s.received(b"220 hi\r\n");
+        s.received(b"200 ok\r\n");
+        assert!(matches!(s.received(b"534 no\r\n").1, Event::Fail(_)));
+    }
 
     fn sends(e: (usize, Event)) -> String {
         match e.1 {

@@ -147,7 +147,7 @@ impl Routes {
         let proxy = match url.scheme() {
             "https" => self.https.as_ref(),
             // (SFTP as FTP: aria2c takes the FTP proxy for both.)
-            "ftp" | "sftp" => self.ftp.as_ref(),
+            "ftp" | "ftps" | "ftpes" | "sftp" => self.ftp.as_ref(),
             _ => self.http.as_ref(),
         }?;
         let host = url.host_str()?;

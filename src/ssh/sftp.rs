@@ -47,12 +47,13 @@ const FX_EOF: u32 = 1;
 const FX_NO_SUCH_FILE: u32 = 2;
 const FX_PERMISSION_DENIED: u32 = 3;
 
-/// The window the server may fill before we say we took its bytes, and the largest channel
-/// packet we take.
-const WINDOW: u32 = 8 * 1024 * 1024;
-const MAX_CHANNEL_PACKET: u32 = 64 * 1024;
 /// Bytes one READ asks for (every server takes 32 KiB) and how many are in flight at once.
 pub const READ_LEN: u32 = 32 * 1024;
+/// The window the server may fill before we say we took its bytes, and the largest channel
+/// packet we take: one READ's answer with its header fits one (so a packet split by a read's
+/// end, the one kept aside, is never much larger).
+const WINDOW: u32 = 8 * 1024 * 1024;
+const MAX_CHANNEL_PACKET: u32 = READ_LEN + 1024;
 pub const READS_IN_FLIGHT: usize = 64;
 /// The longest SFTP reply other than data that is taken.
 const MAX_REPLY: usize = 256 * 1024;
@@ -139,6 +140,8 @@ pub struct Session {
     end: u64,
     reads: VecDeque<Read>,
     event: Option<Event>,
+    /// File bytes that may still be handed out in this call ([`Session::unwrap`]'s room).
+    budget: usize,
 }
 
 fn err(kind: ErrorKind, m: impl Into<String>) -> Error {
@@ -179,6 +182,7 @@ impl Session {
             end: 0,
             reads: VecDeque::new(),
             event: None,
+            budget: usize::MAX,
         }
     }
 
@@ -200,6 +204,7 @@ impl Session {
     /// Takes bytes received before the file is open; what it needs next. Bytes after an event
     /// are kept for the next call (an empty one will do).
     pub fn received(&mut self, bytes: &[u8]) -> Result<Event, Error> {
+        self.budget = usize::MAX;
         self.pending.extend_from_slice(bytes);
         let mut buf = std::mem::take(&mut self.pending);
         let mut refuse = |_: &[u8]| {};
@@ -232,39 +237,64 @@ impl Session {
         self.fill_reads();
     }
 
-    /// Takes body bytes (all of them): the file's data found in them is passed to `place`, in
-    /// order; a packet split by the end of `data` waits for the rest.
-    pub fn unwrap(&mut self, data: &mut [u8], place: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
+    /// Takes body bytes: the file's data found in them is passed to `place`, in order, until
+    /// about `room` bytes of it were (a packet is not split for it: one may run past). A packet
+    /// split by the end of `data` is kept here for the rest. How many bytes of `data` were
+    /// used, and whether the rest waits for room (`true`) rather than for more bytes.
+    pub fn unwrap(
+        &mut self,
+        data: &mut [u8],
+        room: usize,
+        place: &mut dyn FnMut(&[u8]),
+    ) -> Result<(usize, bool), Error> {
+        self.budget = room;
         let mut at = 0;
-        while !self.pending.is_empty() && at < data.len() {
-            // Join the packet begun before with what it needs of these bytes, then open it.
-            let want = self.t.packet_len(&self.pending).unwrap_or(4);
-            let take = want.saturating_sub(self.pending.len()).min(data.len() - at);
-            if take == 0 {
-                return Err(proto("an SSH packet would not complete"));
-            }
-            self.pending.extend_from_slice(&data[at..at + take]);
-            at += take;
+        // What was kept before: its whole packets, then the one it begins, joined with the bytes
+        // it needs of these.
+        while !self.pending.is_empty() && self.budget > 0 {
             let mut buf = std::mem::take(&mut self.pending);
             let r = self.run(&mut buf, place);
             let used = r.as_ref().map(|u| *u).unwrap_or(0);
             buf.drain(..used);
             self.pending = buf;
             r?;
+            if self.pending.is_empty() || self.budget == 0 {
+                break;
+            }
+            let want = self.t.packet_len(&self.pending).unwrap_or(4);
+            let take = want.saturating_sub(self.pending.len()).min(data.len() - at);
+            if take == 0 {
+                if at == data.len() {
+                    return Ok((at, false));
+                }
+                return Err(proto("an SSH packet would not complete"));
+            }
+            // (Exactly what the packet needs: eight connections' spare capacity is memory.)
+            self.pending.reserve_exact(take);
+            self.pending.extend_from_slice(&data[at..at + take]);
+            at += take;
         }
-        if at < data.len() {
-            let rest = &mut data[at..];
-            let used = self.run(rest, place)?;
-            self.pending.extend_from_slice(&rest[used..]);
+        if !self.pending.is_empty() || self.budget == 0 {
+            return Ok((at, at < data.len()));
         }
-        Ok(())
+        let rest = &mut data[at..];
+        let used = self.run(rest, place)?;
+        if self.budget == 0 {
+            return Ok((at + used, at + used < data.len()));
+        }
+        let tail = &rest[used..];
+        if let Some(want) = self.t.packet_len(tail) {
+            self.pending.reserve_exact(want.max(tail.len()));
+        }
+        self.pending.extend_from_slice(tail);
+        Ok((data.len(), false))
     }
 
     /// Opens the whole packets at the front of `buf` and acts on them, until one needs the
     /// caller (an event); how many bytes were used.
     fn run(&mut self, buf: &mut [u8], place: &mut dyn FnMut(&[u8])) -> Result<usize, Error> {
         let mut at = 0;
-        while self.event.is_none() {
+        while self.event.is_none() && self.budget > 0 {
             let input = self.t.input(&mut buf[at..])?;
             if input.used == 0 {
                 break;
@@ -528,6 +558,7 @@ impl Session {
             if self.data_left > 0 {
                 let n = (self.data_left as usize).min(d.len());
                 place(&d[..n]);
+                self.budget = self.budget.saturating_sub(n);
                 self.data_left -= n as u32;
                 self.front_got += n as u32;
                 d = &d[n..];
@@ -805,8 +836,19 @@ mod tests {
             while at < stream.len() {
                 let end = at.saturating_add(step).min(stream.len());
                 let mut chunk = stream[at..end].to_vec();
-                s.unwrap(&mut chunk, &mut |d| got.extend_from_slice(d))
-                    .expect("body");
+                // Room for one READ's data at a time at most: what is left waits in the chunk.
+                let mut from = 0;
+                while from < chunk.len() {
+                    let room = if step == 1 { usize::MAX } else { 40_000 };
+                    let (used, blocked) = s
+                        .unwrap(&mut chunk[from..], room, &mut |d| got.extend_from_slice(d))
+                        .expect("body");
+                    from += used;
+                    assert!(
+                        blocked || from == chunk.len(),
+                        "bytes left unused, not blocked"
+                    );
+                }
                 at = end;
             }
             assert!(got == data, "step {step}: {} bytes", got.len());

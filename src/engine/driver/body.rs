@@ -265,7 +265,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 None => None,
             };
             // Without its read block the connection has a receive in flight; its completion pumps.
-            let Some(rbuf) = c.rbuf.as_mut() else { return };
+            // (What waits to be sealed for TLS goes now: the peer may wait for it.)
+            let Some(rbuf) = c.rbuf.as_mut() else {
+                return self.seal_plain(slot);
+            };
             let read_size = rbuf.len();
             let rb = &mut rbuf.as_mut_slice()[c.rb_start..c.rb_end];
             let pool = self.reactor.pool();
@@ -325,11 +328,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         ranges_unconfirmed,
                         flushes: &mut self.flushes,
                     };
-                    match sink.ex.wrapped && sink.ex.phase == Phase::Body {
-                        true => sink.unwrap_body(rb),
-                        false => sink.feed(rb),
+                    if sink.ex.wrapped && sink.ex.phase == Phase::Body {
+                        // What the blocks had no room for stays in the read block, and the
+                        // connection waits for a free block as a TLS one does.
+                        let (used, blocked) = sink.unwrap_body(rb);
+                        c.rb_start += used.min(c.rb_end - c.rb_start);
+                        c.tls_blocked = blocked;
+                    } else {
+                        sink.feed(rb);
+                        c.rb_start = c.rb_end;
                     }
-                    c.rb_start = c.rb_end;
                 }
             } else {
                 c.rb_start = c.rb_end;
@@ -348,6 +356,22 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             if !self.conversed(slot) {
                 return;
             }
+        }
+    }
+
+    /// Seals the plaintext waiting to go out under TLS (a conversation's next command), with no
+    /// incoming bytes: for a connection whose read block is out with a receive.
+    fn seal_plain(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(tls) = c.tls.as_mut().filter(|_| !c.plain_out.is_empty()) else {
+            return;
+        };
+        let mut idle = IdleSink { got_data: false };
+        if let Err(e) = tls.process(&mut [], &mut c.out, &mut c.plain_out, &mut idle) {
+            let f = Failure::retry(ExitCode::UNKNOWN, e.with_host(&c.server.host));
+            self.fail_conn(slot, f);
         }
     }
 

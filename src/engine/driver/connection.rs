@@ -242,6 +242,27 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // Through a proxy, the tunnel opens first; TLS and the request wait for it.
         self.start_tunnel(slot);
         if tls {
+            match self.tls_session(slot) {
+                Ok(s) => {
+                    if let Some(c) = self.conns[slot].as_mut() {
+                        c.tls = Some(s);
+                    }
+                }
+                Err(f) => {
+                    self.fail_conn(slot, f);
+                    return;
+                }
+            }
+        }
+        self.dispatch(slot);
+    }
+
+    /// A TLS client session for connection `slot`'s server (the configuration made on first
+    /// use): HTTPS and implicit FTPS as they connect, FTP's `AUTH TLS`, and FTPS data
+    /// connections (which resume the control connection's session: the same configuration and
+    /// server name).
+    pub(super) fn tls_session(&mut self, slot: usize) -> Result<TlsSession, Failure> {
+        {
             if self.tls.is_none() {
                 let options = crate::tls::TlsOptions {
                     ca_file: self.s.ca_certificate.as_deref(),
@@ -252,16 +273,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 };
                 match TlsConfig::with(&options) {
                     Ok(c) => self.tls = Some(c),
-                    Err(e) => {
-                        self.fail_conn(slot, Failure::fatal(ExitCode::UNKNOWN, e.to_string()));
-                        return;
-                    }
+                    Err(e) => return Err(Failure::fatal(ExitCode::UNKNOWN, e.to_string())),
                 }
             }
-            let Some(cfg) = &self.tls else { return };
+            let gone = || Failure::retry(ExitCode::UNKNOWN, "the connection is gone");
+            let Some(cfg) = &self.tls else {
+                return Err(gone());
+            };
             let session = {
                 let Some(c) = self.conns[slot].as_ref() else {
-                    return;
+                    return Err(gone());
                 };
                 let host = url::Host::parse(&c.server.host).or_else(|_| {
                     url::Host::parse(c.server.host.trim_start_matches('[').trim_end_matches(']'))
@@ -278,19 +299,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     Err(e) => Err(e.to_string()),
                 }
             };
-            match session {
-                Ok(s) => {
-                    if let Some(c) = self.conns[slot].as_mut() {
-                        c.tls = Some(s);
-                    }
-                }
-                Err(e) => {
-                    self.fail_conn(slot, Failure::fatal(ExitCode::UNKNOWN, e));
-                    return;
-                }
-            }
+            session.map_err(|e| Failure::fatal(ExitCode::UNKNOWN, e))
         }
-        self.dispatch(slot);
     }
 
     /// A connected (or reused) connection starts the exchange it was opened for.

@@ -21,7 +21,7 @@ impl Identity {
         // (Asked as every exchange begins, HTTP's too: only FTP's look the host up.)
         let host = url
             .host_str()
-            .filter(|_| !no_netrc && matches!(url.scheme(), "ftp" | "sftp"))?;
+            .filter(|_| !no_netrc && matches!(url.scheme(), "ftp" | "ftps" | "ftpes" | "sftp"))?;
         self.netrc.as_ref()?.lookup_or_default(host)
     }
 

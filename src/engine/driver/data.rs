@@ -36,12 +36,39 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut() else {
             return false;
         };
+        // Bytes for TLS to seal need another round of the pump (which seals them).
+        let mut again = false;
         if let Some(ex) = c.ex.as_mut().filter(|ex| !ex.outgoing.is_empty()) {
             // A conversation's reply, sent as a request is.
             let out = std::mem::take(&mut ex.outgoing);
             match c.tls.is_some() {
-                true => c.plain_out.extend_from_slice(&out),
+                true => {
+                    c.plain_out.extend_from_slice(&out);
+                    again = true;
+                }
                 false => c.out.extend_from_slice(&out),
+            }
+        }
+        if let Some(then) = c.ex.as_mut().and_then(|ex| ex.start_tls.take()) {
+            // TLS begins on this connection (FTP's AUTH TLS): the bytes after go under it, and
+            // the pump's next round makes the ClientHello.
+            if c.tls.is_some() || c.rb_start != c.rb_end {
+                let f = Failure::retry(ExitCode::UNKNOWN, "TLS asked for where it cannot start");
+                self.fail_conn(slot, f);
+                return false;
+            }
+            match self.tls_session(slot) {
+                Ok(s) => {
+                    if let Some(c) = self.conns[slot].as_mut() {
+                        c.tls = Some(s);
+                        c.plain_out = then;
+                    }
+                    return true;
+                }
+                Err(f) => {
+                    self.fail_conn(slot, f);
+                    return false;
+                }
             }
         }
         match c.ex.as_mut().and_then(|ex| ex.data_port.take()) {
@@ -60,7 +87,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return false;
         };
         let Some(ex) = c.ex.as_ref().filter(|ex| ex.phase == Phase::Decide) else {
-            return false;
+            return again;
         };
         let on_data = ex.answer.as_ref().is_some_and(|a| a.on_data);
         if on_data && ex.error.is_none() && matches!(c.data, Some(DataConn::Listening(..))) {
@@ -162,7 +189,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if sink::take_step(ex, 0, step) {
             sink::converse(ex);
         }
-        self.conversed(slot);
+        if self.conversed(slot) {
+            // (Bytes for TLS to seal, or an answer taken: the pump goes on from there.)
+            self.pump(slot);
+        }
         self.after_io(slot);
     }
 
@@ -247,10 +277,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return false;
         };
         let connected = c.data.as_ref().is_some_and(DataConn::connected);
-        let why = match (connected, c.recv.is_some() || c.sending, c.tls.is_some()) {
-            (true, false, false) => None,
-            (true, true, _) => Some("the answer came with a receive in flight"),
-            (true, _, true) => Some("a data connection under TLS is not built yet"),
+        let why = match (connected, c.recv.is_some() || c.sending) {
+            (true, false) => None,
+            (true, true) => Some("the answer came with a receive in flight"),
             _ => Some("the answer came before its data connection"),
         };
         if let Some(why) = why {
@@ -268,11 +297,33 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         c.rb_start = 0;
         c.rb_end = 0;
+        let control_tls = c.tls.take();
+        let under_tls = control_tls.is_some();
         if let Some(fd) = c.fd.replace(data) {
-            c.control = Some(Parked { fd });
+            c.control = Some(Parked {
+                fd,
+                tls: control_tls,
+            });
         }
         c.eof = false;
+        c.tls_peer_closed = false;
+        c.tls_cipher = None;
         c.low_water = crate::engine::conn::LowWater::default();
+        if under_tls {
+            // FTPS: the data connection is under TLS too, resuming the control connection's
+            // session (the same configuration and server name), as servers may require.
+            match self.tls_session(slot) {
+                Ok(s) => {
+                    if let Some(c) = self.conns[slot].as_mut() {
+                        c.tls = Some(s);
+                    }
+                }
+                Err(f) => {
+                    self.fail_conn(slot, f);
+                    return false;
+                }
+            }
+        }
         true
     }
 }

@@ -381,7 +381,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 flushes: &mut self.flushes,
             };
             match sink.ex.wrapped {
-                true => sink.unwrap_body(&mut rest),
+                true => {
+                    // (A wrapping conversation keeps what came after its answer itself.)
+                    let (used, _) = sink.unwrap_body(&mut rest);
+                    if used < rest.len() {
+                        sink.ex.error = Some(Failure::retry(
+                            ExitCode::UNKNOWN,
+                            "bytes after the answer could not be taken",
+                        ));
+                    }
+                }
                 false => sink.unframe(&rest),
             }
         }
