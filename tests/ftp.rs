@@ -673,3 +673,119 @@ fn a_server_without_rest_cannot_resume_and_the_file_is_kept() {
         &data[..200_000]
     );
 }
+
+/// A certificate for 127.0.0.1 and its key, made with openssl: (cert, key).
+fn loopback_certificate(dir: &TestDir) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let ok = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "openssl could not make a certificate");
+    crate::support::ftp::open_up(dir.path());
+    (cert, key)
+}
+
+/// FTPS, beyond aria2c: `ftps://` (TLS from the first byte) and `ftpes://` (`AUTH TLS`), whole,
+/// split and (explicit) active, byte-exact, against vsftpd requiring TLS for the login and the
+/// data and requiring each data connection to resume the control connection's TLS session.
+#[test]
+fn ftps_implicit_and_explicit_downloads_are_byte_exact_resuming_the_tls_session() {
+    let (root, data) = root_with(5 * 1024 * 1024 + 77, 0x7466);
+    let certs = TestDir::new();
+    let (cert, key) = loopback_certificate(&certs);
+    let ca = format!("--ca-certificate={}", cert.display());
+    for (implicit, scheme) in [(true, "ftps"), (false, "ftpes")] {
+        let Some(server) = FtpServer::vsftpd_tls(root.path(), implicit, &cert, &key) else {
+            return;
+        };
+        let url = server.url("pub/f.bin").replacen("ftp", scheme, 1);
+        let modes: &[&[&str]] = match implicit {
+            true => &[&["-x1"], &["-x3", "-s3", "-k1M"]],
+            false => &[&["-x1"], &["-x3", "-s3", "-k1M"], &["--ftp-pasv=false"]],
+        };
+        for extra in modes {
+            let dir = TestDir::new();
+            let mut args = vec!["--no-conf", &ca, "-d"];
+            let d = dir.arg();
+            args.push(&d);
+            args.extend_from_slice(extra);
+            args.push(&url);
+            let run = ringdl(&dir, &args);
+            assert_eq!(run.code(), 0, "{scheme} {extra:?}: {run}\n{}", server.log());
+            same(&dir, "f.bin", &data, &run);
+        }
+        let commands = server.commands();
+        let auth = commands.iter().any(|c| c == "AUTH TLS");
+        assert_eq!(auth, !implicit, "{scheme}: {commands:?}");
+        for c in ["PBSZ 0", "PROT P", "USER anonymous"] {
+            assert!(
+                commands.iter().any(|x| x == c),
+                "{scheme}: no {c}: {commands:?}"
+            );
+        }
+    }
+}
+
+/// A certificate nobody vouches for fails the download in one line (exit 1, nothing written)
+/// unless `--check-certificate=false`; `ftpes://` to a server without TLS never logs in in the
+/// clear.
+#[test]
+fn ftps_checks_the_certificate_and_never_falls_back_to_the_clear() {
+    let (root, data) = root_with(100_000, 0x6365);
+    let certs = TestDir::new();
+    let (cert, key) = loopback_certificate(&certs);
+    let Some(server) = FtpServer::vsftpd_tls(root.path(), true, &cert, &key) else {
+        return;
+    };
+    let url = server.url("pub/f.bin").replacen("ftp", "ftps", 1);
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "--max-tries=1", "-d", &dir.arg(), &url],
+    );
+    assert_eq!(run.code(), 1, "{run}");
+    assert!(run.stdout.contains("certificate"), "{run}");
+    assert!(!dir.join("f.bin").exists());
+    let args = [
+        "--no-conf",
+        "--check-certificate=false",
+        "-d",
+        &dir.arg(),
+        &url,
+    ];
+    let run = ringdl(&dir, &args);
+    same(&dir, "f.bin", &data, &run);
+
+    let Some(plain) = FtpServer::vsftpd(root.path()) else {
+        return;
+    };
+    let url = plain.url("pub/f.bin").replacen("ftp", "ftpes", 1);
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "--max-tries=1", "-d", &dir.arg(), &url],
+    );
+    assert_ne!(run.code(), 0, "{run}");
+    assert!(run.stdout.contains("AUTH TLS"), "{run}");
+    let commands = plain.commands();
+    assert!(
+        !commands.iter().any(|c| c.starts_with("USER")),
+        "{commands:?}"
+    );
+    assert!(!dir.join("f.bin").exists());
+}

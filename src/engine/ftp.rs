@@ -112,6 +112,7 @@ fn failure(e: crate::ftp::Error, url: &Url) -> Failure {
         (Kind::NotFound, _) => "Resource not found".to_string(),
         (Kind::NoFile, _) => format!("FTP/SFTP URI {url} doesn't contain file path."),
         (Kind::NoResume, _) => "FTP server doesn't support resuming.".to_string(),
+        (Kind::NoTls, _) => format!("{}; nothing is sent in the clear", e.message),
         (_, Some(code)) => format!("The response status is not successful. status={code}"),
         (_, None) => e.message,
     };
@@ -121,6 +122,7 @@ fn failure(e: crate::ftp::Error, url: &Url) -> Failure {
         Kind::Login => Failure::fatal(FTP_ERROR, message),
         // (aria2c aborts too: another try would be refused the same way.)
         Kind::NoResume => Failure::fatal(ExitCode::CANNOT_RESUME, message),
+        Kind::NoTls => Failure::fatal(FTP_ERROR, message),
         Kind::Transient => Failure::retry(FTP_ERROR, message),
         Kind::Permanent => Failure::fatal(FTP_ERROR, message),
     }

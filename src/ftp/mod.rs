@@ -35,6 +35,8 @@ pub enum Kind {
     Login,
     /// The server refused to go on from an offset (REST).
     NoResume,
+    /// The server refused TLS (`AUTH TLS`, `PBSZ`, `PROT P`) where it was asked for.
+    NoTls,
     /// A 4xx reply or a reply that did not come right: another try may do better.
     Transient,
     /// A 5xx reply, or bytes that are not FTP.
@@ -322,17 +324,14 @@ impl Session {
                 self.state = State::Pbsz;
                 Event::StartTls(b"PBSZ 0\r\n".to_vec())
             }
-            State::AuthTls => failed(Kind::Permanent, "TLS refused (AUTH TLS)"),
+            State::AuthTls => failed(Kind::NoTls, "AUTH TLS refused"),
             State::Pbsz if r.ok() => {
                 self.state = State::Prot;
                 command("PROT P".into())
             }
-            State::Pbsz => failed(Kind::Permanent, "PBSZ refused"),
+            State::Pbsz => failed(Kind::NoTls, "PBSZ refused"),
             State::Prot if r.ok() => self.user(),
-            State::Prot => failed(
-                Kind::Permanent,
-                "a protected data connection refused (PROT P)",
-            ),
+            State::Prot => failed(Kind::NoTls, "a protected data connection refused (PROT P)"),
             State::User | State::Pass if r.code == 230 || r.code == 202 => {
                 self.state = State::Type;
                 command(format!("TYPE {}", if self.ascii { "A" } else { "I" }))

@@ -64,7 +64,28 @@ fn root() -> bool {
 impl FtpServer {
     /// vsftpd serving `root` to anonymous users, logging every command and reply.
     pub fn vsftpd(root_dir: &Path) -> Option<FtpServer> {
-        Self::vsftpd_on(root_dir, false)
+        Self::vsftpd_on(root_dir, false, None)
+    }
+
+    /// vsftpd requiring TLS of anonymous users for logins and data (RFC 4217), with a data
+    /// connection's TLS session required to resume the control connection's (its
+    /// `require_ssl_reuse`): implicit (TLS from the first byte) or explicit (`AUTH TLS`). Its
+    /// certificate (for `127.0.0.1`) is `cert` (`--ca-certificate`).
+    pub fn vsftpd_tls(
+        root_dir: &Path,
+        implicit: bool,
+        cert: &Path,
+        key: &Path,
+    ) -> Option<FtpServer> {
+        let tls = format!(
+            "ssl_enable=YES\nallow_anon_ssl=YES\nforce_anon_logins_ssl=YES\n\
+             force_anon_data_ssl=YES\nrequire_ssl_reuse=YES\nimplicit_ssl={}\n\
+             rsa_cert_file={}\nrsa_private_key_file={}\n",
+            if implicit { "YES" } else { "NO" },
+            cert.display(),
+            key.display()
+        );
+        Self::vsftpd_on(root_dir, false, Some(tls))
     }
 
     /// The same on `::1` (`None`, after a SKIPPED line, where loopback has no IPv6).
@@ -76,10 +97,10 @@ impl FtpServer {
             eprintln!("SKIPPED: {test}: no IPv6 loopback ([::1]) on this machine");
             return None;
         }
-        Self::vsftpd_on(root_dir, true)
+        Self::vsftpd_on(root_dir, true, None)
     }
 
-    fn vsftpd_on(root_dir: &Path, v6: bool) -> Option<FtpServer> {
+    fn vsftpd_on(root_dir: &Path, v6: bool, tls: Option<String>) -> Option<FtpServer> {
         let bin = find("RINGDL_VSFTPD", &[PathBuf::from("/usr/sbin/vsftpd")]);
         if !super::require_peer("vsftpd", bin.is_some())
             || !super::skip_unless(root(), "vsftpd needs root")
@@ -108,10 +129,11 @@ impl FtpServer {
                  write_enable=NO\nsecure_chroot_dir={}\npasv_enable=YES\n\
                  seccomp_sandbox=NO\nbackground=NO\nlog_ftp_protocol=YES\nxferlog_enable=YES\n\
                  vsftpd_log_file={}\ndual_log_enable=YES\nftp_username=ftp\n\
-                 max_clients=0\nmax_per_ip=0\n",
+                 max_clients=0\nmax_per_ip=0\n{}",
                 root_dir.display(),
                 empty.display(),
-                log.display()
+                log.display(),
+                tls.as_deref().unwrap_or("")
             );
             let conf_path = dir.path().join("vsftpd.conf");
             fs::write(&conf_path, conf).expect("vsftpd.conf");
