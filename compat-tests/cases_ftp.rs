@@ -94,4 +94,22 @@ cases! {
         diffs: &[Diff::ExtraWarning("FTP")],
         ..Case::DEFAULT
     };
+    // An HTTP proxy that fetches FTP itself: both programs send it `GET ftp://...` (the test
+    // server, as the proxy, serves it by its path; the request lines are compared).
+    ftp_proxy_get = Case {
+        args: &["--ftp-proxy={authority}", "ftp://ftp.invalid/pub/f.bin"],
+        server: Srv::Plain,
+        routes: PUB,
+        req_headers: &["Host", "Proxy-Connection"],
+        known: &["K-FTP"],
+        ..Case::DEFAULT
+    };
+    ftp_all_proxy_get_split = Case {
+        args: &["--all-proxy={authority}", "-x4", "-s4", "-k1M", "ftp://ftp.invalid/pub/big.bin"],
+        server: Srv::Plain,
+        routes: BIG,
+        req_headers: &["Authorization"],
+        known: &["K-FTP"],
+        ..Case::DEFAULT
+    };
 }

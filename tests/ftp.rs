@@ -608,43 +608,80 @@ fn ipv6_passive_and_active_downloads() {
 }
 
 /// `--http-proxy` (and `http_proxy`) is not for FTP, as in aria2c: the download goes straight
-/// to the server. `--all-proxy` would take it through the proxy, which is not built: refused in
-/// one line, nothing sent to the proxy or written.
+/// to the server. `--ftp-proxy` (and `ftp_proxy`, and `--all-proxy`) naming an HTTP proxy gets
+/// the file as aria2c does, `GET ftp://...` to the proxy, which fetches it; a SOCKS proxy, or
+/// `--proxy-method=tunnel`, is refused in one line before anything is sent.
 #[test]
-fn ftp_ignores_the_http_proxy_and_refuses_the_all_proxy() {
+fn ftp_goes_to_an_http_proxy_as_get_and_never_to_the_http_proxy() {
     let (root, data) = root_with(200_001, 0x7078);
     let Some(server) = FtpServer::vsftpd(root.path()) else {
         return;
     };
-    let proxy = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
-    let at = format!("http://{}", proxy.local_addr().expect("addr"));
-    proxy.set_nonblocking(true).expect("nonblocking");
+    let unused = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+    let at = format!("http://{}", unused.local_addr().expect("addr"));
+    unused.set_nonblocking(true).expect("nonblocking");
     let url = server.url("pub/f.bin");
     let dir = TestDir::new();
     let http_proxy = format!("--http-proxy={at}");
     let run = ringdl(&dir, &["--no-conf", &http_proxy, "-d", &dir.arg(), &url]);
     same(&dir, "f.bin", &data, &run);
-    let dir = TestDir::new();
-    let all_proxy = format!("--all-proxy={at}");
-    let run = ringdl(
-        &dir,
-        &[
-            "--no-conf",
-            &all_proxy,
-            "--max-tries=1",
-            "-d",
-            &dir.arg(),
-            &url,
-        ],
-    );
-    assert_eq!(run.code(), 1, "{run}");
-    let said = run.lines_with("errorCode=");
     assert!(
-        said.len() == 1 && said[0].contains("through a proxy"),
-        "{run}"
+        unused.accept().is_err(),
+        "something was sent to the HTTP proxy"
     );
-    assert!(dir.entries().is_empty(), "{:?}", dir.entries());
-    assert!(proxy.accept().is_err(), "something was sent to the proxy");
+
+    // The proxy: the test server, which serves `GET ftp://host/path` by its path.
+    let proxy = TestServer::plain();
+    proxy.route("/pub/f.bin", Route::bytes(data.clone()));
+    let authority = proxy.url("").trim_end_matches('/').to_string();
+    let ftp_url = "ftp://ftp.example.invalid/pub/f.bin";
+    for how in ["--ftp-proxy", "--all-proxy"] {
+        let dir = TestDir::new();
+        let opt = format!("{how}={authority}");
+        let run = ringdl(&dir, &["--no-conf", &opt, "-d", &dir.arg(), ftp_url]);
+        same(&dir, "f.bin", &data, &run);
+    }
+    let targets: Vec<String> = proxy.requests().iter().map(|r| r.path.clone()).collect();
+    assert!(
+        targets.len() >= 2 && targets.iter().all(|t| t == ftp_url),
+        "{targets:?}"
+    );
+    // The environment's ftp_proxy too.
+    let dir = TestDir::new();
+    let args = ["--no-conf", "-d", &dir.arg(), ftp_url];
+    let run = crate::support::run_changed(
+        &crate::support::binary_under_test(),
+        &dir,
+        &args,
+        Duration::from_secs(60),
+        |c| {
+            c.env("ftp_proxy", &authority);
+        },
+    );
+    same(&dir, "f.bin", &data, &run);
+
+    for how in [
+        format!("--all-proxy=socks5://{}", &at["http://".len()..]),
+        format!("--ftp-proxy={at}"),
+    ] {
+        let dir = TestDir::new();
+        let mut args = vec!["--no-conf", &how, "--max-tries=1", "-d"];
+        let d = dir.arg();
+        args.push(&d);
+        if how.starts_with("--ftp-proxy") {
+            args.push("--proxy-method=tunnel");
+        }
+        args.push(&url);
+        let run = ringdl(&dir, &args);
+        assert_eq!(run.code(), 1, "{run}");
+        let said = run.lines_with("errorCode=");
+        assert!(
+            said.len() == 1 && said[0].contains("through a proxy"),
+            "{run}"
+        );
+        assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+    }
+    assert!(unused.accept().is_err(), "something was sent to the proxy");
 }
 
 /// A server that refuses REST cannot go on from an offset: `-c` over a partial file ends with

@@ -57,6 +57,9 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "force-save",
     "force-sequential",
     "ftp-passwd",
+    "ftp-proxy",
+    "ftp-proxy-passwd",
+    "ftp-proxy-user",
     "ftp-pasv",
     "ftp-type",
     "ftp-user",
@@ -1223,9 +1226,10 @@ mod tests {
         assert!(!rpc.listen_all && rpc.max_request_size == 2 << 20);
         assert_eq!(err(&["--enable-rpc", "--rpc-secret="]).exit_code, 28);
         assert!(settings(&["http://h/u"]).config.rpc.is_none());
-        assert!(err(&["sftp://h/f"])
-            .message
-            .contains("does not support SFTP"));
+        // (SFTP, FTPS and FTP are downloads now.)
+        for u in ["sftp://h/f", "ftps://h/f", "ftpes://h/f"] {
+            assert_eq!(settings(&[u]).uris, vec![u.to_string()]);
+        }
         assert!(err(&["magnet:?xt=urn:btih:abc"])
             .message
             .contains("BitTorrent"));

@@ -1542,10 +1542,11 @@ pub static OPTIONS: &[OptDef] = &[
         .possible("[http://][USER:PASSWORD@]HOST[:PORT]")
         .tags(&["#ftp"])
         .input()
-        .unsupported("proxy")
         .long(
-            "Written [http://][USER:PASSWORD@]HOST[:PORT]. An empty value cancels a \
-            proxy set earlier, for example in aria2.conf. See also --all-proxy.",
+            "Written [http://][USER:PASSWORD@]HOST[:PORT]. An ftp:// download goes to an HTTP \
+            proxy as GET ftp://... (the proxy speaks FTP); through a SOCKS proxy or with \
+            --proxy-method=tunnel it is refused in one line. An empty value cancels a proxy set \
+            earlier, for example in aria2.conf. See also --all-proxy.",
         ),
     opt("all-proxy", ValueKind::Text, "Proxy for every protocol")
         .value_name("PROXY")
@@ -1620,8 +1621,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("USER")
     .tags(&["#ftp"])
-    .input()
-    .unsupported("proxy"),
+    .input(),
     opt(
         "ftp-proxy-passwd",
         ValueKind::Text,
@@ -1629,8 +1629,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("PASSWD")
     .tags(&["#ftp"])
-    .input()
-    .unsupported("proxy"),
+    .input(),
     opt(
         "all-proxy-user",
         ValueKind::Text,

@@ -60,6 +60,17 @@ fn login_for(
     }
 }
 
+/// Who an HTTP proxy that fetches `url` (FTP) is told to log in as: aria2c's FTP login, its
+/// defaults included.
+pub fn proxy_login(
+    url: &Url,
+    opts: &DownloadOptions,
+    netrc: Option<&crate::http::auth::Credentials>,
+) -> (String, String) {
+    let l = login_for(url, opts, netrc);
+    (l.user, l.pass)
+}
+
 /// The user and password given for `url` by aria2c's rules for FTP and SFTP (the URI's, the
 /// netrc entry's for the URI's user, `--ftp-user`/`--ftp-passwd`), where given.
 pub fn given_login(

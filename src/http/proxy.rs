@@ -91,8 +91,9 @@ pub struct Routes {
     pub http: Option<Proxy>,
     /// For https:// URLs (`--https-proxy`, else `--all-proxy`).
     pub https: Option<Proxy>,
-    /// For ftp:// URLs: `--all-proxy` (never `--http-proxy`, as in aria2; `--ftp-proxy` is not
-    /// acted on, and a download that would go through a proxy is refused).
+    /// For ftp:// (and sftp://, ftps://) URLs: `--ftp-proxy`, else `--all-proxy` (never
+    /// `--http-proxy`, as in aria2). An HTTP proxy gets `GET ftp://...`; any other way through a
+    /// proxy is refused.
     pub ftp: Option<Proxy>,
     /// `--no-proxy`.
     pub no_proxy: String,
@@ -101,10 +102,13 @@ pub struct Routes {
 }
 
 /// The options that choose a download's proxies (all may be set per entry of an input file).
-pub const OPTIONS: [&str; 11] = [
+pub const OPTIONS: [&str; 14] = [
     "all-proxy",
     "all-proxy-user",
     "all-proxy-passwd",
+    "ftp-proxy",
+    "ftp-proxy-user",
+    "ftp-proxy-passwd",
     "http-proxy",
     "http-proxy-user",
     "http-proxy-passwd",
@@ -136,7 +140,7 @@ impl Routes {
         Ok(Routes {
             http: one("http-proxy")?.or_else(|| all.clone()),
             https: one("https-proxy")?.or_else(|| all.clone()),
-            ftp: all,
+            ftp: one("ftp-proxy")?.or(all),
             no_proxy: get("no-proxy").unwrap_or_default(),
             tunnel: get("proxy-method").as_deref() == Some("tunnel"),
         })

@@ -1124,11 +1124,13 @@ fn strip_query(target: &str) -> &str {
 }
 
 /// The path of a request target: an absolute-form target (what a client sends an HTTP proxy,
-/// `GET http://host/path`) is routed by its path, so the server also serves as a forward proxy
-/// whose requests tests can read as sent.
+/// `GET http://host/path`, or `GET ftp://host/path` for a proxy that fetches FTP) is routed by
+/// its path, so the server also serves as a forward proxy whose requests tests can read as sent.
 fn origin_form(target: &str) -> &str {
     match target.split_once("://") {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => {
+        Some((scheme, rest))
+            if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("ftp") =>
+        {
             rest.find('/').map_or("/", |i| &rest[i..])
         }
         _ => target,

@@ -95,12 +95,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut conn = Conn::new(id, key.clone(), rbuf);
         let host = w.url.host().map(|h| h.to_owned());
         let scheme = w.url.scheme().to_string();
-        let other_protocol = crate::engine::sources::is_conversation(&w.url);
+        let other_protocol =
+            crate::engine::sources::is_conversation(&w.url) && !proxy_reads_ftp(&w.url, &key);
         conn.want = Some(w);
         conn.proxy = proxy.clone();
         self.conns[slot] = Some(conn);
         if proxy.is_some() && other_protocol {
-            // (FTP through an HTTP proxy, aria2c's GET ftp:// or CONNECT, is not built.)
+            // (Only an HTTP proxy's GET ftp:// is built: no FTP through a CONNECT tunnel or a
+            // SOCKS proxy, nor SFTP or FTPS through any.)
             let f = Failure::fatal(
                 ExitCode::UNKNOWN,
                 format!("{scheme} through a proxy is not supported yet"),
@@ -395,7 +397,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let mut ex = ex;
         let opts = &self.dls[ex.dl].opts;
         let netrc = self.identity.ftp_netrc(&ex.url, opts.no_netrc);
-        let conv = crate::engine::sources::conversation_for(&ex.url, opts, netrc);
+        let by_proxy = self.conns[slot]
+            .as_ref()
+            .is_some_and(|c| proxy_reads_ftp(&ex.url, &c.server));
+        let conv = match by_proxy {
+            // The HTTP proxy speaks FTP: the request is HTTP's, `GET ftp://...`.
+            true => None,
+            false => crate::engine::sources::conversation_for(&ex.url, opts, netrc),
+        };
         if let Some(mut conv) = conv {
             // A protocol other than HTTP: its machine says what opens the exchange.
             conv.have(&self.dls[ex.dl].claims());
@@ -405,7 +414,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             return;
         }
         let mut req = Vec::with_capacity(512);
-        let authorization = self.authorization(ex.dl, ex.mirror, &ex.url);
+        let mut authorization = self.authorization(ex.dl, ex.mirror, &ex.url);
+        // FTP through a proxy that fetches it: the FTP login goes to the proxy as aria2c sends
+        // it, the user in the target and both in `Authorization`.
+        let ftp_login = by_proxy.then(|| {
+            let opts = &self.dls[ex.dl].opts;
+            super::super::ftp::proxy_login(&ex.url, opts, netrc)
+        });
+        if let Some((user, pass)) = &ftp_login {
+            use base64::Engine as _;
+            let b64 = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+            authorization = Some(format!("Basic {b64}"));
+        }
         let cookie = self.identity.cookie_header(&ex.url);
         // Through an HTTP proxy without a tunnel the proxy reads the request itself.
         let (absolute_form, proxy_authorization) = match self.conns[slot].as_ref() {
@@ -418,6 +438,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let d = &self.dls[ex.dl];
         // `-c` over a file shorter than one 16 KiB block asks for the whole file (`bytes=0-`),
         // without a Range header, as aria2c does: its answer is read as a range from 0.
+        // (aria2c asks a proxy for FTP ranges without their end; ringdl names the end, as for
+        // HTTP, so a connection is not left sending past its range: K-FTP.)
         let sent_range = ex.range.filter(|&r| r != (0, None));
         let mut headers = d.opts.headers.clone();
         if let (Some(since), None) = (&d.if_modified_since, ex.range) {
@@ -459,6 +481,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 accept_encoding: d.opts.http_accept_gzip && ex.range.is_none(),
                 absolute_form,
                 proxy_authorization: proxy_authorization.as_deref(),
+                target_user: ftp_login.as_ref().map(|(u, _)| u.as_str()),
             },
             &mut req,
         );
@@ -766,4 +789,10 @@ mod tests {
         assert_eq!(cache.len(), before);
         assert_eq!(cache.get(&last, 80), Some(&a(1)[..]));
     }
+}
+
+/// Whether an `ftp://` download on a connection to `key` goes to an HTTP proxy that fetches it
+/// itself (`GET ftp://...`, as aria2c's `--proxy-method=get` does).
+fn proxy_reads_ftp(url: &url::Url, key: &crate::engine::conn::ServerKey) -> bool {
+    url.scheme() == "ftp" && key.via.is_some() && !key.tunnels()
 }

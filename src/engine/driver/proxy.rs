@@ -15,9 +15,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// no connection waits on a proxy's lookup; downloads of a list rarely name new ones).
     pub(super) fn resolve_proxies(&mut self, dl: usize) {
         let routes = &self.dls[dl].opts.proxies;
-        for p in [routes.http.as_ref(), routes.https.as_ref()]
-            .into_iter()
-            .flatten()
+        for p in [
+            routes.http.as_ref(),
+            routes.https.as_ref(),
+            routes.ftp.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
         {
             let key = (p.host.clone(), p.port);
             if self.proxy_addrs.0.contains_key(&key) {
