@@ -749,6 +749,12 @@ fn literal_ip(host: &url::Host<String>) -> Option<std::net::IpAddr> {
     }
 }
 
+/// Whether an `ftp://` download on a connection to `key` goes to an HTTP proxy that fetches it
+/// itself (`GET ftp://...`, as aria2c's `--proxy-method=get` does).
+fn proxy_reads_ftp(url: &url::Url, key: &crate::engine::conn::ServerKey) -> bool {
+    url.scheme() == "ftp" && key.via.is_some() && !key.tunnels()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -789,10 +795,4 @@ mod tests {
         assert_eq!(cache.len(), before);
         assert_eq!(cache.get(&last, 80), Some(&a(1)[..]));
     }
-}
-
-/// Whether an `ftp://` download on a connection to `key` goes to an HTTP proxy that fetches it
-/// itself (`GET ftp://...`, as aria2c's `--proxy-method=get` does).
-fn proxy_reads_ftp(url: &url::Url, key: &crate::engine::conn::ServerKey) -> bool {
-    url.scheme() == "ftp" && key.via.is_some() && !key.tunnels()
 }
