@@ -502,3 +502,32 @@ fn an_agents_keys_log_in_and_a_key_with_a_passphrase_is_passed_over() {
             .status();
     }
 }
+
+/// Over RPC an SFTP URI is a download as an HTTP one is: `addUri`, `tellStatus` with its
+/// lengths and its URI as it was given (as aria2 gives it back), complete and byte-exact.
+#[test]
+fn an_sftp_uri_added_over_rpc_completes_with_aria2s_status_fields() {
+    use crate::support::rpc::Daemon;
+    use serde_json::json;
+    let (root, data) = root_with(3 * 1024 * 1024 + 9, 0x7270);
+    let Some(sshd) = Sshd::start(&[], &[]) else {
+        return;
+    };
+    let url = sshd.password_url(&root.join("f.bin"));
+    let dir = TestDir::new();
+    let d = Daemon::start(&dir, &["-d", &dir.arg()]);
+    let gid = d.call(
+        "aria2.addUri",
+        json!([[&url], {"split": "2", "min-split-size": "1M"}]),
+    );
+    let gid = gid.as_str().expect("a gid").to_string();
+    let s = d.wait_for(&gid, Duration::from_secs(30), |s| s["status"] == "complete");
+    assert_eq!(s["totalLength"], json!(data.len().to_string()), "{s}");
+    assert_eq!(s["completedLength"], json!(data.len().to_string()), "{s}");
+    let uri = s["files"][0]["uris"][0]["uri"]
+        .as_str()
+        .expect("a uri")
+        .to_string();
+    assert_eq!(uri, url);
+    assert_eq!(sha256_file(&dir.join("f.bin")), sha256_hex(&data));
+}
