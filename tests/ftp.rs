@@ -826,3 +826,48 @@ fn ftps_checks_the_certificate_and_never_falls_back_to_the_clear() {
     );
     assert!(!dir.join("f.bin").exists());
 }
+
+/// Replies sent in the clear right after the server's TLS go-ahead (`234`) would be read as if
+/// they came under TLS, so that whoever is on the path could answer the commands to come (the
+/// STARTTLS injection of CVE-2011-0411): refused in one line, nothing logged in.
+#[test]
+fn replies_injected_after_auth_tls_are_refused() {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let server = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let Ok((s, _)) = listener.accept() else {
+            return seen;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut w = s.try_clone().expect("clone");
+        let mut r = BufReader::new(s);
+        let _ = w.write_all(b"220 hi\r\n");
+        let mut line = String::new();
+        while r.read_line(&mut line).is_ok_and(|n| n > 0) {
+            seen.push(line.trim_end().to_string());
+            if line.starts_with("AUTH TLS") {
+                // The go-ahead and, in the same segment, forged answers to what follows.
+                let _ = w.write_all(b"234 go\r\n200 PBSZ\r\n200 PROT\r\n230 in\r\n");
+            }
+            line.clear();
+        }
+        seen
+    });
+    let dir = TestDir::new();
+    let url = format!("ftpes://127.0.0.1:{port}/f.bin");
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "--max-tries=1", "-d", &dir.arg(), &url],
+    );
+    assert_eq!(run.code(), 1, "{run}");
+    assert!(run.stdout.contains("after its TLS go-ahead"), "{run}");
+    let seen = server.join().expect("server");
+    assert_eq!(
+        seen,
+        vec!["AUTH TLS".to_string()],
+        "sent after the go-ahead"
+    );
+    assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+}

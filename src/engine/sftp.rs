@@ -374,17 +374,20 @@ impl Conversation for SftpConversation {
             self.failed = Some(f.clone());
             return (bytes.len(), Step::Fail(f));
         }
+        // The answer first, whatever is to be sent with it (the first reads, a reply to a
+        // request the server made meanwhile): that goes out through `outgoing`, so the answer is
+        // never left behind a `Send` while the file's data comes in.
+        if let Some(a) = self.answer.take() {
+            return (bytes.len(), Step::Answer(a));
+        }
         let out = self
             .session
             .as_mut()
             .map(|s| s.take_out())
             .unwrap_or_default();
-        if !out.is_empty() {
-            return (bytes.len(), Step::Send(out));
-        }
-        match self.answer.take() {
-            Some(a) => (bytes.len(), Step::Answer(a)),
-            None => (bytes.len(), Step::Wait),
+        match out.is_empty() {
+            true => (bytes.len(), Step::Wait),
+            false => (bytes.len(), Step::Send(out)),
         }
     }
 
@@ -409,5 +412,60 @@ impl Conversation for SftpConversation {
 
     fn notices(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notices)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ssh::wire::Writer;
+
+    /// Runs `conv` over `bytes` as `sink::converse` does: again after each `Send` that took
+    /// bytes, until it waits or answers; the last step.
+    fn converse(conv: &mut SftpConversation, bytes: &[u8]) -> Step {
+        let mut input = bytes;
+        loop {
+            let (used, step) = conv.received(input);
+            match step {
+                Step::Send(_) if used > 0 => input = &[],
+                other => return other,
+            }
+        }
+    }
+
+    #[test]
+    fn the_answer_is_given_even_when_a_server_request_came_with_the_attributes() {
+        let argv = ["sftp://u:p@h/d/f"].map(std::ffi::OsString::from);
+        let opts = match crate::cli::parse_args(argv) {
+            Ok(crate::cli::Command::Download(s)) => s.config.download.clone(),
+            Ok(_) => panic!("not a download"),
+            Err(e) => panic!("{}", e.message),
+        };
+        let url = Url::parse("sftp://u:p@h/d/f").expect("a URL");
+        let mut conv = SftpConversation::new(&url, &opts, None);
+        let _ = conv.begin(&url, None);
+        let login = Login {
+            user: "u".into(),
+            password: Some("p".into()),
+            keys: Vec::new(),
+            agent: None,
+        };
+        conv.session = Some(Session::plain_after_kex(b"/d/f", login));
+        // The attributes, and in the same bytes a keepalive the server wants answered.
+        let mut bytes = crate::ssh::sftp::plain_server_head(100_000);
+        let mut g = vec![80u8];
+        g.put_string(b"keepalive@openssh.com");
+        g.put_bool(true);
+        crate::ssh::sftp::plain_packet(&mut bytes, &g);
+        match converse(&mut conv, &bytes) {
+            Step::Answer(a) => assert_eq!((a.total, a.wrapped), (Some(100_000), true)),
+            other => panic!("no answer: {other:?}"),
+        }
+        // The first reads go out with the answer; the keepalive waits with the session and is
+        // answered as the body's bytes are taken.
+        assert!(!conv.outgoing().is_empty(), "no reads to send");
+        let taken = conv.unwrap(&mut [], usize::MAX, &mut |_| {});
+        assert_eq!(taken.ok(), Some((0, false)));
+        assert!(!conv.outgoing().is_empty(), "the keepalive is not answered");
     }
 }

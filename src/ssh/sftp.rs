@@ -207,8 +207,13 @@ impl Session {
         self.budget = usize::MAX;
         self.pending.extend_from_slice(bytes);
         let mut buf = std::mem::take(&mut self.pending);
-        let mut refuse = |_: &[u8]| {};
+        // The file's data before it was asked for is not the session's to drop.
+        let mut early = false;
+        let mut refuse = |d: &[u8]| early |= !d.is_empty();
         let r = self.run(&mut buf, &mut refuse);
+        if early {
+            return Err(proto("file data before the file was read"));
+        }
         let used = r.as_ref().map(|u| *u).unwrap_or(0);
         buf.drain(..used);
         self.pending = buf;
@@ -352,6 +357,15 @@ impl Session {
                 self.their_chan = r.u32().ok_or_else(short)?;
                 self.their_window = r.u32().ok_or_else(short)? as u64;
                 self.their_max = r.u32().ok_or_else(short)?;
+                // Every request sent is under 1 KiB plus the path (OPEN) or handle: a server
+                // taking less could never be asked anything.
+                let need = self.path.len() + 1024;
+                if (self.their_max as usize) < need {
+                    return Err(proto(format!(
+                        "the server takes channel packets of {} bytes at most",
+                        self.their_max
+                    )));
+                }
                 let mut q = vec![CHANNEL_REQUEST];
                 q.put_u32(self.their_chan);
                 q.put_string(b"subsystem");
@@ -513,9 +527,10 @@ impl Session {
     }
 
     /// Sends an SFTP packet on the channel, or holds it while the server's window is full.
+    /// (A request larger than the server's largest channel packet fails the session as it
+    /// opens the channel: `OPEN_CONFIRMATION`.)
     fn send_sftp(&mut self, packet: Vec<u8>) {
-        let fits = packet.len() as u64 <= self.their_window
-            && packet.len() <= self.their_max.max(1024) as usize;
+        let fits = packet.len() as u64 <= self.their_window;
         if self.blocked.is_empty() && fits {
             self.their_window -= packet.len() as u64;
             self.channel_send(&packet);
@@ -730,26 +745,50 @@ fn state_not_reading(s: State) -> bool {
     s != State::Reading
 }
 
-/// A server's side of a whole plain session (past the key exchange) for a `size`-byte file whose
-/// bytes are `data`, in packets with no cipher: for tests and the fuzz target's seed.
+/// A server's side of a whole plain session (past the key exchange) for a file whose bytes are
+/// `data`, in packets with no cipher: for tests and the fuzz target's seed.
 #[doc(hidden)]
 pub fn plain_server_stream(data: &[u8]) -> Vec<u8> {
-    fn packet(out: &mut Vec<u8>, payload: &[u8]) {
-        let mut pad = 8 - (4 + 1 + payload.len()) % 8;
-        if pad < 4 {
-            pad += 8;
-        }
-        out.put_u32((1 + payload.len() + pad) as u32);
-        out.put_u8(pad as u8);
-        out.extend_from_slice(payload);
-        out.extend(std::iter::repeat_n(0, pad));
+    let mut out = plain_server_head(data.len() as u64);
+    // The reads' answers, the data of each split over two channel packets.
+    for (i, part) in data.chunks(READ_LEN as usize).enumerate() {
+        let mut d = Vec::new();
+        d.put_u32((1 + 4 + 4 + part.len()) as u32);
+        d.put_u8(FXP_DATA);
+        d.put_u32(3 + i as u32);
+        d.put_string(part);
+        let half = d.len() / 2;
+        plain_channel(&mut out, &d[..half]);
+        plain_channel(&mut out, &d[half..]);
     }
-    fn channel(out: &mut Vec<u8>, sftp: &[u8]) {
-        let mut p = vec![CHANNEL_DATA];
-        p.put_u32(0);
-        p.put_string(sftp);
-        packet(out, &p);
+    out
+}
+
+/// A packet with no cipher, appended to `out`.
+#[doc(hidden)]
+pub fn plain_packet(out: &mut Vec<u8>, payload: &[u8]) {
+    let mut pad = 8 - (4 + 1 + payload.len()) % 8;
+    if pad < 4 {
+        pad += 8;
     }
+    out.put_u32((1 + payload.len() + pad) as u32);
+    out.put_u8(pad as u8);
+    out.extend_from_slice(payload);
+    out.extend(std::iter::repeat_n(0, pad));
+}
+
+fn plain_channel(out: &mut Vec<u8>, sftp: &[u8]) {
+    let mut p = vec![CHANNEL_DATA];
+    p.put_u32(0);
+    p.put_string(sftp);
+    plain_packet(out, &p);
+}
+
+/// The server's side of a plain session up to the file's attributes (`size` bytes).
+#[doc(hidden)]
+pub fn plain_server_head(size: u64) -> Vec<u8> {
+    let packet = plain_packet;
+    let channel = plain_channel;
     let mut out = Vec::new();
     let mut p = vec![SERVICE_ACCEPT];
     p.put_string(b"ssh-userauth");
@@ -779,19 +818,8 @@ pub fn plain_server_stream(data: &[u8]) -> Vec<u8> {
     a.put_u8(FXP_ATTRS);
     a.put_u32(2);
     a.put_u32(1);
-    a.put_u64(data.len() as u64);
+    a.put_u64(size);
     channel(&mut out, &a);
-    // The reads' answers, the data of each split over two channel packets.
-    for (i, part) in data.chunks(READ_LEN as usize).enumerate() {
-        let mut d = Vec::new();
-        d.put_u32((1 + 4 + 4 + part.len()) as u32);
-        d.put_u8(FXP_DATA);
-        d.put_u32(3 + i as u32);
-        d.put_string(part);
-        let half = d.len() / 2;
-        channel(&mut out, &d[..half]);
-        channel(&mut out, &d[half..]);
-    }
     out
 }
 

@@ -424,9 +424,11 @@ impl Transport {
                 ));
             }
             MSG_IGNORE | MSG_DEBUG | MSG_UNIMPLEMENTED => {}
-            _ if self.session_id.is_none() => {
+            // Nothing of the layers above before the first NEWKEYS (unauthenticated) nor while
+            // keys are being exchanged again (RFC 4253 §7.1).
+            _ if !self.first_done || self.kex.is_some() => {
                 return Err(proto(format!(
-                    "SSH message {kind} before the keys were exchanged"
+                    "SSH message {kind} while keys were being exchanged"
                 )));
             }
             // (During a later exchange the server may still send other messages: RFC 4253 §7.)
@@ -744,4 +746,28 @@ pub fn verify_host_signature(alg: &str, key: &[u8], sig: &[u8], h: &[u8]) -> Res
         _ => return Err(bad()),
     };
     ok.map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_above_the_transport_is_taken_before_the_keys_are_exchanged() {
+        let mut t = Transport::new("SSH-2.0-test", &[]);
+        let mut line = b"SSH-2.0-server\r\n".to_vec();
+        assert_eq!(t.input(&mut line).map(|i| i.used), Ok(line.len()));
+        // CHANNEL_DATA, in the clear, before any key exchange: refused.
+        let mut p = Vec::new();
+        crate::ssh::sftp::plain_packet(&mut p, &[94, 0, 0, 0, 0, 0, 0, 0, 1, b'x']);
+        let e = t.input(&mut p).expect_err("taken");
+        assert!(e.message.contains("while keys were being exchanged"), "{e}");
+        // IGNORE is nothing to act on, and passes.
+        let mut t = Transport::new("SSH-2.0-test", &[]);
+        let mut line = b"SSH-2.0-server\r\n".to_vec();
+        t.input(&mut line).expect("version");
+        let mut p = Vec::new();
+        crate::ssh::sftp::plain_packet(&mut p, &[MSG_IGNORE, 0, 0, 0, 0]);
+        assert_eq!(t.input(&mut p).map(|i| i.payload), Ok(None));
+    }
 }

@@ -23,11 +23,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut() else {
             return false;
         };
-        let notices =
+        let (notices, out) =
             c.ex.as_mut()
                 .and_then(|ex| ex.conversation.as_mut())
-                .map(|conv| conv.notices())
+                .map(|conv| (conv.notices(), conv.outgoing()))
                 .unwrap_or_default();
+        if let Some(ex) = c.ex.as_mut() {
+            ex.outgoing.extend_from_slice(&out);
+        }
         for n in notices {
             if self.noticed.insert(n.clone()) {
                 self.console.log(LogLevel::Notice, &n);
@@ -52,8 +55,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if let Some(then) = c.ex.as_mut().and_then(|ex| ex.start_tls.take()) {
             // TLS begins on this connection (FTP's AUTH TLS): the bytes after go under it, and
             // the pump's next round makes the ClientHello.
-            if c.tls.is_some() || c.rb_start != c.rb_end {
-                let f = Failure::retry(ExitCode::UNKNOWN, "TLS asked for where it cannot start");
+            // Bytes that came after the server's go-ahead, in the clear, would be read as if they
+            // had come under TLS: whoever is on the path could answer the commands to come
+            // (the STARTTLS injection of CVE-2011-0411).
+            let after = c.ex.as_ref().is_some_and(|ex| !ex.head.is_empty());
+            if c.tls.is_some() || c.rb_start != c.rb_end || after {
+                let f = Failure::fatal(
+                    ExitCode::UNKNOWN,
+                    "the server sent more after its TLS go-ahead (AUTH TLS): refused",
+                );
                 self.fail_conn(slot, f);
                 return false;
             }

@@ -202,6 +202,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // length, less what is already buffered here (TLS: ciphertext is never shorter than its
         // plaintext).
         let sure = match ex.framing {
+            // (A wrapped body's conversation may hold a part of a packet aside, whose file bytes
+            // will not come again: it reads as bytes come.)
+            _ if ex.wrapped => 1,
             Framing::Length(_) if ex.phase == Phase::Body && !ex.body_complete => {
                 let in_fill = c.tls_cipher.map_or(0, |(cs, ce)| ce - cs);
                 let buffered = (c.rb_end - c.rb_start + in_fill) as u64;
