@@ -641,10 +641,20 @@ fn ftp_goes_to_an_http_proxy_as_get_and_never_to_the_http_proxy() {
         let run = ringdl(&dir, &["--no-conf", &opt, "-d", &dir.arg(), ftp_url]);
         same(&dir, "f.bin", &data, &run);
     }
+    // As aria2c asks: the FTP user in the target (the password in Authorization).
     let targets: Vec<String> = proxy.requests().iter().map(|r| r.path.clone()).collect();
+    let asked = "ftp://anonymous@ftp.example.invalid/pub/f.bin";
     assert!(
-        targets.len() >= 2 && targets.iter().all(|t| t == ftp_url),
+        targets.len() >= 2 && targets.iter().all(|t| t == asked),
         "{targets:?}"
+    );
+    let auth = proxy.requests()[0]
+        .header("Authorization")
+        .map(str::to_string);
+    assert_eq!(
+        auth.as_deref(),
+        Some("Basic YW5vbnltb3VzOkFSSUEyVVNFUkA="),
+        "anonymous:ARIA2USER@"
     );
     // The environment's ftp_proxy too.
     let dir = TestDir::new();
