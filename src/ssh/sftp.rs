@@ -109,6 +109,8 @@ struct Read {
     id: u32,
     off: u64,
     len: u32,
+    /// Asked before a short read came back: its answer is out of order now, and dropped.
+    discard: bool,
 }
 
 /// A client session downloading one file.
@@ -139,6 +141,10 @@ pub struct Session {
     next_off: u64,
     end: u64,
     reads: VecDeque<Read>,
+    /// Bytes a READ asks for: READ_LEN, or what a server that answered short gives.
+    read_len: u32,
+    /// The data being passed on is a dropped read's.
+    discarding: bool,
     event: Option<Event>,
     /// File bytes that may still be handed out in this call ([`Session::unwrap`]'s room).
     budget: usize,
@@ -181,6 +187,8 @@ impl Session {
             next_off: 0,
             end: 0,
             reads: VecDeque::new(),
+            read_len: READ_LEN,
+            discarding: false,
             event: None,
             budget: usize::MAX,
         }
@@ -546,8 +554,9 @@ impl Session {
 
     /// Sends READs until enough are in flight or the range is asked for.
     fn fill_reads(&mut self) {
-        while self.reads.len() < READS_IN_FLIGHT && self.next_off < self.end {
-            let len = (self.end - self.next_off).min(READ_LEN as u64) as u32;
+        let live = |reads: &VecDeque<Read>| reads.iter().filter(|r| !r.discard).count();
+        while live(&self.reads) < READS_IN_FLIGHT && self.next_off < self.end {
+            let len = (self.end - self.next_off).min(self.read_len as u64) as u32;
             let id = self.new_id();
             let mut p = Vec::new();
             p.put_u32((1 + 4 + 4 + self.handle.len() + 8 + 4) as u32);
@@ -562,6 +571,7 @@ impl Session {
                 id,
                 off: self.next_off,
                 len,
+                discard: false,
             });
             self.next_off += len as u64;
         }
@@ -572,8 +582,10 @@ impl Session {
         while !d.is_empty() {
             if self.data_left > 0 {
                 let n = (self.data_left as usize).min(d.len());
-                place(&d[..n]);
-                self.budget = self.budget.saturating_sub(n);
+                if !self.discarding {
+                    place(&d[..n]);
+                    self.budget = self.budget.saturating_sub(n);
+                }
                 self.data_left -= n as u32;
                 self.front_got += n as u32;
                 d = &d[n..];
@@ -621,6 +633,7 @@ impl Session {
                 self.reply.clear();
                 self.data_left = n;
                 self.front_got = 0;
+                self.discarding = front.is_some_and(|f| f.discard);
                 continue;
             }
             let n = (4 + len - self.reply.len()).min(d.len());
@@ -639,15 +652,17 @@ impl Session {
         let Some(r) = self.reads.pop_front() else {
             return Err(proto("data nobody asked for"));
         };
-        if self.front_got < r.len {
-            return Err(err(
-                ErrorKind::Short,
-                format!(
-                    "the server sent {} bytes at {} where {} were asked for",
-                    self.front_got, r.off, r.len
-                ),
-            ));
+        if !r.discard && self.front_got < r.len {
+            // A short read (SFTP lets a server answer with less): the reads after it are out of
+            // order now and dropped as they come; reading goes on from where this one ended,
+            // in reads of the length the server gave.
+            for later in self.reads.iter_mut() {
+                later.discard = true;
+            }
+            self.next_off = r.off + self.front_got as u64;
+            self.read_len = self.front_got.clamp(1, READ_LEN);
         }
+        self.discarding = false;
         self.fill_reads();
         Ok(())
     }
@@ -711,6 +726,15 @@ impl Session {
                 }
                 self.state = State::Opened;
                 self.event = Some(Event::Opened { size, mtime });
+            }
+            (FXP_STATUS, State::Reading) if self.reads.front().is_some_and(|f| f.discard) => {
+                // A dropped read's answer (its end of file or error) changes nothing.
+                if self.reads.front().is_some_and(|f| f.id == id) {
+                    self.reads.pop_front();
+                    self.fill_reads();
+                    return Ok(());
+                }
+                return Err(proto("the server answered the reads out of order"));
             }
             (FXP_STATUS, _) => {
                 let code = r.u32().ok_or_else(short)?;
@@ -826,6 +850,58 @@ pub fn plain_server_head(size: u64) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_short_read_drops_the_reads_after_it_and_goes_on_in_reads_of_its_length() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let mut stream = plain_server_head(data.len() as u64);
+        let answer = |out: &mut Vec<u8>, id: u32, part: &[u8]| {
+            let mut d = Vec::new();
+            d.put_u32((1 + 4 + 4 + part.len()) as u32);
+            d.put_u8(FXP_DATA);
+            d.put_u32(id);
+            d.put_string(part);
+            plain_channel(out, &d);
+        };
+        // Reads 3..=6 asked for 0, 32 KiB, 64 KiB, 96 KiB; the first comes back with 1000 bytes,
+        // the others whole (now out of order: dropped), then the client's reads of 1000 bytes
+        // from byte 1000 (ids from 7), one of them answered with the end of file.
+        answer(&mut stream, 3, &data[..1000]);
+        answer(&mut stream, 4, &data[32768..65536]);
+        let mut eof = Vec::new();
+        eof.put_u32(1 + 4 + 4 + 4 + 4);
+        eof.put_u8(FXP_STATUS);
+        eof.put_u32(5);
+        eof.put_u32(FX_EOF);
+        eof.put_string(b"");
+        eof.put_string(b"");
+        plain_channel(&mut stream, &eof);
+        answer(&mut stream, 6, &data[98304..]);
+        for (k, part) in data[1000..].chunks(1000).enumerate() {
+            answer(&mut stream, 7 + k as u32, part);
+        }
+        let login = Login {
+            user: "u".into(),
+            password: Some("p".into()),
+            keys: Vec::new(),
+            agent: None,
+        };
+        let mut s = Session::plain_after_kex(b"/f", login);
+        let head = plain_server_head(data.len() as u64);
+        let mut ev = s.received(&stream[..head.len()]).expect("head");
+        while ev == Event::Wait {
+            ev = s.received(&[]).expect("head");
+        }
+        assert!(matches!(ev, Event::Opened { .. }), "{ev:?}");
+        s.read(0, data.len() as u64);
+        let mut got = Vec::new();
+        let mut rest = stream[head.len()..].to_vec();
+        let (used, blocked) = s
+            .unwrap(&mut rest, usize::MAX, &mut |d| got.extend_from_slice(d))
+            .expect("body");
+        assert_eq!((used, blocked), (rest.len(), false));
+        assert!(got == data, "{} bytes, not the file's", got.len());
+    }
 
     #[test]
     fn a_plain_session_reads_the_file_in_order_whole_or_split_anywhere() {
