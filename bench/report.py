@@ -321,8 +321,10 @@ def scenario_table(runs, scen, tools, meta):
 
 def ratio_table(runs, scen, tools):
     lines = []
+    ran = {r["tool"] for r in runs if r["scenario"] == scen}
+    # (A tool with no command for this scenario, OpenSSH's sftp for HTTPS, has no pair.)
     pairs = [(a, b) for a in ("ringdl", "portable") for b in ("aria2c", "aria2c-best", "curl", "sftp")
-             if a in tools and b in tools]
+             if a in tools and b in tools and b in ran]
     if "ringdl" in tools and "portable" in tools:
         pairs.append(("ringdl", "portable"))
     if not pairs:
