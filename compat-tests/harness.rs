@@ -493,19 +493,7 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
             (Running::Nginx(nginx, root), pairs, ports)
         }
         Srv::Ftp | Srv::FtpLogin => {
-            let server = TestServer::plain();
-            let base = server.url("");
-            let root = TestDir::new();
-            for r in case.routes {
-                mount(&server, r, &base);
-                if let R::File(path, len) = r {
-                    let target = root.path().join(path.trim_start_matches('/'));
-                    if let Some(parent) = target.parent() {
-                        std::fs::create_dir_all(parent).expect("ftp root subdir");
-                    }
-                    std::fs::write(&target, &*file_bytes(path, *len)).expect("ftp file");
-                }
-            }
+            let (server, base, root) = served_and_rooted(case);
             let ftp = match case.server {
                 Srv::Ftp => FtpServer::vsftpd(root.path()),
                 _ => FtpServer::pure_ftpd(root.path()),
@@ -525,19 +513,7 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
             (Running::Ftp(server, ftp, root), pairs, ports)
         }
         Srv::Sftp => {
-            let server = TestServer::plain();
-            let base = server.url("");
-            let root = TestDir::new();
-            for r in case.routes {
-                mount(&server, r, &base);
-                if let R::File(path, len) = r {
-                    let target = root.path().join(path.trim_start_matches('/'));
-                    if let Some(parent) = target.parent() {
-                        std::fs::create_dir_all(parent).expect("sftp root subdir");
-                    }
-                    std::fs::write(&target, &*file_bytes(path, *len)).expect("sftp file");
-                }
-            }
+            let (server, base, root) = served_and_rooted(case);
             crate::support::ftp::open_up(root.path());
             let sshd = Sshd::start(&[], &[]).expect("sshd (checked installed)");
             let md = ssh_md5(&sshd.host_key("ecdsa"));
@@ -556,6 +532,25 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
             (Running::Sftp(server, sshd, root), pairs, ports)
         }
     }
+}
+
+/// The test server with the case's routes, its base URL, and a directory holding the case's
+/// `R::File`s at their paths (the root an FTP or SFTP server serves beside it).
+fn served_and_rooted(case: &Case) -> (TestServer, String, TestDir) {
+    let server = TestServer::plain();
+    let base = server.url("");
+    let root = TestDir::new();
+    for r in case.routes {
+        mount(&server, r, &base);
+        if let R::File(path, len) = r {
+            let target = root.path().join(path.trim_start_matches('/'));
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).expect("a directory of the root");
+            }
+            std::fs::write(&target, &*file_bytes(path, *len)).expect("a file of the root");
+        }
+    }
+    (server, base, root)
 }
 
 fn mount(server: &TestServer, r: &R, base: &str) {

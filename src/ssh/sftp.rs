@@ -552,21 +552,28 @@ impl Session {
         self.next_id
     }
 
+    /// Sends SFTP request `kind` with a new id and `body` after it; the id.
+    fn request(&mut self, kind: u8, body: &[u8]) -> u32 {
+        let id = self.new_id();
+        let mut p = Vec::with_capacity(9 + body.len());
+        p.put_u32((1 + 4 + body.len()) as u32);
+        p.put_u8(kind);
+        p.put_u32(id);
+        p.extend_from_slice(body);
+        self.send_sftp(p);
+        id
+    }
+
     /// Sends READs until enough are in flight or the range is asked for.
     fn fill_reads(&mut self) {
         let live = |reads: &VecDeque<Read>| reads.iter().filter(|r| !r.discard).count();
         while live(&self.reads) < READS_IN_FLIGHT && self.next_off < self.end {
             let len = (self.end - self.next_off).min(self.read_len as u64) as u32;
-            let id = self.new_id();
-            let mut p = Vec::new();
-            p.put_u32((1 + 4 + 4 + self.handle.len() + 8 + 4) as u32);
-            p.put_u8(FXP_READ);
-            p.put_u32(id);
-            let h = self.handle.clone();
-            p.put_string(&h);
-            p.put_u64(self.next_off);
-            p.put_u32(len);
-            self.send_sftp(p);
+            let mut body = Vec::new();
+            body.put_string(&self.handle);
+            body.put_u64(self.next_off);
+            body.put_u32(len);
+            let id = self.request(FXP_READ, &body);
             self.reads.push_back(Read {
                 id,
                 off: self.next_off,
@@ -673,16 +680,11 @@ impl Session {
         let short = || proto("a short SFTP reply");
         let kind = p[0];
         if kind == FXP_VERSION && self.state == State::Init {
-            let id = self.new_id();
-            let mut o = Vec::new();
-            o.put_u32((1 + 4 + 4 + self.path.len() + 4 + 4) as u32);
-            o.put_u8(FXP_OPEN);
-            o.put_u32(id);
-            let path = self.path.clone();
-            o.put_string(&path);
-            o.put_u32(1); // SSH_FXF_READ
-            o.put_u32(0); // no attributes
-            self.send_sftp(o);
+            let mut body = Vec::new();
+            body.put_string(&self.path);
+            body.put_u32(1); // SSH_FXF_READ
+            body.put_u32(0); // no attributes
+            self.request(FXP_OPEN, &body);
             self.state = State::Open;
             return Ok(());
         }
@@ -690,14 +692,9 @@ impl Session {
         match (kind, self.state) {
             (FXP_HANDLE, State::Open) if id == self.next_id => {
                 self.handle = r.string().ok_or_else(short)?.to_vec();
-                let id = self.new_id();
-                let mut o = Vec::new();
-                o.put_u32((1 + 4 + 4 + self.handle.len()) as u32);
-                o.put_u8(FXP_FSTAT);
-                o.put_u32(id);
-                let h = self.handle.clone();
-                o.put_string(&h);
-                self.send_sftp(o);
+                let mut body = Vec::new();
+                body.put_string(&self.handle);
+                self.request(FXP_FSTAT, &body);
                 self.state = State::Fstat;
             }
             (FXP_ATTRS, State::Fstat) if id == self.next_id => {

@@ -243,20 +243,27 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         // Through a proxy, the tunnel opens first; TLS and the request wait for it.
         self.start_tunnel(slot);
-        if tls {
-            match self.tls_session(slot) {
-                Ok(s) => {
-                    if let Some(c) = self.conns[slot].as_mut() {
-                        c.tls = Some(s);
-                    }
-                }
-                Err(f) => {
-                    self.fail_conn(slot, f);
-                    return;
-                }
-            }
+        if tls && !self.put_tls(slot) {
+            return;
         }
         self.dispatch(slot);
+    }
+
+    /// Puts a new TLS session ([`Self::tls_session`]) on connection `slot`; false when that
+    /// failed the connection.
+    pub(super) fn put_tls(&mut self, slot: usize) -> bool {
+        match self.tls_session(slot) {
+            Ok(s) => {
+                if let Some(c) = self.conns[slot].as_mut() {
+                    c.tls = Some(s);
+                }
+                true
+            }
+            Err(f) => {
+                self.fail_conn(slot, f);
+                false
+            }
+        }
     }
 
     /// A TLS client session for connection `slot`'s server (the configuration made on first

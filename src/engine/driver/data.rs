@@ -67,19 +67,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.fail_conn(slot, f);
                 return false;
             }
-            match self.tls_session(slot) {
-                Ok(s) => {
-                    if let Some(c) = self.conns[slot].as_mut() {
-                        c.tls = Some(s);
-                        c.plain_out = then;
-                    }
-                    return true;
-                }
-                Err(f) => {
-                    self.fail_conn(slot, f);
-                    return false;
-                }
+            if !self.put_tls(slot) {
+                return false;
             }
+            if let Some(c) = self.conns[slot].as_mut() {
+                c.plain_out = then;
+            }
+            return true;
         }
         match c.ex.as_mut().and_then(|ex| ex.data_port.take()) {
             Some(DataAsk::Connect(port)) => self.open_data(slot, port),
@@ -319,21 +313,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         c.tls_peer_closed = false;
         c.tls_cipher = None;
         c.low_water = crate::engine::conn::LowWater::default();
-        if under_tls {
-            // FTPS: the data connection is under TLS too, resuming the control connection's
-            // session (the same configuration and server name), as servers may require.
-            match self.tls_session(slot) {
-                Ok(s) => {
-                    if let Some(c) = self.conns[slot].as_mut() {
-                        c.tls = Some(s);
-                    }
-                }
-                Err(f) => {
-                    self.fail_conn(slot, f);
-                    return false;
-                }
-            }
-        }
-        true
+        // FTPS: the data connection is under TLS too, resuming the control connection's session
+        // (the same configuration and server name), as servers may require.
+        !under_tls || self.put_tls(slot)
     }
 }
