@@ -55,6 +55,18 @@ fn password_logins_download_whole_and_split_byte_exact_and_remember_the_host() {
     let known = fs::read_to_string(home(&dir).join(".ssh/known_hosts")).expect("known_hosts");
     let name = format!("[127.0.0.1]:{}", sshd.port);
     assert!(known.starts_with(&name), "{known}");
+    // Two downloads from the new host at once (each reading known_hosts before either added
+    // it) add it once.
+    fs::write(root.join("g.bin"), &data).expect("g.bin");
+    crate::support::ftp::open_up(root.path());
+    let two = TestDir::new();
+    let g = sshd.password_url(&root.join("g.bin"));
+    let args = ["--no-conf", "-Z", "-j2", "-d", &two.arg(), &url, &g];
+    let run = ringdl(&two, &args);
+    same(&two, "f.bin", &data, &run);
+    same(&two, "g.bin", &data, &run);
+    let lines = fs::read_to_string(home(&two).join(".ssh/known_hosts")).expect("known_hosts");
+    assert_eq!(lines.lines().count(), 1, "{lines}");
     assert!(
         run.stdout.contains("Added the SSH host key of") || run.stderr.contains("Added"),
         "no notice of the new host\n{run}"

@@ -93,6 +93,15 @@ impl HostCheck {
                 self.name
             ))),
             Verdict::New => {
+                // Another connection of this run (split) may have added it since this one read
+                // the file: then it is known, and not added twice.
+                let now = self
+                    .user_file
+                    .as_ref()
+                    .and_then(|f| std::fs::read_to_string(f).ok());
+                if now.is_some_and(|t| known_hosts::check(&t, &self.name, key) == Verdict::Known) {
+                    return Ok(None);
+                }
                 let line = known_hosts::line_for(&self.name, key);
                 match self.user_file.as_ref().map(|f| add_line(f, &line)) {
                     Some(Ok(())) => Ok(Some(format!(
