@@ -18,7 +18,8 @@ fn root_with(len: usize, seed: u64) -> (TestDir, Vec<u8>) {
     (root, data)
 }
 
-fn same(dir: &TestDir, name: &str, data: &[u8], run: &crate::support::Run) {
+/// The run ended well with `name` in `dir` holding `data`, and no control file left.
+pub(crate) fn same(dir: &TestDir, name: &str, data: &[u8], run: &crate::support::Run) {
     assert_eq!(run.code(), 0, "{run}");
     assert_eq!(
         sha256_file(&dir.join(name)),

@@ -22,18 +22,8 @@ fn root_with(len: usize, seed: u64) -> (TestDir, Vec<u8>) {
     (root, data)
 }
 
-fn same(dir: &TestDir, name: &str, data: &[u8], run: &crate::support::Run) {
-    assert_eq!(run.code(), 0, "{run}");
-    assert_eq!(
-        sha256_file(&dir.join(name)),
-        sha256_hex(data),
-        "bytes differ\n{run}"
-    );
-    assert!(
-        !dir.join(&format!("{name}.aria2")).exists(),
-        "a control file left"
-    );
-}
+/// The run ended well with `name` holding `data` and no control file (as in the FTP tests).
+use crate::ftp::same;
 
 /// The HOME ringdl runs with in `dir` (see `support::ringdl`).
 fn home(dir: &TestDir) -> std::path::PathBuf {

@@ -848,6 +848,16 @@ pub fn plain_server_head(size: u64) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    /// User `u`, with the password `p` when `password`, no keys.
+    fn login(password: bool) -> Login {
+        Login {
+            user: "u".into(),
+            password: password.then(|| "p".into()),
+            keys: Vec::new(),
+            agent: None,
+        }
+    }
+
     #[test]
     fn a_short_read_drops_the_reads_after_it_and_goes_on_in_reads_of_its_length() {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i * 13 % 251) as u8).collect();
@@ -877,12 +887,7 @@ mod tests {
         for (k, part) in data[1000..].chunks(1000).enumerate() {
             answer(&mut stream, 7 + k as u32, part);
         }
-        let login = Login {
-            user: "u".into(),
-            password: Some("p".into()),
-            keys: Vec::new(),
-            agent: None,
-        };
+        let login = login(true);
         let mut s = Session::plain_after_kex(b"/f", login);
         let head = plain_server_head(data.len() as u64);
         let mut ev = s.received(&stream[..head.len()]).expect("head");
@@ -905,12 +910,7 @@ mod tests {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let stream = plain_server_stream(&data);
         for step in [usize::MAX, 1, 3, 4096, 33_000] {
-            let login = Login {
-                user: "u".into(),
-                password: Some("p".into()),
-                keys: Vec::new(),
-                agent: None,
-            };
+            let login = login(true);
             let mut s = Session::plain_after_kex(b"/f", login);
             let mut at = 0;
             let mut size = None;
@@ -959,12 +959,7 @@ mod tests {
 
     #[test]
     fn a_session_begins_with_its_version_line_and_a_key_exchange_offer() {
-        let login = Login {
-            user: "u".into(),
-            password: None,
-            keys: Vec::new(),
-            agent: None,
-        };
+        let login = login(false);
         let mut s = Session::new(b"/f", login, &[]);
         let out = s.take_out();
         assert!(out.starts_with(b"SSH-2.0-ringdl_"));
@@ -975,25 +970,10 @@ mod tests {
 
     #[test]
     fn a_server_that_is_not_ssh_is_refused() {
-        let login = Login {
-            user: "u".into(),
-            password: None,
-            keys: Vec::new(),
-            agent: None,
-        };
-        let mut s = Session::new(b"/f", login, &[]);
+        let mut s = Session::new(b"/f", login(false), &[]);
         assert_eq!(s.received(b"220 FTP here\r\n").unwrap(), Event::Wait);
         assert!(s.received(&[b'x'; 70 * 1024]).is_err());
-        let mut s = Session::new(
-            b"/f",
-            Login {
-                user: "u".into(),
-                password: None,
-                keys: Vec::new(),
-                agent: None,
-            },
-            &[],
-        );
+        let mut s = Session::new(b"/f", login(false), &[]);
         assert!(s.received(b"SSH-1.5-old\r\n").is_err());
     }
 }
