@@ -92,6 +92,126 @@ fn proftpd_and_pure_ftpd_serve_whole_split_and_active_downloads() {
     }
 }
 
+/// The control connections a run opened to `port` (its data connections not counted), from its
+/// log at info level.
+fn control_connections(log: &std::path::Path, port: u16) -> usize {
+    let log = fs::read_to_string(log).unwrap_or_default();
+    let to = format!("Connecting to 127.0.0.1:{port}");
+    log.lines().filter(|l| l.trim_end().ends_with(&to)).count()
+}
+
+/// Three files of one server, one after another (`-j1`): aria2c's default keeps the control
+/// connection, logged in, for the next file (back to where the login started, then into the
+/// next file's directories); `--ftp-reuse-connection=false` logs in for each. Each server, both
+/// data connection modes, and a list whose files are split.
+#[test]
+fn a_list_of_files_goes_over_one_logged_in_connection() {
+    let root = TestDir::new();
+    fs::create_dir_all(root.join("pub/sub")).expect("dirs");
+    let files = [
+        ("pub/a.bin", content(0xa1, 2 * 1024 * 1024 + 7)),
+        ("pub/sub/b.bin", content(0xb2, 300_001)),
+        ("c.bin", content(0xc3, 4096)),
+    ];
+    for (path, data) in &files {
+        fs::write(root.join(path), data).expect("write");
+    }
+    let servers = [
+        FtpServer::vsftpd(root.path()),
+        FtpServer::proftpd(root.path()),
+        FtpServer::pure_ftpd(root.path()),
+    ];
+    let mut tried = 0;
+    for server in servers.iter().flatten() {
+        for (opts, logins) in [
+            (&["-j1"][..], 1),
+            (&["-j1", "--ftp-pasv=false"][..], 1),
+            (&["-j1", "--ftp-reuse-connection=false"][..], 3),
+        ] {
+            tried += 1;
+            let dir = TestDir::new();
+            let list: String = files
+                .iter()
+                .map(|(p, _)| format!("{}\n", server.url_with_login(p)))
+                .collect();
+            fs::write(dir.join("list"), list).expect("list");
+            let log = dir.join("run.log");
+            let mut args = vec![
+                "--no-conf".to_string(),
+                "--log-level=info".into(),
+                "-l".into(),
+                log.display().to_string(),
+                "-d".into(),
+                dir.arg(),
+                "-i".into(),
+                dir.join("list").display().to_string(),
+            ];
+            args.extend(opts.iter().map(|s| s.to_string()));
+            let run = ringdl(&dir, &args);
+            for (path, data) in &files {
+                let name = path.rsplit('/').next().unwrap_or(path);
+                same(&dir, name, data, &run);
+            }
+            assert_eq!(
+                control_connections(&log, server.port()),
+                logins,
+                "{opts:?}: {}\n{run}",
+                fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+    }
+    if tried > 0 {
+        // vsftpd logs its commands: one login, then back to the start for each next file.
+        if let Some(server) = servers[0].as_ref() {
+            assert_eq!(users(server), 1 + 1 + 3, "{:?}", server.commands());
+        }
+    }
+}
+
+/// A kept control connection the server closed meanwhile (`421` after the transfer, as an idle
+/// timeout says it): the next file goes on a new connection, and nothing fails.
+#[test]
+fn a_kept_connection_the_server_closed_is_replaced_without_a_failure() {
+    use crate::support::ftp::{FakeFtp, Misbehaviour};
+    let data = content(0x4242, 100_000);
+    let how = Misbehaviour {
+        closes_after_transfer: true,
+        ..Misbehaviour::default()
+    };
+    let server = FakeFtp::start("f.bin", data.clone(), how);
+    let dir = TestDir::new();
+    let list = format!(
+        "{}\n  out=one.bin\n{}\n  out=two.bin\n",
+        server.url("pub/f.bin"),
+        server.url("pub/f.bin")
+    );
+    fs::write(dir.join("list"), list).expect("list");
+    let args = [
+        "--no-conf",
+        "-j1",
+        "-d",
+        &dir.arg(),
+        "-i",
+        "list",
+        "--max-tries=1",
+        "--log-level=info",
+        "-l",
+        "run.log",
+    ];
+    let run = ringdl(&dir, &args);
+    same(&dir, "one.bin", &data, &run);
+    same(&dir, "two.bin", &data, &run);
+    let log = fs::read_to_string(dir.join("run.log")).unwrap_or_default();
+    assert!(
+        log.contains("The kept connection could not go on"),
+        "the second file did not try the kept connection first:\n{log}"
+    );
+    let commands = server.commands();
+    let users = commands.iter().filter(|c| c.starts_with("USER ")).count();
+    assert_eq!(users, 2, "{commands:?}");
+    assert!(commands.iter().any(|c| c == "PWD"), "{commands:?}");
+}
+
 #[test]
 fn a_missing_file_exits_3_a_directory_1_and_nothing_is_left() {
     let (root, _) = root_with(1000, 1);
@@ -777,6 +897,21 @@ fn ftps_implicit_and_explicit_downloads_are_byte_exact_resuming_the_tls_session(
             assert_eq!(run.code(), 0, "{scheme} {extra:?}: {run}\n{}", server.log());
             same(&dir, "f.bin", &data, &run);
         }
+        // Two files, one after the other: the second goes over the first's control connection,
+        // under the same TLS session (its records read on where the first's left off).
+        let users_before = users(&server);
+        let dir = TestDir::new();
+        fs::write(
+            dir.join("list"),
+            format!("{url}\n  out=one.bin\n{url}\n  out=two.bin\n"),
+        )
+        .expect("list");
+        let d = dir.arg();
+        let args = ["--no-conf", &ca, "-d", &d, "-j1", "-i", "list"];
+        let run = ringdl(&dir, &args);
+        same(&dir, "one.bin", &data, &run);
+        same(&dir, "two.bin", &data, &run);
+        assert_eq!(users(&server), users_before + 1, "{:?}", server.commands());
         let commands = server.commands();
         let auth = commands.iter().any(|c| c == "AUTH TLS");
         assert_eq!(auth, !implicit, "{scheme}: {commands:?}");
@@ -787,6 +922,15 @@ fn ftps_implicit_and_explicit_downloads_are_byte_exact_resuming_the_tls_session(
             );
         }
     }
+}
+
+/// How many logins `server` (vsftpd) was asked for.
+fn users(server: &FtpServer) -> usize {
+    server
+        .commands()
+        .iter()
+        .filter(|c| c.starts_with("USER "))
+        .count()
 }
 
 /// A certificate nobody vouches for fails the download in one line (exit 1, nothing written)

@@ -1327,8 +1327,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .default("true")
     .tags(&["#ftp"])
-    .input()
-    .unsupported("FTP"),
+    .input(),
     opt(
         "ssh-host-key-md",
         ValueKind::Text,

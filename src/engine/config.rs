@@ -31,6 +31,8 @@ pub struct DownloadOptions {
     pub ftp_ascii: bool,
     /// `--ftp-pasv`: passive mode (the client connects for the data), else active.
     pub ftp_pasv: bool,
+    /// Keep an FTP control connection, logged in, for the next file or range.
+    pub ftp_reuse_connection: bool,
     /// `--ssh-host-key-md=TYPE=HEX`: the digest the SFTP server's host key must have (then
     /// known_hosts is not asked).
     pub ssh_host_key_md: Option<String>,

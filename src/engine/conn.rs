@@ -489,6 +489,8 @@ pub struct Conn {
     pub control: Option<Parked>,
     /// The download's bytes on their way out on this connection.
     pub serving: Option<Serving>,
+    /// Idle, kept by its protocol for the next exchange that can go on it.
+    pub kept: Option<KeptConn>,
 }
 
 /// A protocol's second connection, on its way.
@@ -509,11 +511,25 @@ impl DataConn {
 /// A connection set aside while its body comes on another (FTP's control connection): held
 /// open, since a server ends the transfer when it closes; it closes with the connection.
 pub struct Parked {
-    #[allow(dead_code)]
     pub fd: Fd,
     /// Its TLS session (FTPS), kept with it.
-    #[allow(dead_code)]
     pub tls: Option<crate::tls::TlsSession>,
+    /// What it had received after the answer, for the conversation (FTP: the transfer's last
+    /// reply, when it came early).
+    pub rest: Vec<u8>,
+    /// Bytes of its read block not yet processed (TLS records not yet opened).
+    pub raw: Vec<u8>,
+}
+
+/// A connection kept, with what its last exchange left on it, for the next exchange of the same
+/// protocol (FTP's control connection, logged in): only an exchange whose
+/// `sources::kept_key` is `key` goes on it.
+pub struct KeptConn {
+    pub key: String,
+    pub kept: crate::engine::sources::Kept,
+    /// Bytes received on it not yet processed (TLS records), put back in the read block when
+    /// the next exchange begins.
+    pub raw: Vec<u8>,
 }
 
 /// The work a new connection is opened for.
@@ -557,6 +573,7 @@ impl Conn {
             data: None,
             control: None,
             serving: None,
+            kept: None,
             starved: None,
             yielding: false,
             held_at_tick: None,

@@ -4,7 +4,7 @@
 //! to the control connection's peer.
 use super::config::DownloadOptions;
 use super::job::Failure;
-use super::sources::{Answer, Conversation, Step};
+use super::sources::{Answer, Conversation, Kept, Step};
 use super::ExitCode;
 use crate::ftp::{Event, Kind, Login, Session};
 use crate::http::Framing;
@@ -20,6 +20,12 @@ pub struct FtpConversation {
     ascii: bool,
     passive: bool,
     remote_time: bool,
+    /// Keep the control connection for another file or range (`--ftp-reuse-connection`).
+    reuse: bool,
+    /// The connection this exchange goes on was kept by an earlier one, logged in.
+    carried: Option<crate::ftp::Kept>,
+    /// It failed as a kept connection that could not go on.
+    stale: bool,
     url: Url,
     session: Result<Option<Session>, Failure>,
 }
@@ -37,6 +43,9 @@ impl FtpConversation {
             ascii: opts.ftp_ascii,
             passive: opts.ftp_pasv,
             remote_time: opts.remote_time,
+            reuse: opts.ftp_reuse_connection,
+            carried: None,
+            stale: false,
             url: url.clone(),
             session: Ok(None),
         }
@@ -58,6 +67,17 @@ fn login_for(
         user: user.unwrap_or(default.user),
         pass: pass.unwrap_or(default.pass),
     }
+}
+
+/// The key of the kept control connections an exchange with `url` can go on: the server's are
+/// told apart by the engine; here, who logs in (a session checks it again, `Session::go_on`).
+pub fn kept_key(
+    url: &Url,
+    opts: &DownloadOptions,
+    netrc: Option<&crate::http::auth::Credentials>,
+) -> String {
+    let l = login_for(url, opts, netrc);
+    format!("{}:{}\n{}", url.scheme(), l.user, l.pass)
 }
 
 /// Who an HTTP proxy that fetches `url` (FTP) is told to log in as: aria2c's FTP login, its
@@ -124,6 +144,7 @@ fn failure(e: crate::ftp::Error, url: &Url) -> Failure {
         (Kind::NoFile, _) => format!("FTP/SFTP URI {url} doesn't contain file path."),
         (Kind::NoResume, _) => "FTP server doesn't support resuming.".to_string(),
         (Kind::NoTls, _) => format!("{}; nothing is sent in the clear", e.message),
+        (Kind::Stale, _) => e.message,
         (_, Some(code)) => format!("The response status is not successful. status={code}"),
         (_, None) => e.message,
     };
@@ -134,13 +155,13 @@ fn failure(e: crate::ftp::Error, url: &Url) -> Failure {
         // (aria2c aborts too: another try would be refused the same way.)
         Kind::NoResume => Failure::fatal(ExitCode::CANNOT_RESUME, message),
         Kind::NoTls => Failure::fatal(FTP_ERROR, message),
-        Kind::Transient => Failure::retry(FTP_ERROR, message),
+        Kind::Transient | Kind::Stale => Failure::retry(FTP_ERROR, message),
         Kind::Permanent => Failure::fatal(FTP_ERROR, message),
     }
 }
 
 impl FtpConversation {
-    fn step(&self, e: Event) -> Step {
+    fn step(&mut self, e: Event) -> Step {
         match e {
             Event::Wait => Step::Wait,
             Event::Send(b) => Step::Send(b),
@@ -164,13 +185,22 @@ impl FtpConversation {
                 modified,
                 wrapped: false,
             }),
-            Event::Fail(e) => Step::Fail(failure(e, &self.url)),
+            Event::Fail(e) => Step::Fail(self.failed(e)),
         }
+    }
+
+    fn failed(&mut self, e: crate::ftp::Error) -> Failure {
+        self.stale |= e.kind == Kind::Stale;
+        failure(e, &self.url)
     }
 }
 
 impl Conversation for FtpConversation {
     fn begin(&mut self, url: &Url, range: Option<(u64, Option<u64>)>) -> Vec<u8> {
+        if self.stale {
+            self.session = Err(Failure::retry(FTP_ERROR, "not an FTP connection"));
+            return Vec::new();
+        }
         let session = Session::new(url.path(), self.login.clone(), self.ascii, range);
         let session = session.map(|s| if self.remote_time { s.with_time() } else { s });
         let tls = match url.scheme() {
@@ -179,17 +209,42 @@ impl Conversation for FtpConversation {
             _ => crate::ftp::Tls::None,
         };
         let session = session.map(|s| s.with_tls(tls));
-        match session.map(|s| if self.passive { s } else { s.active() }) {
-            Ok(s) => {
-                let first = s.start();
+        let session = session.map(|s| if self.reuse { s.asking_base() } else { s });
+        let session = session.map(|s| if self.passive { s } else { s.active() });
+        let first = session.and_then(|mut s| {
+            let first = match self.carried.take() {
+                Some(kept) => s.go_on(kept)?,
+                None => s.start(),
+            };
+            Ok((s, first))
+        });
+        match first {
+            Ok((s, first)) => {
                 self.session = Ok(Some(s));
                 first
             }
             Err(e) => {
-                self.session = Err(failure(e, url));
+                self.session = Err(self.failed(e));
                 Vec::new()
             }
         }
+    }
+
+    fn keep(&mut self) -> Option<Kept> {
+        match &self.session {
+            Ok(Some(s)) if self.reuse => s.kept().map(|k| Box::new(k) as Kept),
+            _ => None,
+        }
+    }
+
+    fn carry_on(&mut self, kept: Kept) {
+        self.carried = kept.downcast::<crate::ftp::Kept>().ok().map(|k| *k);
+        // (Another protocol's connection: refused as a kept one that cannot go on.)
+        self.stale = self.carried.is_none();
+    }
+
+    fn stale(&self) -> bool {
+        self.stale || matches!(&self.session, Ok(Some(s)) if s.stale())
     }
 
     fn received(&mut self, bytes: &[u8]) -> (usize, Step) {

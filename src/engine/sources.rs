@@ -70,6 +70,10 @@ pub enum Step {
     Fail(Failure),
 }
 
+/// What an exchange leaves on its connection for the next exchange of its protocol (FTP: a
+/// control connection logged in, and where), for the engine to hand over unread.
+pub type Kept = Box<dyn std::any::Any>;
+
 /// One exchange of a protocol other than HTTP, over one connection, as a machine without I/O.
 pub trait Conversation {
     /// The bytes that open the exchange for `url`: the whole file, or the bytes from `first` to
@@ -119,12 +123,42 @@ pub trait Conversation {
     fn notices(&mut self) -> Vec<String> {
         Vec::new()
     }
+    /// The answer's bytes are all in (on the data connection; what came on this connection
+    /// after the answer was given to [`Conversation::received`] first): what the exchange leaves
+    /// this connection for another of the same protocol, if it can take one.
+    fn keep(&mut self) -> Option<Kept> {
+        None
+    }
+    /// The exchange goes on a connection an earlier one kept ([`Conversation::keep`]); said
+    /// before [`Conversation::begin`].
+    fn carry_on(&mut self, _kept: Kept) {}
+    /// Whether a failure now is the kept connection's (closed while it waited, say), not the
+    /// source's: the exchange is then made again on a new connection.
+    fn stale(&self) -> bool {
+        false
+    }
     /// The data connection asked for ([`Step::Data`]) is connected: what now.
     fn data_ready(&mut self) -> Step {
         Step::Fail(Failure::retry(
             super::ExitCode::UNKNOWN,
             "a data connection nobody asked for",
         ))
+    }
+}
+
+/// Which kept connections (see [`Conversation::keep`]) an exchange with `url` for a download
+/// made with `opts` can go on: those whose key is this. `None`: none (HTTP's, or a protocol
+/// that keeps no connection).
+pub fn kept_key(
+    url: &Url,
+    opts: &super::config::DownloadOptions,
+    netrc: Option<&crate::http::auth::Credentials>,
+) -> Option<String> {
+    match url.scheme() {
+        "ftp" | "ftps" | "ftpes" if opts.ftp_reuse_connection => {
+            Some(super::ftp::kept_key(url, opts, netrc))
+        }
+        _ => None,
     }
 }
 

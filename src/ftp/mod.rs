@@ -41,6 +41,9 @@ pub enum Kind {
     Transient,
     /// A 5xx reply, or bytes that are not FTP.
     Permanent,
+    /// A control connection kept from an earlier transfer could not go on (the server closed
+    /// it, or said no before the session was back where it started): a new one will.
+    Stale,
 }
 
 /// A session's failure: its kind and a one-line message.
@@ -101,12 +104,18 @@ pub enum Tls {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Greeting,
+    /// A kept connection: waiting for the last reply of the transfer before.
+    Final,
+    /// A kept connection: changing back to the directory the login started in.
+    Home,
     AuthTls,
     Pbsz,
     Prot,
     User,
     Pass,
     Type,
+    /// Asking where the login starts (to come back there when the connection is kept).
+    Pwd,
     /// Changing into the path's `n`th directory.
     Cwd(usize),
     Size,
@@ -122,7 +131,20 @@ enum State {
     Port,
     Rest,
     Retr,
+    /// The file's bytes flow.
     Done,
+    /// The transfer's last reply came: the connection can take another session.
+    Ended,
+}
+
+/// What a session leaves on its control connection for the next one: who is logged in, under
+/// which TLS, where the login started, and whether the transfer's last reply was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    login: Login,
+    tls: Tls,
+    base: String,
+    ended: bool,
 }
 
 /// One file fetched over one control connection.
@@ -142,6 +164,9 @@ pub struct Session {
     size: Option<u64>,
     state: State,
     tls: Tls,
+    /// Ask where the login starts (`PWD`), so that the connection can be kept.
+    ask_base: bool,
+    base: Option<String>,
 }
 
 /// Refuses a name or credential that would break out of its command (CR, LF, NUL).
@@ -195,6 +220,8 @@ impl Session {
             size: None,
             state: State::Greeting,
             tls: Tls::None,
+            ask_base: false,
+            base: None,
         })
     }
 
@@ -208,6 +235,72 @@ impl Session {
     fn user(&mut self) -> Event {
         self.state = State::User;
         command(format!("USER {}", self.login.user))
+    }
+
+    /// Ask where the login starts (`PWD`, as aria2c does), so that the control connection can be
+    /// kept for another file or range ([`Session::kept`]).
+    pub fn asking_base(mut self) -> Session {
+        self.ask_base = true;
+        self
+    }
+
+    /// Goes on from a control connection an earlier session kept (`kept`): no greeting, no
+    /// login; the transfer's last reply is read if it was not, then the directory the login
+    /// started in is changed back to. The bytes to send first; an error of kind
+    /// [`Kind::Stale`] if the connection is not this session's (another login or TLS).
+    pub fn go_on(&mut self, kept: Kept) -> Result<Vec<u8>, Error> {
+        if self.state != State::Greeting || kept.login != self.login || kept.tls != self.tls {
+            return Err(error(
+                Kind::Stale,
+                "the kept connection is logged in for another session".into(),
+            ));
+        }
+        self.ask_base = true;
+        self.base = Some(kept.base);
+        match kept.ended {
+            true => match self.home() {
+                Event::Send(b) => Ok(b),
+                _ => Ok(Vec::new()),
+            },
+            false => {
+                self.state = State::Final;
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    fn home(&mut self) -> Event {
+        self.state = State::Home;
+        command(format!("CWD {}", self.base.as_deref().unwrap_or("/")))
+    }
+
+    /// What this session leaves for the next one on its control connection, once its bytes are
+    /// all in: only a transfer that went to the file's end (the server ends it itself, with
+    /// one last reply) of a session that knows where its login started.
+    pub fn kept(&self) -> Option<Kept> {
+        let ended = match self.state {
+            State::Done => false,
+            State::Ended => true,
+            _ => return None,
+        };
+        let to_the_end = match (self.range, self.size) {
+            (Some((_, Some(last))), Some(size)) => last.saturating_add(1) >= size,
+            (Some((_, Some(_))), None) => false,
+            _ => true,
+        };
+        let base = self.base.clone().filter(|_| to_the_end)?;
+        Some(Kept {
+            login: self.login.clone(),
+            tls: self.tls,
+            base,
+            ended,
+        })
+    }
+
+    /// Whether the session is still coming back on a kept connection: a failure now is the
+    /// connection's (closed while it was kept), not the file's.
+    pub fn stale(&self) -> bool {
+        matches!(self.state, State::Final | State::Home)
     }
 
     /// Ask the file's modification time (`MDTM`, for `-R`).
@@ -287,7 +380,11 @@ impl Session {
         let said = || format!("{} {}", r.code, reply::shorten(&r.text));
         if r.code == 421 {
             return Event::Fail(Error {
-                kind: Kind::Transient,
+                kind: if self.stale() {
+                    Kind::Stale
+                } else {
+                    Kind::Transient
+                },
                 message: format!("the server closes the connection: {}", said()),
                 reply: Some(r.code),
             });
@@ -308,6 +405,10 @@ impl Session {
             })
         };
         match self.state {
+            // (Whatever the transfer before ended with, the connection answered: go on.)
+            State::Final => self.home(),
+            State::Home if r.ok() => self.after_cwd(0),
+            State::Home => failed(Kind::Stale, "CWD to the login's directory refused"),
             State::Greeting if r.code == 220 => match self.tls {
                 Tls::None => self.user(),
                 Tls::Explicit => {
@@ -344,7 +445,20 @@ impl Session {
                 failed(Kind::Login, "login failed")
             }
             State::User | State::Pass => failed(Kind::Permanent, "login failed"),
+            State::Type if r.ok() && self.ask_base => {
+                self.state = State::Pwd;
+                command("PWD".into())
+            }
             State::Type if r.ok() => self.after_cwd(0),
+            State::Pwd => {
+                // A directory that cannot be read back in a command only keeps the connection
+                // from being kept.
+                self.base = (r.code == 257)
+                    .then(|| reply::pwd_dir(&r.text))
+                    .flatten()
+                    .filter(|d| fits_command("the directory", d).is_ok());
+                self.after_cwd(0)
+            }
             State::Type => failed(Kind::Permanent, "TYPE refused"),
             State::Cwd(i) if r.ok() => self.after_cwd(i + 1),
             State::Cwd(_) if r.code == 550 => failed(Kind::NotFound, "no such directory"),
@@ -397,7 +511,13 @@ impl Session {
             State::Retr if r.preliminary() => Event::Wait,
             State::Retr if r.code == 550 => failed(Kind::NotFound, "RETR refused"),
             State::Retr => failed(Kind::Permanent, "RETR refused"),
-            State::Done => failed(Kind::Permanent, "a reply after the transfer began"),
+            // The transfer's last reply (226, or 426 for one the client cut short).
+            State::Done if r.ok() || r.transient() => {
+                self.state = State::Ended;
+                Event::Wait
+            }
+            State::Done => failed(Kind::Permanent, "the transfer failed"),
+            State::Ended => failed(Kind::Permanent, "a reply nobody asked for"),
         }
     }
 
@@ -671,6 +791,94 @@ mod tests {
             b"229 (|||0|)\r\n",
         ];
         assert_eq!(fail("/f", no_port), Kind::Permanent);
+    }
+
+    /// Logs in asking where (PWD), fetches `/pub/f` whole, and reads the transfer's last reply
+    /// if `ended`: what the session leaves.
+    fn kept_after(range: Option<(u64, Option<u64>)>, ended: bool) -> Option<Kept> {
+        let mut s = session("/pub/f", range).asking_base();
+        for r in [&b"220 hi\r\n"[..], b"230 ok\r\n"] {
+            s.received(r);
+        }
+        assert_eq!(sends(s.received(b"200 ok\r\n")), "PWD\r\n");
+        let pwd = b"257 \"/home/al\" is the current directory\r\n";
+        assert_eq!(sends(s.received(pwd)), "CWD pub\r\n");
+        s.received(b"250 ok\r\n");
+        s.received(b"213 100\r\n");
+        assert_eq!(s.received(b"229 (|||5000|)\r\n").1, Event::OpenData(5000));
+        s.data_ready();
+        if range.is_some_and(|r| r.0 > 0) {
+            s.received(b"350 ok\r\n");
+        }
+        assert!(matches!(
+            s.received(b"150 go\r\n").1,
+            Event::Transfer { .. }
+        ));
+        if ended {
+            assert_eq!(s.received(b"226 done\r\n").1, Event::Wait);
+        }
+        s.kept()
+    }
+
+    #[test]
+    fn a_session_that_read_to_the_end_leaves_its_connection_for_the_next() {
+        let kept = kept_after(None, true).expect("kept");
+        // The next file: back to where the login started, then into its directories.
+        let mut s = session("/d/g", Some((10, None))).asking_base();
+        assert_eq!(s.go_on(kept).expect("goes on"), b"CWD /home/al\r\n");
+        assert!(s.stale(), "back where it started only once CWD is answered");
+        assert_eq!(sends(s.received(b"250 ok\r\n")), "CWD d\r\n");
+        assert!(!s.stale());
+        assert_eq!(sends(s.received(b"250 ok\r\n")), "SIZE g\r\n");
+        // The transfer's last reply not read yet: it is read first, whatever it says.
+        let kept = kept_after(Some((50, None)), false).expect("kept");
+        let mut s = session("/g", None).asking_base();
+        assert!(s.go_on(kept).expect("goes on").is_empty());
+        assert_eq!(s.received(b"226-done\r\n").1, Event::Wait);
+        assert_eq!(sends(s.received(b"226 done\r\n")), "CWD /home/al\r\n");
+        // A server that closed it meanwhile: stale, not the file's failure.
+        let kept = kept_after(None, true).expect("kept");
+        let mut s = session("/g", None).asking_base();
+        s.go_on(kept).expect("goes on");
+        match s.received(b"421 Timeout.\r\n").1 {
+            Event::Fail(e) => assert_eq!(e.kind, Kind::Stale),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_connection_is_kept_only_for_the_same_login_after_a_transfer_to_the_files_end() {
+        assert!(kept_after(Some((0, Some(49))), true).is_none(), "cut short");
+        assert!(kept_after(Some((0, Some(99))), true).is_some());
+        let mut s = session("/f", None);
+        for r in [&b"220 hi\r\n"[..], b"230 ok\r\n", b"200 ok\r\n"] {
+            s.received(r);
+        }
+        assert_eq!(sends(s.received(b"213 5\r\n")), "EPSV\r\n", "no PWD asked");
+        assert!(s.kept().is_none(), "nothing transferred");
+        let kept = kept_after(None, true).expect("kept");
+        let other = Login {
+            user: "bo".into(),
+            pass: "x".into(),
+        };
+        let mut s = Session::new("/f", other, false, None).expect("session");
+        assert_eq!(
+            s.go_on(kept.clone()).expect_err("another login").kind,
+            Kind::Stale
+        );
+        let mut s = session("/f", None).with_tls(Tls::Explicit);
+        assert_eq!(s.go_on(kept).expect_err("another TLS").kind, Kind::Stale);
+        // A directory that no command can carry keeps nothing.
+        let mut s = session("/f", None).asking_base();
+        for r in [&b"220 hi\r\n"[..], b"230 ok\r\n", b"200 ok\r\n"] {
+            s.received(r);
+        }
+        s.received(b"257 \"/a\r\nDELE x\" here\r\n");
+        s.received(b"213 5\r\n");
+        s.received(b"229 (|||5000|)\r\n");
+        s.data_ready();
+        s.received(b"150 go\r\n");
+        assert!(s.kept().is_none());
     }
 
     #[test]

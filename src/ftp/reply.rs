@@ -109,6 +109,27 @@ pub fn shorten(s: &str) -> String {
     s.chars().take(80).collect()
 }
 
+/// The directory a `257 "/home/al" is the current directory` reply names (RFC 959's PWD: the
+/// name between the first quote and the next lone one, a doubled quote inside standing for
+/// one); `None` when the text does not start with a quoted name.
+pub fn pwd_dir(text: &str) -> Option<String> {
+    let mut chars = text.trim_start().strip_prefix('"')?.chars().peekable();
+    let mut dir = String::new();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            dir.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            dir.push('"');
+            continue;
+        }
+        return (!dir.is_empty()).then_some(dir);
+    }
+    None
+}
+
 /// The port of a `229 Entering Extended Passive Mode (|||6446|)` reply (RFC 2428): the text
 /// between the parentheses is a delimiter three times, the port, the delimiter.
 pub fn epsv_port(text: &str) -> Option<u16> {
@@ -179,6 +200,20 @@ pub fn mdtm_time(text: &str) -> Option<std::time::SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pwd_names_the_directory_between_quotes_with_doubled_quotes_inside() {
+        let dir = |t: &str| pwd_dir(t);
+        assert_eq!(
+            dir("\"/home/al\" is the current directory").as_deref(),
+            Some("/home/al")
+        );
+        assert_eq!(dir("\"/\"").as_deref(), Some("/"));
+        assert_eq!(dir("\"/a \"\"b\"\"\" here").as_deref(), Some("/a \"b\""));
+        for bad in ["/home/al", "\"/unended", "\"\" empty", ""] {
+            assert_eq!(dir(bad), None, "{bad}");
+        }
+    }
 
     fn whole(b: &[u8]) -> (usize, Reply) {
         match parse(b) {

@@ -407,6 +407,9 @@ pub struct Misbehaviour {
     pub no_eprt: bool,
     /// In active mode the server never connects to the client.
     pub never_connects: bool,
+    /// After a transfer's last reply, the server says `421` and closes the control connection
+    /// (as an idle timeout would).
+    pub closes_after_transfer: bool,
 }
 
 /// A scripted FTP server in this process, for what real servers will not do: each control
@@ -504,6 +507,7 @@ fn fake_session(
             "USER" => "331 password please".to_string(),
             "PASS" => "230 in".to_string(),
             "TYPE" | "CWD" => "200 ok".to_string(),
+            "PWD" => "257 \"/\" is the current directory".to_string(),
             "SIZE" if arg == name => format!("213 {}", how.size.unwrap_or(file.len() as u64)),
             "SIZE" => "550 no such file".to_string(),
             "EPSV" if how.no_epsv => "500 what".to_string(),
@@ -587,9 +591,16 @@ fn fake_session(
                 let sent = d.write_all(&body);
                 drop(d);
                 rest = 0;
-                match sent {
-                    Ok(()) => "226 done".to_string(),
-                    Err(_) => "426 aborted".to_string(),
+                match (sent, how.closes_after_transfer) {
+                    (Ok(()), true) => {
+                        // (Later than the client can take the connection for its next file.)
+                        out.write_all(b"226 done\r\n")?;
+                        std::thread::sleep(Duration::from_millis(300));
+                        out.write_all(b"421 Timeout.\r\n")?;
+                        return Ok(());
+                    }
+                    (Ok(()), false) => "226 done".to_string(),
+                    (Err(_), _) => "426 aborted".to_string(),
                 }
             }
             "RETR" => "550 no such file".to_string(),

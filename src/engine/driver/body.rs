@@ -381,6 +381,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         };
         let Some(ex) = c.ex.as_mut() else { return };
         if let Some(f) = ex.error.take() {
+            if self.redo_if_stale(slot, &f) {
+                return;
+            }
+            let Some(ex) = self.conns[slot].as_mut().and_then(|c| c.ex.as_mut()) else {
+                return;
+            };
             let head = matches!(ex.phase, Phase::Head | Phase::Decide);
             if head && ex.conversation.is_some() && f.code == ExitCode::NOT_FOUND {
                 // Another protocol's "not found": aria2's rules for a 404.
@@ -451,10 +457,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.fail_conn(slot, f);
                 return;
             }
+            // A body that came on a data connection: its control connection may be kept, with
+            // the transfer's last reply still to read on it.
+            let kept = c.control.is_some() && self.keep_control(slot);
+            let Some(c) = self.conns[slot].as_mut() else {
+                return;
+            };
+            let Some(ex) = c.ex.as_ref() else { return };
             // Bytes waiting after the body's end (a server sending past its framing) must never
             // be read as the next answer: the connection is not kept.
             let quiet = c.fd.as_ref().is_some_and(|fd| self.reactor.quiet(fd));
-            let reusable = !ex.unusable && !c.eof && !c.tls_peer_closed && quiet;
+            let reusable = kept || (!ex.unusable && !c.eof && !c.tls_peer_closed && quiet);
             let done = c.ex.take();
             if reusable {
                 c.want = None;

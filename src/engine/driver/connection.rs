@@ -46,12 +46,36 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let routes = &self.dls[w.dl].opts.proxies;
         let proxy = routes.for_url(&w.url).cloned();
         let key = ServerKey::through(&w.url, routes);
+        // A protocol that keeps its connections (FTP) goes only on one kept for an exchange like
+        // its own (the same login); HTTP only on one no protocol kept.
+        let kept_key = match crate::engine::sources::is_conversation(&w.url)
+            && !proxy_reads_ftp(&w.url, &key)
+        {
+            true => {
+                let opts = &self.dls[w.dl].opts;
+                let netrc = self.identity.ftp_netrc(&w.url, opts.no_netrc);
+                Some(crate::engine::sources::kept_key(&w.url, opts, netrc))
+            }
+            false => None,
+        };
         let idle = loop {
             let found = self.conns.iter().position(|c| {
-                c.as_ref()
-                    .is_some_and(|c| c.state == ConnState::Idle && c.server == key)
+                c.as_ref().is_some_and(|c| {
+                    c.state == ConnState::Idle
+                        && c.server == key
+                        && match (&c.kept, &kept_key) {
+                            (Some(k), Some(want)) => want.as_ref() == Some(&k.key),
+                            (None, None) => true,
+                            _ => false,
+                        }
+                })
             });
             let Some(slot) = found else { break None };
+            if self.conns[slot].as_ref().is_some_and(|c| c.kept.is_some()) {
+                // (What waits on a kept connection is its last transfer's reply: the
+                // conversation reads it, and a connection that went meanwhile is replaced.)
+                break Some(slot);
+            }
             // Bytes that came after the last response's end (a server sending past its framing)
             // would be read as this request's answer, and a closed connection would fail it:
             // such a connection goes, and the next idle one (or a new one) is tried.
@@ -412,10 +436,34 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             true => None,
             false => crate::engine::sources::conversation_for(&ex.url, opts, netrc),
         };
+        let kept = self.conns[slot].as_mut().and_then(|c| c.kept.take());
+        debug_assert!(
+            kept.is_none() || conv.is_some(),
+            "a kept connection given to another protocol"
+        );
         if let Some(mut conv) = conv {
             // A protocol other than HTTP: its machine says what opens the exchange.
             conv.have(&self.dls[ex.dl].claims());
+            let raw = kept.map(|k| {
+                conv.carry_on(k.kept);
+                k.raw
+            });
             let req = conv.begin(&ex.url, ex.range);
+            if let Some(raw) = raw {
+                // On a kept connection nothing may come before the conversation's first bytes
+                // are answered: a failure to begin is said now. What it had received and not
+                // opened is read first.
+                if let (_, crate::engine::sources::Step::Fail(f)) = conv.received(&[]) {
+                    ex.error = Some(f);
+                }
+                if let Some(c) = self.conns[slot].as_mut() {
+                    if let Some(b) = c.rbuf.as_mut().filter(|b| b.len() >= raw.len()) {
+                        b.as_mut_slice()[..raw.len()].copy_from_slice(&raw);
+                        c.rb_start = 0;
+                        c.rb_end = raw.len();
+                    }
+                }
+            }
             ex.conversation = Some(conv);
             self.send_exchange(slot, ex, req);
             return;
@@ -613,6 +661,33 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
     }
 
+    /// A connection kept by its protocol (FTP's control connection) that failed before it was
+    /// back where its login started: the connection's failure (closed while kept), not the
+    /// source's; the exchange is made again on another connection. True when it was so.
+    pub(super) fn redo_if_stale(&mut self, slot: usize, f: &Failure) -> bool {
+        let Some(c) = self.conns[slot].as_ref() else {
+            return false;
+        };
+        let Some(ex) = c.ex.as_ref() else {
+            return false;
+        };
+        let stale = c.reused && ex.conversation.as_ref().is_some_and(|v| v.stale());
+        if !stale {
+            return false;
+        }
+        let (id, w) = (c.id, ex.again());
+        self.console.log(
+            LogLevel::Info,
+            &format!(
+                "CUID#{id} - The kept connection could not go on ({}); another is used",
+                f.message
+            ),
+        );
+        self.abandon_exchange(slot);
+        self.open_or_defer(w);
+        true
+    }
+
     /// A connection finished its range: take more of the same download on the same connection.
     /// `url` is what the connection just fetched (on its own server, whichever mirror that is).
     pub(super) fn next_work(&mut self, slot: usize, dl: usize, url: Option<Url>, mirror: usize) {
@@ -635,6 +710,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 
     pub(super) fn fail_conn(&mut self, slot: usize, f: Failure) {
+        if self.redo_if_stale(slot, &f) {
+            return;
+        }
         // A server that could not be reached (its name, its port) or that went silent is marked
         // failed in the server profile; through a proxy, the proxy may be what failed.
         if let Some(c) = self.conns[slot].as_ref() {

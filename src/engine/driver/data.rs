@@ -293,12 +293,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(DataConn::Connected(data)) = c.data.take() else {
             return false;
         };
-        // What came after the answer on the control connection is not the body's (FTP: the
-        // transfer's last reply, unread since the connection is not reused); the read block's
-        // bytes were all the conversation's (fed to it as they came).
-        if let Some(ex) = c.ex.as_mut() {
-            ex.head_rest.clear();
-        }
+        // What came after the answer on the control connection is not the body's: it stays with
+        // the control connection (FTP: the transfer's last reply, read if the connection is kept),
+        // with the bytes of the read block not yet opened (TLS records after the answer's).
+        let rest =
+            c.ex.as_mut()
+                .map(|ex| std::mem::take(&mut ex.head_rest))
+                .unwrap_or_default();
+        let raw = c
+            .rbuf
+            .as_ref()
+            .and_then(|b| b.as_slice().get(c.rb_start..c.rb_end))
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default();
         c.rb_start = 0;
         c.rb_end = 0;
         let control_tls = c.tls.take();
@@ -307,6 +314,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             c.control = Some(Parked {
                 fd,
                 tls: control_tls,
+                rest,
+                raw,
             });
         }
         c.eof = false;
@@ -316,5 +325,61 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // FTPS: the data connection is under TLS too, resuming the control connection's session
         // (the same configuration and server name), as servers may require.
         !under_tls || self.put_tls(slot)
+    }
+
+    /// The body that came on the data connection is all in: when the conversation can leave its
+    /// control connection for another exchange, the data connection closes and the control
+    /// connection takes its place, kept with what the conversation leaves on it
+    /// (`Conn::kept`). False when it cannot (the connection then closes as before).
+    pub(super) fn keep_control(&mut self, slot: usize) -> bool {
+        let Some(c) = self.conns[slot].as_mut() else {
+            return false;
+        };
+        let (Some(ex), Some(parked), true) = (c.ex.as_mut(), c.control.as_mut(), c.rbuf.is_some())
+        else {
+            return false;
+        };
+        let d = &self.dls[ex.dl];
+        let netrc = self.identity.ftp_netrc(&ex.url, d.opts.no_netrc);
+        let Some(key) = crate::engine::sources::kept_key(&ex.url, &d.opts, netrc) else {
+            return false;
+        };
+        let Some(conv) = ex.conversation.as_mut() else {
+            return false;
+        };
+        // Replies that came after the answer (the transfer's last, from a quick server) are
+        // read now; a part of one, or one that fails the conversation, keeps nothing.
+        let mut rest = std::mem::take(&mut parked.rest);
+        while !rest.is_empty() {
+            match conv.received(&rest) {
+                (used, Step::Wait) if used > 0 => {
+                    rest.drain(..used.min(rest.len()));
+                }
+                _ => return false,
+            }
+        }
+        let Some(kept) = conv.keep() else {
+            return false;
+        };
+        let Some(parked) = c.control.take() else {
+            return false;
+        };
+        // The data connection goes (its socket closes with its last operation).
+        c.fd = Some(parked.fd);
+        c.tls = parked.tls;
+        c.data = None;
+        c.rb_start = 0;
+        c.rb_end = 0;
+        c.eof = false;
+        c.tls_peer_closed = false;
+        c.tls_cipher = None;
+        c.tls_blocked = false;
+        c.low_water = crate::engine::conn::LowWater::default();
+        c.kept = Some(crate::engine::conn::KeptConn {
+            key,
+            kept,
+            raw: parked.raw,
+        });
+        true
     }
 }
