@@ -103,4 +103,13 @@ cases! {
         known: &["K-FTP"],
         ..Case::DEFAULT
     };
+    // The FTP commands through the proxy's CONNECT tunnel, each data connection through one of
+    // its own (aria2c asks PASV there, ringdl EPSV first: the server's log is not compared).
+    ftp_proxy_tunnel_split = Case {
+        args: &["--ftp-reuse-connection=false", "--ftp-proxy={tunnel}", "--proxy-method=tunnel", "-s2", "-k1M", "{ftp}/pub/big.bin"],
+        server: Srv::Ftp,
+        routes: BIG,
+        known: &["K-FTP"],
+        ..Case::DEFAULT
+    };
 }

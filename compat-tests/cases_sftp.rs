@@ -72,4 +72,13 @@ cases! {
         diffs: &[Diff::ExtraNotice("SSH host key")],
         ..Case::DEFAULT
     };
+    // Through an HTTP proxy's CONNECT tunnel, which aria2c takes for SFTP whatever the method.
+    sftp_through_proxy = Case {
+        args: &["--all-proxy={tunnel}", "--ftp-user={sshuser}", "--ftp-passwd={sshpass}", "{sftp}/f.bin"],
+        server: Srv::Sftp,
+        routes: ONE,
+        known: &["K-SFTP"],
+        diffs: &[Diff::ExtraNotice("SSH host key")],
+        ..Case::DEFAULT
+    };
 }

@@ -398,17 +398,19 @@ enum Running {
     Test(TestServer),
     /// The server and its document root (kept until the server is gone).
     Nginx(Nginx, #[allow(dead_code)] TestDir),
-    /// The test server, the FTP server and its root.
+    /// The test server, the FTP server and its root, and a `CONNECT` proxy.
     Ftp(
         TestServer,
         #[allow(dead_code)] FtpServer,
         #[allow(dead_code)] TestDir,
+        #[allow(dead_code)] crate::support::proxy::TestProxy,
     ),
-    /// The test server, sshd and the files' root.
+    /// The test server, sshd and the files' root, and a `CONNECT` proxy.
     Sftp(
         TestServer,
         #[allow(dead_code)] Sshd,
         #[allow(dead_code)] TestDir,
+        #[allow(dead_code)] crate::support::proxy::TestProxy,
     ),
 }
 
@@ -499,6 +501,7 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
                 _ => FtpServer::pure_ftpd(root.path()),
             }
             .expect("an FTP server (checked installed)");
+            let proxy = crate::support::proxy::TestProxy::http(None);
             let pairs = vec![
                 ("{url}", base),
                 (
@@ -508,14 +511,16 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
                 ("{ftpuser}", USER.to_string()),
                 ("{ftppass}", PASSWORD.to_string()),
                 ("{ftp}", ftp.url("").trim_end_matches('/').to_string()),
+                ("{tunnel}", format!("http://127.0.0.1:{}", proxy.port())),
             ];
             let ports = vec![server.port(), ftp.port()];
-            (Running::Ftp(server, ftp, root), pairs, ports)
+            (Running::Ftp(server, ftp, root, proxy), pairs, ports)
         }
         Srv::Sftp => {
             let (server, base, root) = served_and_rooted(case);
             crate::support::ftp::open_up(root.path());
             let sshd = Sshd::start(&[], &[]).expect("sshd (checked installed)");
+            let proxy = crate::support::proxy::TestProxy::http(None);
             let md = ssh_md5(&sshd.host_key("ecdsa"));
             let pairs = vec![
                 ("{url}", base),
@@ -527,9 +532,10 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
                     format!("sftp://127.0.0.1:{}{}", sshd.port, root.arg()),
                 ),
                 ("{sshmd}", format!("md5={md}")),
+                ("{tunnel}", format!("http://127.0.0.1:{}", proxy.port())),
             ];
             let ports = vec![server.port(), sshd.port];
-            (Running::Sftp(server, sshd, root), pairs, ports)
+            (Running::Sftp(server, sshd, root, proxy), pairs, ports)
         }
     }
 }

@@ -730,8 +730,8 @@ fn ipv6_passive_and_active_downloads() {
 
 /// `--http-proxy` (and `http_proxy`) is not for FTP, as in aria2c: the download goes straight
 /// to the server. `--ftp-proxy` (and `ftp_proxy`, and `--all-proxy`) naming an HTTP proxy gets
-/// the file as aria2c does, `GET ftp://...` to the proxy, which fetches it; a SOCKS proxy, or
-/// `--proxy-method=tunnel`, is refused in one line before anything is sent.
+/// the file as aria2c does, `GET ftp://...` to the proxy, which fetches it; active mode through
+/// a tunnel is refused in one line before anything is sent.
 #[test]
 fn ftp_goes_to_an_http_proxy_as_get_and_never_to_the_http_proxy() {
     let (root, data) = root_with(200_001, 0x7078);
@@ -791,28 +791,94 @@ fn ftp_goes_to_an_http_proxy_as_get_and_never_to_the_http_proxy() {
     );
     same(&dir, "f.bin", &data, &run);
 
-    for how in [
-        format!("--all-proxy=socks5://{}", &at["http://".len()..]),
-        format!("--ftp-proxy={at}"),
-    ] {
-        let dir = TestDir::new();
-        let mut args = vec!["--no-conf", &how, "--max-tries=1", "-d"];
-        let d = dir.arg();
-        args.push(&d);
-        if how.starts_with("--ftp-proxy") {
-            args.push("--proxy-method=tunnel");
-        }
-        args.push(&url);
-        let run = ringdl(&dir, &args);
-        assert_eq!(run.code(), 1, "{run}");
-        let said = run.lines_with("errorCode=");
-        assert!(
-            said.len() == 1 && said[0].contains("through a proxy"),
-            "{run}"
-        );
-        assert!(dir.entries().is_empty(), "{:?}", dir.entries());
-    }
+    // Active mode cannot go through a tunnel (the server would have to reach back past the
+    // proxy): refused in one line before anything is sent.
+    let dir = TestDir::new();
+    let tunnel = format!("--ftp-proxy={at}");
+    let args = [
+        "--no-conf",
+        &tunnel,
+        "--proxy-method=tunnel",
+        "--ftp-pasv=false",
+        "-d",
+        &dir.arg(),
+        &url,
+    ];
+    let run = ringdl(&dir, &args);
+    assert_eq!(run.code(), 1, "{run}");
+    let said = run.lines_with("errorCode=");
+    assert!(said.len() == 1 && said[0].contains("active mode"), "{run}");
+    assert!(dir.entries().is_empty(), "{:?}", dir.entries());
     assert!(unused.accept().is_err(), "something was sent to the proxy");
+}
+
+/// `--proxy-method=tunnel` takes FTP through the HTTP proxy's `CONNECT` as aria2c does: the
+/// control connection to the server's port 21, each data connection to the port `PASV`/`EPSV`
+/// named, of the same host; a SOCKS5 proxy (beyond aria2c) the same way. Split and kept
+/// connections too, with the proxy's own login.
+#[test]
+fn ftp_goes_through_a_connect_tunnel_or_socks_with_its_data_connections() {
+    use crate::support::proxy::TestProxy;
+    let (root, data) = root_with(3 * 1024 * 1024 + 5, 0x7475);
+    let Some(server) = FtpServer::vsftpd(root.path()) else {
+        return;
+    };
+    let url = server.url("pub/f.bin");
+    let port = server.port().to_string();
+    for socks in [false, true] {
+        let proxy = match socks {
+            false => TestProxy::http(Some(("pu", "pp"))),
+            true => TestProxy::socks5(Some(("pu", "pp"))),
+        };
+        let scheme = if socks { "socks5" } else { "http" };
+        let at = format!("--ftp-proxy={scheme}://127.0.0.1:{}", proxy.port());
+        for extra in [&["-x1"][..], &["-x3", "-s3", "-k1M"][..]] {
+            let dir = TestDir::new();
+            let mut args = vec![
+                "--no-conf",
+                &at,
+                "--ftp-proxy-user=pu",
+                "--ftp-proxy-passwd=pp",
+                "--proxy-method=tunnel",
+                "-d",
+            ];
+            let d = dir.arg();
+            args.push(&d);
+            args.extend_from_slice(extra);
+            args.push(&url);
+            let run = ringdl(&dir, &args);
+            same(&dir, "f.bin", &data, &run);
+        }
+        let seen = proxy.seen();
+        let control = seen
+            .iter()
+            .filter(|r| r.target.ends_with(&format!(":{port}")))
+            .count();
+        let data_conns = seen.len() - control;
+        assert!(
+            control >= 2 && data_conns >= 2 && data_conns >= control,
+            "{scheme}: {:?}",
+            seen.iter().map(|r| &r.target).collect::<Vec<_>>()
+        );
+        assert!(
+            seen.iter().all(|r| r.target.starts_with("127.0.0.1:")),
+            "{scheme}: every tunnel goes to the server's host"
+        );
+    }
+    // The greeting in the same read as the proxy's answer is the server's, not refused.
+    let proxy = TestProxy::http_eager();
+    let dir = TestDir::new();
+    let at = format!("--ftp-proxy=http://127.0.0.1:{}", proxy.port());
+    let args = [
+        "--no-conf",
+        &at,
+        "--proxy-method=tunnel",
+        "-d",
+        &dir.arg(),
+        &url,
+    ];
+    let run = ringdl(&dir, &args);
+    same(&dir, "f.bin", &data, &run);
 }
 
 /// A server that refuses REST cannot go on from an offset: `-c` over a partial file ends with
@@ -912,6 +978,23 @@ fn ftps_implicit_and_explicit_downloads_are_byte_exact_resuming_the_tls_session(
         same(&dir, "one.bin", &data, &run);
         same(&dir, "two.bin", &data, &run);
         assert_eq!(users(&server), users_before + 1, "{:?}", server.commands());
+        // Through an HTTP proxy's tunnel (TLS always goes through one), the data connections
+        // too, each under TLS resuming the control connection's session.
+        let proxy = crate::support::proxy::TestProxy::http(None);
+        let dir = TestDir::new();
+        let at = format!("--ftp-proxy=http://127.0.0.1:{}", proxy.port());
+        let d = dir.arg();
+        let run = ringdl(
+            &dir,
+            &["--no-conf", &ca, &at, "-d", &d, "-s2", "-k1M", &url],
+        );
+        same(&dir, "f.bin", &data, &run);
+        let targets: Vec<String> = proxy.seen().into_iter().map(|r| r.target).collect();
+        let control = format!("127.0.0.1:{}", server.port());
+        assert!(
+            targets.contains(&control) && targets.iter().any(|t| *t != control),
+            "{scheme}: not both connections through the proxy: {targets:?}\n{run}"
+        );
         let commands = server.commands();
         let auth = commands.iter().any(|c| c == "AUTH TLS");
         assert_eq!(auth, !implicit, "{scheme}: {commands:?}");

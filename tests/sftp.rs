@@ -401,24 +401,33 @@ fn hostile_servers_get_a_line_and_exit_1_without_hanging() {
     }
 }
 
-/// An SFTP download a proxy would carry (`--all-proxy`, as for FTP) is refused in one line
-/// before anything connects; `--http-proxy` is not for SFTP.
+/// An SFTP download a proxy carries (`--ftp-proxy`, else `--all-proxy`, as for FTP) goes
+/// through its tunnel: an HTTP proxy's `CONNECT` (its answer in one write with the server's
+/// version line), or SOCKS5; `--http-proxy` is not for SFTP.
 #[test]
-fn sftp_through_a_proxy_is_refused_and_the_http_proxy_is_not_taken() {
-    let (root, data) = root_with(50_000, 0x7078);
+fn sftp_goes_through_a_proxys_tunnel_and_never_the_http_proxy() {
+    use crate::support::proxy::TestProxy;
+    let (root, data) = root_with(1_000_000, 0x7078);
     let Some(sshd) = Sshd::start(&[], &[]) else {
         return;
     };
     let url = sshd.password_url(&root.join("f.bin"));
+    for (proxy, how) in [
+        (TestProxy::http_eager(), "--all-proxy=http"),
+        (TestProxy::socks5(None), "--ftp-proxy=socks5"),
+    ] {
+        let dir = TestDir::new();
+        let at = format!("{how}://127.0.0.1:{}", proxy.port());
+        let run = ringdl(&dir, &["--no-conf", &at, "-s2", "-d", &dir.arg(), &url]);
+        same(&dir, "f.bin", &data, &run);
+        let targets: Vec<String> = proxy.seen().into_iter().map(|r| r.target).collect();
+        let server = format!("127.0.0.1:{}", sshd.port);
+        assert!(
+            !targets.is_empty() && targets.iter().all(|t| *t == server),
+            "{how}: {targets:?}"
+        );
+    }
     let dir = TestDir::new();
-    let proxy = "--all-proxy=http://127.0.0.1:9";
-    let run = ringdl(&dir, &["--no-conf", proxy, "-d", &dir.arg(), &url]);
-    assert_eq!(run.code(), 1, "{run}");
-    assert!(
-        run.stdout.contains("sftp through a proxy is not supported"),
-        "{run}"
-    );
-    assert!(!dir.join("f.bin").exists());
     let proxy = "--http-proxy=http://127.0.0.1:9";
     let run = ringdl(&dir, &["--no-conf", proxy, "-d", &dir.arg(), &url]);
     same(&dir, "f.bin", &data, &run);

@@ -1543,9 +1543,10 @@ pub static OPTIONS: &[OptDef] = &[
         .input()
         .long(
             "Written [http://][USER:PASSWORD@]HOST[:PORT]. An ftp:// download goes to an HTTP \
-            proxy as GET ftp://... (the proxy speaks FTP); through a SOCKS proxy or with \
-            --proxy-method=tunnel it is refused in one line. An empty value cancels a proxy set \
-            earlier, for example in aria2.conf. See also --all-proxy.",
+            proxy as GET ftp://... (the proxy speaks FTP); with --proxy-method=tunnel, or a \
+            socks5:// proxy, its commands and each data connection go through tunnels (passive \
+            mode only). ftps://, ftpes:// and sftp:// always take a tunnel. An empty value \
+            cancels a proxy set earlier, for example in aria2.conf. See also --all-proxy.",
         ),
     opt("all-proxy", ValueKind::Text, "Proxy for every protocol")
         .value_name("PROXY")

@@ -495,8 +495,11 @@ pub struct Conn {
 
 /// A protocol's second connection, on its way.
 pub enum DataConn {
-    /// Connecting to the server's port (passive mode).
-    Connecting(Fd),
+    /// Connecting to the server's port (passive mode), or to the proxy the connection goes
+    /// through, to ask it for a tunnel to this port of the server.
+    Connecting(Fd, Option<u16>),
+    /// Opening the tunnel through the proxy (since then).
+    Tunneling(Fd, crate::http::proxy::Handshake, Instant),
     /// Listening, since then, for the server to connect (active mode); held open until it has.
     Listening(#[allow(dead_code)] Fd, Instant),
     Connected(Fd),

@@ -100,6 +100,17 @@ pub(crate) enum Tag {
         slot: usize,
         id: Owner,
     },
+    /// What the data connection says to the proxy for its tunnel went out (from `sent`).
+    DataTunnelSend {
+        slot: usize,
+        id: Owner,
+        sent: usize,
+    },
+    /// The proxy's answer for the data connection's tunnel.
+    DataTunnelRead {
+        slot: usize,
+        id: Owner,
+    },
     /// The download's bytes read back to be sent on connection `slot` (`driver/serve.rs`).
     ServeRead {
         file: FileOf,
@@ -537,6 +548,18 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             Tag::DataAccept { slot, id } => {
                 if self.forget_op(slot, id, op) {
                     self.on_data_accept(slot, res, owned);
+                }
+            }
+            Tag::DataTunnelSend { slot, id, sent } => {
+                if self.forget_op(slot, id, op) {
+                    let buf = owned.into_bytes().unwrap_or_default();
+                    self.on_data_tunnel_send(slot, res, buf, sent);
+                }
+            }
+            Tag::DataTunnelRead { slot, id } => {
+                if self.forget_op(slot, id, op) {
+                    let buf = owned.into_bytes().unwrap_or_default();
+                    self.on_data_tunnel_read(slot, res, buf);
                 }
             }
             Tag::ServeRead { file, slot, id } => {

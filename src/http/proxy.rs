@@ -80,7 +80,10 @@ impl Proxy {
     /// Whether a request for `url` through this proxy needs a tunnel (else it is an HTTP proxy
     /// asked with the URL in the request line).
     pub fn tunnels(&self, url: &Url, method_tunnel: bool) -> bool {
-        self.kind != Kind::Http || url.scheme() == "https" || method_tunnel
+        // (An HTTP proxy fetches only http:// and ftp:// itself; TLS and SSH go through.)
+        self.kind != Kind::Http
+            || matches!(url.scheme(), "https" | "ftps" | "ftpes" | "sftp")
+            || method_tunnel
     }
 }
 
@@ -92,8 +95,8 @@ pub struct Routes {
     /// For https:// URLs (`--https-proxy`, else `--all-proxy`).
     pub https: Option<Proxy>,
     /// For ftp:// (and sftp://, ftps://) URLs: `--ftp-proxy`, else `--all-proxy` (never
-    /// `--http-proxy`, as in aria2). An HTTP proxy gets `GET ftp://...`; any other way through a
-    /// proxy is refused.
+    /// `--http-proxy`, as in aria2). An HTTP proxy gets `GET ftp://...` for ftp:// unless
+    /// `--proxy-method=tunnel`; the rest goes through a tunnel.
     pub ftp: Option<Proxy>,
     /// `--no-proxy`.
     pub no_proxy: String,

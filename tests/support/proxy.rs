@@ -34,7 +34,13 @@ impl TestProxy {
                 base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
             )
         });
-        TestProxy::serve(move |client, seen| http_client(client, seen, want.as_deref()))
+        TestProxy::serve(move |client, seen| http_client(client, seen, want.as_deref(), false))
+    }
+
+    /// An HTTP proxy whose `CONNECT` answer comes in one write with what the server said first
+    /// (an FTP greeting, an SSH version): the client must take those bytes as the server's.
+    pub fn http_eager() -> TestProxy {
+        TestProxy::serve(move |client, seen| http_client(client, seen, None, true))
     }
 
     /// A SOCKS5 server; with `auth` it requires that username and password.
@@ -93,6 +99,7 @@ fn http_client(
     client: TcpStream,
     seen: &Mutex<Vec<ProxyRecord>>,
     want: Option<&str>,
+    eager: bool,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(client.try_clone()?);
     let mut head = Vec::new();
@@ -137,7 +144,16 @@ fn http_client(
     }
     if method == "CONNECT" {
         let upstream = TcpStream::connect(target.as_str())?;
-        client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
+        let mut answer = b"HTTP/1.1 200 Connection established\r\n\r\n".to_vec();
+        if eager {
+            let mut first = [0u8; 4096];
+            upstream.set_read_timeout(Some(std::time::Duration::from_millis(500)))?;
+            if let Ok(n) = (&upstream).read(&mut first) {
+                answer.extend_from_slice(&first[..n]);
+            }
+            upstream.set_read_timeout(None)?;
+        }
+        client.write_all(&answer)?;
         pipe(client, upstream);
         return Ok(());
     }

@@ -118,18 +118,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         self.next_id += 1;
         let mut conn = Conn::new(id, key.clone(), rbuf);
         let host = w.url.host().map(|h| h.to_owned());
-        let scheme = w.url.scheme().to_string();
         let other_protocol =
             crate::engine::sources::is_conversation(&w.url) && !proxy_reads_ftp(&w.url, &key);
+        let active = !self.dls[w.dl].opts.ftp_pasv && w.url.scheme() != "sftp";
         conn.want = Some(w);
         conn.proxy = proxy.clone();
         self.conns[slot] = Some(conn);
-        if proxy.is_some() && other_protocol {
-            // (Only an HTTP proxy's GET ftp:// is built: no FTP through a CONNECT tunnel or a
-            // SOCKS proxy, nor SFTP or FTPS through any.)
+        if proxy.is_some() && other_protocol && active {
+            // Through a tunnel the server could only connect back to the proxy's side.
             let f = Failure::fatal(
                 ExitCode::UNKNOWN,
-                format!("{scheme} through a proxy is not supported yet"),
+                "FTP's active mode (--ftp-pasv=false) cannot go through a proxy's tunnel",
             );
             self.fail_conn(slot, f);
             return true;

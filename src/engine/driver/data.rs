@@ -102,27 +102,38 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         true
     }
 
-    /// Opens the data connection a conversation asked for, to `port` of its own peer.
+    /// Opens the data connection a conversation asked for, to `port` of its own peer; through
+    /// the proxy's tunnel when the connection came through one (to that port of the server the
+    /// tunnel went to, as aria2c does).
     fn open_data(&mut self, slot: usize, port: u16) {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
         let refused = |m: &str| Failure::retry(ExitCode::UNKNOWN, m.to_string());
+        let tunnel = c.proxy.is_some() && c.server.tunnels();
         let f = match (c.peer, &c.data, &c.control) {
             _ if port == 0 => refused("the server named port 0 for the data connection"),
             (Some(peer), None, None) => {
-                let addr = SocketAddr::new(peer.ip(), port);
+                let (addr, then) = match tunnel {
+                    // (The peer is the proxy.)
+                    true => (peer, Some(port)),
+                    false => (SocketAddr::new(peer.ip(), port), None),
+                };
                 let id = c.id;
+                let through = match tunnel {
+                    true => format!(" (the proxy, for port {port} of {})", c.server.host),
+                    false => String::new(),
+                };
                 self.console.log(
                     LogLevel::Info,
-                    &format!("CUID#{id} - Connecting to {addr} for the data"),
+                    &format!("CUID#{id} - Connecting to {addr}{through} for the data"),
                 );
                 match self.reactor.socket(&addr) {
                     Ok(fd) => {
                         let tag = Tag::DataConnect { slot, id };
                         let op = self.reactor.connect(tag, fd.clone(), addr);
                         if let Some(c) = self.conns[slot].as_mut() {
-                            c.data = Some(DataConn::Connecting(fd));
+                            c.data = Some(DataConn::Connecting(fd, then));
                             c.inflight.push(op);
                         }
                         return;
@@ -130,10 +141,106 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     Err(e) => refused(&format!("cannot create socket: {e}")),
                 }
             }
-            (None, _, _) => refused("a data connection asked for through a proxy"),
+            (None, _, _) => refused("a data connection asked for before the connection was made"),
             _ => refused("a second data connection asked for in one exchange"),
         };
         self.fail_conn(slot, f);
+    }
+
+    /// The data connection reached the proxy: ask it for the tunnel to `port` of the server.
+    fn open_data_tunnel(&mut self, slot: usize, fd: Fd, port: u16) {
+        let now = self.reactor.now();
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(p) = c.proxy.as_ref() else {
+            return;
+        };
+        let (h, first) =
+            crate::http::proxy::Handshake::start(p, &c.server.host, port, c.socks_target);
+        let id = c.id;
+        c.data = Some(DataConn::Tunneling(fd.clone(), h, now));
+        let send = Tag::DataTunnelSend { slot, id, sent: 0 };
+        let op = self.reactor.send(send, fd.clone(), first, 0);
+        c.inflight.push(op);
+        let op = self
+            .reactor
+            .read(Tag::DataTunnelRead { slot, id }, fd, vec![0; 4096]);
+        c.inflight.push(op);
+    }
+
+    /// Some of what the data connection says to the proxy went out; the rest goes next.
+    pub(super) fn on_data_tunnel_send(&mut self, slot: usize, res: i32, buf: Vec<u8>, sent: usize) {
+        if res < 0 {
+            let f = Failure::retry(
+                ExitCode::UNKNOWN,
+                format!("the proxy for the data connection: {}", errno_text(res)),
+            );
+            return self.fail_conn(slot, f);
+        }
+        let sent = sent + res as usize;
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(DataConn::Tunneling(fd, ..)) = c.data.as_ref() else {
+            return;
+        };
+        if sent < buf.len() {
+            let id = c.id;
+            let fd = fd.clone();
+            let op = self
+                .reactor
+                .send(Tag::DataTunnelSend { slot, id, sent }, fd, buf, sent);
+            c.inflight.push(op);
+        }
+    }
+
+    /// The proxy answered on the data connection: the tunnel is open (the conversation hears
+    /// the data connection is ready), needs more said or read, or failed.
+    pub(super) fn on_data_tunnel_read(&mut self, slot: usize, res: i32, buf: Vec<u8>) {
+        let proxy_failed = |m: String| {
+            Failure::retry(
+                ExitCode::UNKNOWN,
+                format!("the proxy's tunnel for the data connection: {m}"),
+            )
+        };
+        if res <= 0 {
+            let why = match res {
+                0 => "the proxy closed the connection".to_string(),
+                _ => errno_text(res),
+            };
+            return self.fail_conn(slot, proxy_failed(why));
+        }
+        let Some(c) = self.conns[slot].as_mut() else {
+            return;
+        };
+        let Some(DataConn::Tunneling(fd, h, _)) = c.data.as_mut() else {
+            return;
+        };
+        let got = buf.get(..res as usize).unwrap_or(&[]);
+        let (id, fd) = (c.id, fd.clone());
+        match h.on_bytes(got) {
+            Ok(crate::http::proxy::Step::Open) => {
+                if !h.take_rest().is_empty() {
+                    // (The server speaks only once asked for its file.)
+                    let f = proxy_failed("bytes before the tunnel was used".to_string());
+                    return self.fail_conn(slot, f);
+                }
+                c.data = Some(DataConn::Connected(fd));
+                self.tell_conversation(slot, |conv| conv.data_ready());
+            }
+            Ok(step) => {
+                if let crate::http::proxy::Step::Send(bytes) = step {
+                    let send = Tag::DataTunnelSend { slot, id, sent: 0 };
+                    let op = self.reactor.send(send, fd.clone(), bytes, 0);
+                    c.inflight.push(op);
+                }
+                let read = Tag::DataTunnelRead { slot, id };
+                let op = self.reactor.read(read, fd, vec![0; 4096]);
+                c.inflight.push(op);
+            }
+            Err(e) => self.fail_conn(slot, proxy_failed(e.to_string())),
+        }
     }
 
     /// Listens for the server's data connection on the address the connection leaves from, and
@@ -223,8 +330,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut() else {
             return;
         };
-        if let Some(DataConn::Connecting(fd)) = c.data.take() {
-            c.data = Some(DataConn::Connected(fd));
+        match c.data.take() {
+            Some(DataConn::Connecting(fd, Some(port))) => {
+                return self.open_data_tunnel(slot, fd, port);
+            }
+            Some(DataConn::Connecting(fd, None)) => c.data = Some(DataConn::Connected(fd)),
+            other => c.data = other,
         }
         self.tell_conversation(slot, |conv| conv.data_ready());
     }
@@ -259,16 +370,23 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// fails its exchange (the tick asks).
     pub(super) fn data_overdue(&mut self, now: Instant, limit: Duration) {
         for slot in 0..self.conns.len() {
-            let overdue = self.conns[slot].as_ref().is_some_and(|c| {
-                matches!(c.data, Some(DataConn::Listening(_, since))
-                    if now.saturating_duration_since(since) >= limit)
+            let since = self.conns[slot].as_ref().and_then(|c| match c.data {
+                Some(DataConn::Listening(_, since)) => {
+                    Some((since, "the server's data connection"))
+                }
+                Some(DataConn::Tunneling(_, _, since)) => {
+                    Some((since, "the proxy's tunnel for the data connection"))
+                }
+                _ => None,
             });
-            if overdue {
-                let f = Failure::retry(
-                    ExitCode::TIMEOUT,
-                    "Timeout while waiting for the server's data connection",
-                );
-                self.fail_conn(slot, f);
+            if let Some((since, what)) = since {
+                if now.saturating_duration_since(since) >= limit {
+                    let f = Failure::retry(
+                        ExitCode::TIMEOUT,
+                        format!("Timeout while waiting for {what}"),
+                    );
+                    self.fail_conn(slot, f);
+                }
             }
         }
     }

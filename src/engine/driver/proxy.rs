@@ -138,6 +138,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             Ok(Step::Open) => {
                 let rest = h.take_rest();
                 c.tunnel = None;
+                // A server that speaks first (FTP's greeting, SSH's version) may have spoken
+                // already: its bytes are read as the conversation's, as if they came next.
+                let speaks_first =
+                    c.tls.is_none() && c.ex.as_ref().is_some_and(|ex| ex.conversation.is_some());
+                if speaks_first && !rest.is_empty() {
+                    if let Some(b) = c.rbuf.as_mut().filter(|b| b.len() >= rest.len()) {
+                        b.as_mut_slice()[..rest.len()].copy_from_slice(&rest);
+                        c.rb_end = rest.len();
+                        let held = std::mem::take(&mut c.held_out);
+                        c.out.extend_from_slice(&held);
+                        return true;
+                    }
+                }
                 if !rest.is_empty() {
                     let f = Failure::retry(
                         ExitCode::UNKNOWN,
