@@ -158,6 +158,8 @@ pub fn kept_key(
         "ftp" | "ftps" | "ftpes" if opts.ftp_reuse_connection => {
             Some(super::ftp::kept_key(url, opts, netrc))
         }
+        // (A test protocol keeps its connections when its server says so.)
+        s if test_protocol(s).is_some() => Some(s.to_string()),
         _ => None,
     }
 }

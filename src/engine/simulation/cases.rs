@@ -33,6 +33,7 @@ pub(super) fn custom(
         toy: false,
         toy_data: false,
         toy_active: false,
+        toy_keep: false,
         toy_upload: false,
     }
 }

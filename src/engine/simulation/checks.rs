@@ -182,6 +182,7 @@ pub(super) fn first_world(sc: &Scenario) -> Rc<RefCell<World>> {
         tls: server_tls(sc.tls),
         toy_data: sc.toy_data,
         toy_active: sc.toy_active,
+        toy_keep: sc.toy_keep,
         toy_upload: sc.toy_upload,
         truth: Some(sc.data.clone()),
         ..World::default()
@@ -208,6 +209,7 @@ pub(super) fn healed_world(
         tls: server_tls(sc.tls),
         toy_data: sc.toy_data,
         toy_active: sc.toy_active,
+        toy_keep: sc.toy_keep,
         toy_upload: sc.toy_upload,
         ..World::default()
     }))
@@ -253,6 +255,7 @@ pub(super) fn check_scenario(sc: &Scenario, verbose: bool) -> Result<(), String>
         (sc.toy, "the toy protocol"),
         (sc.toy_data, "the toy protocol's data connections"),
         (sc.toy_upload, "the toy protocol's servers asking for bytes"),
+        (sc.toy_keep, "the toy protocol's kept connections"),
         (
             sc.toy_active,
             "the toy protocol's data connections from the server",

@@ -170,6 +170,8 @@ fn run_daemon_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), St
         blackholes: vec![addr(SILENT)],
         faults: sc.faults.clone(),
         rpc_calls: calls.iter().map(|c| (c.at, request(&c.body))).collect(),
+        toy_data: sc.toy,
+        toy_keep: sc.toy,
         ..World::default()
     }));
     let def = |name: &str| defs::by_name(name).ok_or(format!("no option {name}"));

@@ -25,6 +25,8 @@ pub(super) struct ListJob {
     pub(super) checksum: Option<bool>,
     /// What is on disk under its name before the run.
     pub(super) prior: Prior,
+    /// Its mirrors speak the toy protocol (with data connections, kept after each transfer).
+    pub(super) toy: bool,
 }
 
 impl ListJob {
@@ -35,7 +37,10 @@ impl ListJob {
     pub(super) fn uris(&self) -> Vec<String> {
         self.mirrors
             .iter()
-            .map(|&(a, _)| format!("http://{}{}", addr(a), self.path()))
+            .map(|&(a, _)| {
+                let scheme = if self.toy { "toy" } else { "http" };
+                format!("{scheme}://{}{}", addr(a), self.path())
+            })
             .collect()
     }
 }
@@ -45,6 +50,9 @@ pub(super) struct ListScenario {
     pub(super) args: Vec<String>,
     pub(super) faults: Faults,
     pub(super) budget: usize,
+    /// The servers speak the toy protocol, sending the bytes on data connections and keeping
+    /// their conversations' connections for the next file (as FTP servers do).
+    pub(super) toy: bool,
 }
 
 fn mirror(rng: &mut Rng) -> Mirror {
@@ -97,9 +105,20 @@ impl ListScenario {
                     mirrors,
                     checksum,
                     prior,
+                    toy: false,
                 }
             })
             .collect();
+        // A quarter of the lists are of toy servers (a stream of its own), whose redirects are
+        // 404s (the protocol has none).
+        let toy = Rng::new(seed ^ 0x5ca1_ab1e_0000_0003).below(4) == 0;
+        let mut jobs = jobs;
+        for j in jobs.iter_mut().filter(|_| toy) {
+            j.toy = true;
+            for (_, m) in j.mirrors.iter_mut().filter(|(_, m)| *m == Mirror::Redirect) {
+                *m = Mirror::NotFound;
+            }
+        }
         let mut args: Vec<String> = ["--no-conf", "-q", "-k1M", "--timeout=5"]
             .iter()
             .map(|s| s.to_string())
@@ -134,6 +153,7 @@ impl ListScenario {
             args,
             faults,
             budget: [1 << 20, 2 << 20, 8 << 20][rng.below(3) as usize],
+            toy,
         }
     }
 
@@ -234,6 +254,8 @@ fn run_list_seed(seed: u64, verbose: bool, tally: &mut Tally) -> Result<(), Stri
         servers: sc.servers(),
         blackholes: vec![addr(SILENT)],
         faults: sc.faults.clone(),
+        toy_data: sc.toy,
+        toy_keep: sc.toy,
         ..World::default()
     }));
     if before.iter().any(Option::is_some) {

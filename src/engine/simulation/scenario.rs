@@ -88,6 +88,8 @@ pub(super) struct Scenario {
     /// to the client (`World::toy_active`).
     pub(super) toy_data: bool,
     pub(super) toy_active: bool,
+    /// ... and keep the conversation's connection for another exchange (`World::toy_keep`).
+    pub(super) toy_keep: bool,
     /// ... and ask the client for bytes it has (`World::toy_upload`).
     pub(super) toy_upload: bool,
 }
@@ -548,6 +550,8 @@ impl Scenario {
         let toy_data = toy && draw_toy_data(seed);
         // Active for half of those (a stream of its own).
         let toy_active = toy_data && Rng::new(seed ^ 0x1a7e_d4a5_0000_0011).below(2) == 0;
+        // Kept connections for half of those (a stream of its own).
+        let toy_keep = toy_data && Rng::new(seed ^ 0x1a7e_d4a5_0000_0013).below(2) == 0;
         // Servers asking for bytes for half the toy seeds drawn since (a stream of its own).
         let toy_upload = toy
             && !super::TOY_REGRESSIONS.contains(&seed)
@@ -577,6 +581,7 @@ impl Scenario {
             toy,
             toy_data,
             toy_active,
+            toy_keep,
             toy_upload,
         }
     }

@@ -20,8 +20,13 @@
 //! `TOY BYTES path first len` and the bytes (`Step::Serve`: read back from its file into a block
 //! and sent from the pool), or `TOY NOBYTES`; then it goes on as above. The server checks every
 //! byte against the file.
+//!
+//! A server whose READY ends in ` keep` (with a data connection) keeps the conversation's
+//! connection after a transfer, as FTP's control connection is kept: it says `TOY DONE` once the
+//! bytes are on their way, and takes another `HELLO`. The client leaves the connection for the
+//! next exchange (`Conversation::keep`); that one reads the `DONE` first if it was not read.
 use crate::engine::job::Failure;
-use crate::engine::sources::{Answer, Conversation, Step};
+use crate::engine::sources::{Answer, Conversation, Kept, Step};
 use crate::engine::ExitCode;
 use crate::http::Framing;
 use url::Url;
@@ -43,6 +48,22 @@ pub(super) struct Toy {
     have: Vec<(u64, u64)>,
     /// The bytes asked for were not sent: said with the next line.
     refused: bool,
+    /// The server keeps the connection after a transfer.
+    keeps: bool,
+    /// The answer came (the bytes flow), and then the transfer's last line.
+    answered: bool,
+    done: bool,
+    /// On a kept connection: the last transfer's `DONE` is still to come; READY has not come.
+    awaiting_done: bool,
+    carried: bool,
+    ready: bool,
+    /// The kept connection was not one of this protocol's.
+    foreign: bool,
+}
+
+/// What a toy exchange leaves on a kept connection: whether its `DONE` was read.
+struct ToyKept {
+    done: bool,
 }
 
 /// Makes the toy protocol the one for `toy://` URIs on this thread.
@@ -90,7 +111,28 @@ impl Conversation for Toy {
     fn begin(&mut self, url: &Url, range: Option<(u64, Option<u64>)>) -> Vec<u8> {
         self.path = url.path().to_string();
         self.range = range;
-        format!("TOY HELLO {}\n", self.path).into_bytes()
+        match self.awaiting_done {
+            true => Vec::new(),
+            false => self.hello(),
+        }
+    }
+
+    fn keep(&mut self) -> Option<Kept> {
+        (self.keeps && self.answered).then(|| Box::new(ToyKept { done: self.done }) as Kept)
+    }
+
+    fn carry_on(&mut self, kept: Kept) {
+        match kept.downcast::<ToyKept>() {
+            Ok(k) => {
+                self.carried = true;
+                self.awaiting_done = !k.done;
+            }
+            Err(_) => self.foreign = true,
+        }
+    }
+
+    fn stale(&self) -> bool {
+        self.foreign || (self.carried && !self.ready)
     }
 
     fn listening(&mut self, addr: std::net::SocketAddr) -> Step {
@@ -112,6 +154,9 @@ impl Conversation for Toy {
     }
 
     fn received(&mut self, bytes: &[u8]) -> (usize, Step) {
+        if self.foreign {
+            return (0, Step::Fail(bad("a kept connection of another protocol")));
+        }
         let Some(nl) = bytes.iter().position(|&b| b == b'\n') else {
             return match bytes.len() > MAX_LINE {
                 true => (0, Step::Fail(bad("a line that does not end"))),
@@ -123,9 +168,22 @@ impl Conversation for Toy {
         let words: Vec<&str> = line.split(' ').collect();
         let number = |w: &str| w.parse::<u64>().ok();
         let step = match words[..] {
-            ["TOY", "READY", total, ranges, ref flags @ ..] => {
-                let mode = flags.iter().filter(|f| **f != "upload").collect::<Vec<_>>();
+            ["TOY", "DONE"] if self.awaiting_done => {
+                self.awaiting_done = false;
+                Step::Send(self.hello())
+            }
+            ["TOY", "DONE"] if self.answered && !self.done => {
+                self.done = true;
+                Step::Wait
+            }
+            ["TOY", "READY", total, ranges, ref flags @ ..] if !self.awaiting_done => {
+                let mode = flags
+                    .iter()
+                    .filter(|f| !matches!(**f, "upload" | "keep"))
+                    .collect::<Vec<_>>();
                 let upload = flags.contains(&"upload");
+                self.keeps = flags.contains(&"keep");
+                self.ready = true;
                 match (number(total), &mode[..]) {
                     (Some(t), [] | [&"data"] | [&"active"]) => {
                         self.total = Some(t);
@@ -190,11 +248,18 @@ impl Conversation for Toy {
             )),
             _ => Step::Fail(bad(&line)),
         };
+        if matches!(step, Step::Answer(_)) {
+            self.answered = true;
+        }
         (used, step)
     }
 }
 
 impl Toy {
+    fn hello(&self) -> Vec<u8> {
+        format!("TOY HELLO {}\n", self.path).into_bytes()
+    }
+
     /// The line asking for the range.
     fn send_line(&self) -> Vec<u8> {
         let (first, end) = match self.range {

@@ -206,6 +206,8 @@ pub struct Sim<T> {
     backlog: HashMap<RawFd, std::collections::VecDeque<Wire>>,
     /// Toy control connections in active mode: the port their client listens on.
     active_of: HashMap<RawFd, u16>,
+    /// Toy conversations kept after a transfer (`World::toy_keep`).
+    toy_kept: std::collections::HashSet<RawFd>,
 }
 
 impl<T> Sim<T> {
@@ -242,6 +244,7 @@ impl<T> Sim<T> {
             listeners: HashMap::new(),
             backlog: HashMap::new(),
             active_of: HashMap::new(),
+            toy_kept: std::collections::HashSet::new(),
         }
     }
 

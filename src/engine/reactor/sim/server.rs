@@ -265,10 +265,14 @@ impl<T> Sim<T> {
         world
             .requests
             .push((addr, format!("TOY {}", words[1..].join(" ")), range));
+        if words.get(1) == Some(&"HELLO") && self.toy_kept.remove(&fd) {
+            world.fire("a toy connection taken again after a transfer");
+        }
         let faults = world.faults.clone();
         let data_mode = world.toy_data || world.toy_active;
         let active = world.toy_active;
         let upload = world.toy_upload;
+        let keeps = world.toy_keep && data_mode;
         drop(world);
         if words.get(1) == Some(&"HAVE") {
             // The first range the client has (`first-end`), a part of it asked for.
@@ -351,7 +355,7 @@ impl<T> Sim<T> {
         let (head, body) = match (words.get(1).copied(), file) {
             (Some("HELLO"), Some((data, ranges, _))) => (
                 format!(
-                    "TOY READY {} {}{}{}\n",
+                    "TOY READY {} {}{}{}",
                     data.len(),
                     u8::from(ranges),
                     match (data_mode, active) {
@@ -360,7 +364,8 @@ impl<T> Sim<T> {
                         _ => "",
                     },
                     if upload { " upload" } else { "" }
-                ),
+                ) + if keeps { " keep" } else { "" }
+                    + "\n",
                 Vec::new(),
             ),
             (_, None) if busy => ("TOY BUSY\n".to_string(), Vec::new()),
@@ -403,8 +408,14 @@ impl<T> Sim<T> {
         if wire.receiving == 0 {
             wire.unread_since.get_or_insert(clock);
         }
-        // Only READY keeps the conversation going.
-        wire.close_after |= !head.starts_with("TOY READY");
+        // Only READY keeps the conversation going; a keeping server's transfer too, ended by
+        // its last line.
+        let kept = keeps && head.starts_with("TOY DATA") && data_fd.is_some();
+        if kept {
+            wire.outbound.extend_from_slice(b"TOY DONE\n");
+            self.toy_kept.insert(fd);
+        }
+        wire.close_after |= !head.starts_with("TOY READY") && !kept;
         let keep = !wire.close_after;
         let body_fd = match (data_mode, data_fd) {
             (false, _) => fd,

@@ -206,6 +206,9 @@ pub struct World {
     pub toy_data: bool,
     /// ... or on one they open to a port the client names (as FTP's active mode).
     pub toy_active: bool,
+    /// ... and keep the conversation's connection after a transfer (as FTP's control
+    /// connection): `TOY DONE` once the bytes are on their way, then another `HELLO` is taken.
+    pub toy_keep: bool,
     /// Toy servers ask the client for bytes it says it has (`TOY HAVE` → `TOY WANT`), as a
     /// BitTorrent peer asks for pieces, and check what comes.
     pub toy_upload: bool,
