@@ -22,6 +22,7 @@ SCENARIOS = {
     "http": "Large file over plain HTTP",
     "small": "Small files over HTTPS",
     "ftp": "Large file over FTP (vsftpd, passive mode; its CPU in the nginx column)",
+    "ftpsmall": "Small files over FTP (vsftpd, -j16: each control connection kept for the next file; its CPU in the nginx column)",
     "sftp": "Large file over SFTP (OpenSSH's sshd, password login; its CPU in the nginx column)",
 }
 LARGE = ("https", "http", "ftp", "sftp")
@@ -552,7 +553,7 @@ def write_markdown(path, meta, runs, strace):
     for scen, title in SCENARIOS.items():
         if not any(r["scenario"] == scen for r in runs):
             continue
-        extra = f", {size_label(size)}" if scen != "small" else f", {meta.get('small_n')} files"
+        extra = f", {size_label(size)}" if scen not in ("small", "ftpsmall") else f", {meta.get('small_n')} files"
         L.append(f"## {title}{extra}")
         L.append("")
         L.extend(scenario_table(runs, scen, tools, meta))

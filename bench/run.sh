@@ -25,9 +25,10 @@ bench/run.sh [options]
                     ringdl with --engine=portable; aria2c-best is aria2c with the settings its
                     users pick for speed: -x16 -s16 -k1M --file-allocation=falloc
                     --disk-cache=64M, whatever --conns says)
-  --scenarios LIST  comma list out of https,http,small,strace,ftp,sftp (default the first four;
-                    ftp is the large file from a private vsftpd, anonymous, passive mode; sftp the
-                    same from a private sshd, logged in with a password)
+  --scenarios LIST  comma list out of https,http,small,strace,ftp,ftpsmall,sftp (default the
+                    first four; ftp is the large file from a private vsftpd, anonymous, passive
+                    mode; ftpsmall the small files from it; sftp the large file from a private
+                    sshd, logged in with a password)
   --ringdl PATH     use this ringdl binary instead of building target/release/ringdl
   --no-build        do not run cargo build --release; use target/release/ringdl as it is
   --timeout SEC     kill a run after SEC seconds (default 600)
@@ -118,7 +119,7 @@ DEFAULT_TOOLS="ringdl,portable,aria2c,curl"
 IFS=, read -r -a TOOLS <<<"$TOOLS_OPT"
 IFS=, read -r -a SCENARIOS <<<"$SCEN_OPT"
 for t in "${TOOLS[@]}"; do [[ $t =~ ^(ringdl|portable|aria2c|aria2c-best|curl|sftp)$ ]] || die "unknown tool: $t"; done
-for s in "${SCENARIOS[@]}"; do [[ $s =~ ^(https|http|small|strace|ftp|sftp)$ ]] || die "unknown scenario: $s"; done
+for s in "${SCENARIOS[@]}"; do [[ $s =~ ^(https|http|small|strace|ftp|ftpsmall|sftp)$ ]] || die "unknown scenario: $s"; done
 has_scen() { [[ ",$SCEN_OPT," == *",$1,"* ]]; }
 has_tool() { [[ ",$TOOLS_OPT," == *",$1,"* ]]; }
 
@@ -127,7 +128,7 @@ for cmd in nginx aria2c curl openssl fincore python3 sha256sum dd timeout; do
 done
 [[ -x /usr/bin/time ]] || die "missing GNU time at /usr/bin/time (Debian: apt-get install time)"
 has_scen strace && { command -v strace >/dev/null || die "missing tool: strace"; }
-if has_scen ftp; then
+if has_scen ftp || has_scen ftpsmall; then
     [[ -x /usr/sbin/vsftpd ]] || die "missing tool: vsftpd (Debian: apt-get install vsftpd)"
     [[ -z $LINK ]] || die "--link with the ftp scenario is not built: vsftpd serves on loopback only"
 fi
@@ -232,7 +233,7 @@ STRACE_NAME="strace-$STRACE_BYTES.bin"
 has_scen strace && make_random "$DOCROOT/$STRACE_NAME" "$STRACE_BYTES"
 
 SMALL_DIR="$DOCROOT/small/n$SMALL_N"
-if has_scen small && [[ ! -f $SMALL_DIR/MANIFEST.sha256 ]]; then
+if { has_scen small || has_scen ftpsmall; } && [[ ! -f $SMALL_DIR/MANIFEST.sha256 ]]; then
     note "creating $SMALL_N small files (1-30 KB) in $SMALL_DIR"
     rm -rf "$SMALL_DIR"; mkdir -p "$SMALL_DIR"
     python3 - "$SMALL_DIR" "$SMALL_N" <<'PY' || die "cannot create small files"
@@ -360,7 +361,7 @@ curl -sS -o /dev/null "$HTTP_BASE/" || die "HTTP self-check against nginx failed
 
 # vsftpd for the ftp scenario: anonymous, the docroot as its root, passive mode, on loopback.
 FTP_BASE=""
-if has_scen ftp; then
+if has_scen ftp || has_scen ftpsmall; then
     FTPD="$RES/vsftpd"
     mkdir -p "$FTPD/empty"
     FTP_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -490,16 +491,16 @@ tool_cmd() { # tool scenario outdir
                 ringdl|portable|aria2c)
                     local bin=aria2c; [[ $tool != aria2c ]] && bin=$RINGDL
                     CMD=("$bin" "-x$CONNS" "-s$CONNS" --allow-overwrite=true -d "$out"
-                         --console-log-level=warn --summary-interval=0 "$SFTP_BASE/$BIG_NAME")
+                         --console-log-level=warn --summary-interval=0 "${SFTP_BASE:-}/$BIG_NAME")
                     # (ringdl adds the host to known_hosts in a HOME of the bench's own.)
-                    [[ $tool != aria2c ]] && CMD=(env "HOME=$SSHD/home" "${CMD[@]}")
+                    [[ $tool != aria2c ]] && CMD=(env "HOME=${SSHD:-}/home" "${CMD[@]}")
                     [[ $tool == portable ]] && CMD+=(--engine=portable) ;;
                 curl)
                     CMD=(curl -sS --fail -k -u "$SSH_USER:$SSH_PASS" -o "$out/$BIG_NAME"
-                         "sftp://127.0.0.1:$SFTP_PORT$DOCROOT/$BIG_NAME") ;;
+                         "sftp://127.0.0.1:${SFTP_PORT:-}$DOCROOT/$BIG_NAME") ;;
                 sftp)
-                    CMD=(sftp -q -i "$SSHD/client_ed25519" -o StrictHostKeyChecking=no
-                         -o UserKnownHostsFile=/dev/null -o BatchMode=yes -P "$SFTP_PORT"
+                    CMD=(sftp -q -i "${SSHD:-}/client_ed25519" -o StrictHostKeyChecking=no
+                         -o UserKnownHostsFile=/dev/null -o BatchMode=yes -P "${SFTP_PORT:-}"
                          "$SSH_USER@127.0.0.1:$DOCROOT/$BIG_NAME" "$out/$BIG_NAME") ;;
             esac ;;
         https|http|strace|ftp)
@@ -519,6 +520,24 @@ tool_cmd() { # tool scenario outdir
                          --console-log-level=warn --summary-interval=0 "$base/$name") ;;
                 curl)
                     CMD=(curl -sS --fail --cacert "$CA" -o "$out/$name" "$base/$name") ;;
+            esac ;;
+        ftpsmall)
+            # ringdl: each of the 16 connections logs in once and is kept for its next files (the
+            # default --ftp-reuse-connection=true). aria2c gets --ftp-reuse-connection=false: with
+            # its default it stops here (1.36: 170 of the 300 files, then nothing for 60 s).
+            local urls=() f
+            for f in "$SMALL_DIR"/*.bin; do urls+=("$FTP_BASE/small/n$SMALL_N/${f##*/}"); done
+            case $tool in
+                ringdl|portable|aria2c)
+                    local bin=aria2c; [[ $tool != aria2c ]] && bin=$RINGDL
+                    CMD=("$bin" -Z -j16 --allow-overwrite=true -d "$out"
+                         --console-log-level=warn --summary-interval=0)
+                    [[ $tool == portable ]] && CMD+=(--engine=portable)
+                    [[ $tool == aria2c ]] && CMD+=(--ftp-reuse-connection=false)
+                    CMD+=("${urls[@]}") ;;
+                curl)
+                    CMD=(curl -sS --fail -Z --parallel-max 16 --output-dir "$out"
+                         --remote-name-all "${urls[@]}") ;;
             esac ;;
         small)
             local urls=() f
@@ -544,7 +563,7 @@ cmd_for_display() { # tool scenario: the command with the URI list shortened
     tool_cmd "$1" "$2" '$OUT'
     local s="" a n=0
     for a in "${CMD[@]}"; do
-        if [[ $a == https://* || $a == http://* ]]; then
+        if [[ $a == https://* || $a == http://* || $a == ftp://* ]]; then
             n=$((n + 1)); [[ $n -gt 1 ]] && continue
         fi
         a=${a//$WORK/\$WORK}; a=${a//$RINGDL/ringdl}
@@ -584,7 +603,7 @@ resident_bytes() { # sum of page-cache bytes of the given files
 warm_source() { # scenario
     local f size r
     case $1 in
-        small) cat "$SMALL_DIR"/*.bin >/dev/null; echo 100; return ;;
+        small|ftpsmall) cat "$SMALL_DIR"/*.bin >/dev/null; echo 100; return ;;
         strace) f="$DOCROOT/$STRACE_NAME" ;;
         *) f="$DOCROOT/$BIG_NAME" ;;
     esac
@@ -628,7 +647,7 @@ run_one() { # round scenario tool pos
         [[ -z $fail && $rc != 0 ]] && fail="exit-$rc"
     fi
     # Residency first (the checksum reads the files), then the checksums.
-    if [[ $scen == small ]]; then
+    if [[ $scen == small || $scen == ftpsmall ]]; then
         ftot=$SMALL_N
         local files=() f
         for f in "$SMALL_DIR"/*.bin; do [[ -f $out/${f##*/} ]] && files+=("$out/${f##*/}"); done
@@ -734,7 +753,7 @@ run_strace() { # tool
     printf 'kdamond\t%s\n' "${#KD_PIDS[@]}"
     printf 'nginx_workers\t%s\n' "$(nginx_pids; echo $((${#NG_PIDS[@]} - 1)))"
     printf 'source_resident\t%s\n' "$([[ -f $DOCROOT/$BIG_NAME ]] && resident_bytes "$DOCROOT/$BIG_NAME")"
-    for s in https http small ftp sftp; do
+    for s in https http small ftp ftpsmall sftp; do
         for t in ringdl portable aria2c aria2c-best curl sftp; do printf 'cmd_%s_%s\t%s\n' "$s" "$t" "$(cmd_for_display "$t" "$s")"; done
     done
     printf 'strace_cmd\t%s\n' "strace -f -c -o \$RESULT <the https command above, for the ${STRACE_BYTES}-byte file>"
@@ -751,12 +770,12 @@ note "background load with nothing running: $(((b1 - b0) * 100 / (3 * CLK_TCK)))
 # left out of the report (the first large write of an invocation can be much slower).
 play_round() { # round
     local r=$1 scen n shift_by i idx
-    for scen in https http small ftp sftp; do
+    for scen in https http small ftp ftpsmall sftp; do
         has_scen "$scen" || continue
         # Rotate the tool order each round (and by scenario), so no tool always runs first.
         n=${#TOOLS[@]}
         shift_by=0; [[ $scen == http ]] && shift_by=1; [[ $scen == ftp ]] && shift_by=2
-        [[ $scen == sftp ]] && shift_by=3
+        [[ $scen == sftp ]] && shift_by=3; [[ $scen == ftpsmall ]] && shift_by=1
         for ((i = 0; i < n; i++)); do
             idx=$((((i + r - 1 + shift_by) % n + n) % n))
             run_one "$r" "$scen" "${TOOLS[$idx]}" "$((i + 1))"

@@ -288,6 +288,12 @@ pub fn ftp_replies(data: &[u8]) {
     let Ok(s) = Session::new("/d/f.bin", Login::default(), false, range) else {
         panic!("a plain path is a session");
     };
+    // Where the login starts asked (to keep the connection) for a third of the inputs.
+    let s = if data.len() % 3 == 1 {
+        s.asking_base()
+    } else {
+        s
+    };
     // Active mode for half the inputs; TLS, explicit or implicit, for some.
     let s = if data.len() % 2 == 1 { s.active() } else { s };
     let mut s = match data.len() % 5 {
@@ -316,11 +322,47 @@ pub fn ftp_replies(data: &[u8]) {
                 if let (Some((f, Some(l))), Some(n)) = (range, length) {
                     assert_eq!((first, n), (f, l + 1 - f));
                 }
-                return;
+                // The transfer's last reply, then the next file over the connection kept.
+                let (used, _) = s.received(held);
+                assert!(used <= held.len());
+                return kept_session(s, &held[used..]);
             }
             Event::Fail(_) => return,
             Event::Wait if used == 0 => return,
             Event::Wait | Event::OpenData(_) | Event::Listen => {}
+        }
+    }
+}
+
+/// A session going on over the connection `done` kept (if it did), fed `data`: never a command
+/// with a line break in it, whatever the replies and the directory the server named.
+fn kept_session(done: crate::ftp::Session, data: &[u8]) {
+    use crate::ftp::{Event, Login, Session};
+    let Some(kept) = done.kept() else { return };
+    let Ok(mut s) = Session::new("/e/g.bin", Login::default(), false, None) else {
+        panic!("a plain path is a session");
+    };
+    let first = match s.go_on(kept) {
+        Ok(first) => first,
+        Err(e) => panic!("the same login and TLS go on: {e:?}"),
+    };
+    let one_line = |line: &[u8]| {
+        let breaks = line.iter().filter(|&&b| b == b'\r' || b == b'\n').count();
+        assert!(
+            line.is_empty() || (line.ends_with(b"\r\n") && breaks == 2),
+            "{line:?}"
+        );
+    };
+    one_line(&first);
+    let mut held = data;
+    for _ in 0..32 {
+        let (used, event) = s.received(held);
+        assert!(used <= held.len());
+        held = &held[used..];
+        match event {
+            Event::Send(line) => one_line(&line),
+            Event::Wait if used > 0 => {}
+            _ => return,
         }
     }
 }
@@ -403,6 +445,61 @@ pub fn ssh_packets(data: &[u8]) {
     if whole.1 && split.1 {
         assert_eq!(whole.0, split.0);
     }
+}
+
+/// A Metalink document: never a panic; every file it gives has a name that stays in the
+/// download directory, absolute URLs of schemes ringdl fetches with priorities in Metalink 4's
+/// range, digests of their kind's length; and the same files however the bytes are split.
+pub fn metalink(data: &[u8]) {
+    use crate::metalink::{safe_name, Reader, LOWEST_PRIORITY};
+    let base = url::Url::parse("http://base.example/dir/").ok();
+    let whole = read_metalink(Reader::new(data, base.clone()));
+    if let Ok(files) = &whole {
+        for f in files {
+            assert_eq!(safe_name(&f.name).as_deref(), Ok(f.name.as_str()));
+            for u in &f.urls {
+                assert!(url::Url::parse(&u.url).is_ok(), "{}", u.url);
+                assert!((1..=LOWEST_PRIORITY).contains(&u.priority));
+            }
+            if let Some((k, d)) = &f.hash {
+                assert_eq!(d.len(), k.digest_len());
+            }
+            if let Some(p) = &f.pieces {
+                assert!(p.length > 0 && !p.digests.is_empty());
+                assert!(p.digests.iter().all(|d| d.len() == p.kind.digest_len()));
+            }
+        }
+    }
+    // Byte by byte: the same.
+    struct OneByte<'a>(&'a [u8]);
+    impl std::io::Read for OneByte<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match (self.0.split_first(), buf.is_empty()) {
+                (Some((b, rest)), false) => {
+                    buf[0] = *b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+    let split = std::io::BufReader::with_capacity(1, OneByte(data));
+    let split = read_metalink(Reader::new(split, base));
+    assert_eq!(whole.is_ok(), split.is_ok());
+    if let (Ok(a), Ok(b)) = (whole, split) {
+        assert_eq!(a, b);
+    }
+}
+
+fn read_metalink<R: std::io::BufRead>(
+    mut r: crate::metalink::Reader<R>,
+) -> Result<Vec<crate::metalink::MetaFile>, crate::metalink::Error> {
+    let mut files = Vec::new();
+    while let Some(f) = r.next_file()? {
+        files.push(f);
+    }
+    Ok(files)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod ftp;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod http;
+pub mod metalink;
 pub mod plan;
 pub mod rpc;
 pub mod ssh;

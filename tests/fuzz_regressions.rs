@@ -7,7 +7,7 @@ use std::path::Path;
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 16] = [
+const TARGETS: [(&str, Target); 17] = [
     ("response_head", ringdl::fuzzing::response_head),
     ("chunked", ringdl::fuzzing::chunked),
     ("content_disposition", ringdl::fuzzing::content_disposition),
@@ -24,6 +24,7 @@ const TARGETS: [(&str, Target); 16] = [
     ("tls_records", ringdl::fuzzing::tls_records),
     ("ftp_replies", ringdl::fuzzing::ftp_replies),
     ("ssh_packets", ringdl::fuzzing::ssh_packets),
+    ("metalink", ringdl::fuzzing::metalink),
 ];
 
 #[test]
