@@ -478,6 +478,7 @@ pub(super) fn expect_code(sc: &Scenario, code: u8) -> Result<(), String> {
         && sc.mirrors.iter().all(|m| matches!(m, Mirror::Good { .. }))
         && sf.fin == 0
         && sf.short_range == 0
+        && sf.no_data_port == 0
         && sf.change_after.is_none()
         && !sc
             .args

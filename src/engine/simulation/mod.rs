@@ -92,6 +92,13 @@ const LATE_REGRESSIONS: &[u64] = &[453366];
 /// never waits for a block.
 const UPLOAD_REGRESSIONS: &[u64] = &[30608, 30756, 34420, 741340];
 
+/// Seeds that found faults once toy servers sent their bytes on data connections (replayed as
+/// drawn): 1044947, `-c` over a control file's claims from a server without ranges whose data
+/// ports never take a connection, where the simulation expected aria2's "cannot resume" (8): the
+/// answer that would say so never comes, so the run ends as any failing network does (the
+/// expectation, corrected: a data port that takes no connection is a network that is not clean).
+const DATA_REGRESSIONS: &[u64] = &[1044947];
+
 /// The regression seeds recorded before prior states on disk were drawn: they replay without one.
 const RECORDED_WITHOUT_PRIORS: &[u64] = &[
     3692, 4737, 11777, 297655, 1012619, 1005825, 1734084, 205, 1165, 207040, 125117, 493071,
@@ -365,6 +372,11 @@ fn run_seeds(block: u64) {
         })
         .chain(if with_regressions {
             UPLOAD_REGRESSIONS
+        } else {
+            &[]
+        })
+        .chain(if with_regressions {
+            DATA_REGRESSIONS
         } else {
             &[]
         })
