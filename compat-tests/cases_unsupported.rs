@@ -46,11 +46,10 @@ cases! {
         pre: &[Pre::Text("my.conf", "follow-torrent=false\nenable-dht=false\n")],
         ..Case::DEFAULT
     };
+    // A Metalink option beside an HTTP download: taken, nothing said, as aria2c.
     metalink_option = Case {
         args: &["--metalink-language=en", "{url}/f.bin"],
         routes: F,
-        known: &["K-UNSUPPORTED"],
-        diffs: &[Diff::ExtraWarning("Metalink")],
         ..Case::DEFAULT
     };
     // An FTP option beside an HTTP download: taken, nothing said, as aria2c.

@@ -184,7 +184,8 @@ pub enum Diff {
 /// trailing slash), `{surl}` (nginx's HTTPS), `{ca}` (CA file), `{dir}` (the run's directory, also
 /// its working directory), `{authority}` (the test server's `127.0.0.1:PORT`, e.g. to use it as
 /// an HTTP proxy: it serves absolute-form targets by their path), `{home}`, `{refused}` (`http://127.0.0.1:PORT` where nothing listens),
-/// `{rftp}` (the same port as `ftp://`).
+/// `{rftp}` (the same port as `ftp://`), `{sha256_N}` (the SHA-256 of the Nth `R::File` route,
+/// for Metalinks).
 #[derive(Debug, Clone, Copy)]
 pub struct Case {
     pub args: &'static [&'static str],
@@ -388,6 +389,9 @@ fn seed_of(path: &str) -> u64 {
     })
 }
 
+/// The placeholders of the first plain file routes' SHA-256 digests.
+const SHA256_KEYS: [&str; 4] = ["{sha256_0}", "{sha256_1}", "{sha256_2}", "{sha256_3}"];
+
 fn file_bytes(path: &str, len: usize) -> Arc<Vec<u8>> {
     Arc::new(support::content(seed_of(path), len))
 }
@@ -459,6 +463,14 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
                 ("{url}", base),
                 ("{authority}", format!("127.0.0.1:{}", server.port())),
             ];
+            // `{sha256_N}`: the digest of the case's Nth plain file route (a Metalink's hash).
+            let files = case.routes.iter().filter_map(|r| match r {
+                R::File(path, len) => Some(file_bytes(path, *len)),
+                _ => None,
+            });
+            for (key, bytes) in SHA256_KEYS.iter().zip(files) {
+                pairs.push((key, support::sha256_hex(&bytes)));
+            }
             if server.is_tls() {
                 pairs.push(("{ca}", server.ca_file().display().to_string()));
             }

@@ -17,6 +17,7 @@ mod cases_download;
 mod cases_files;
 mod cases_ftp;
 mod cases_http;
+mod cases_metalink;
 mod cases_sftp;
 mod cases_unsupported;
 mod control;

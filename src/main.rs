@@ -66,6 +66,19 @@ fn real_main() -> i32 {
     if settings.config.rpc.is_some() {
         return serve(&settings, &mut console);
     }
+    if settings.show_files {
+        return show_files(&settings, &mut console);
+    }
+    if settings.metalink_file.is_some() {
+        return match open_metalink(&settings) {
+            Ok(m) => run_jobs(&settings, &mut console, Box::new(m.jobs), m.count, None),
+            Err((msg, code)) => {
+                console.finish();
+                eprintln!("{msg}");
+                code
+            }
+        };
+    }
     let input = match open_input(&settings, &mut console) {
         Ok(i) => i,
         Err((msg, code)) => {
@@ -88,11 +101,6 @@ fn real_main() -> i32 {
         }
     };
     let expected = count + input.as_ref().map_or(0, |i| i.count);
-    if expected == 0 {
-        emit("No files to download.\n");
-        return 0;
-    }
-    console.notice(&format!("Downloading {expected} item(s)"));
     let input_error: Rc<RefCell<Option<String>>> = Rc::default();
     let entry_jobs = input.into_iter().flat_map({
         let input_error = input_error.clone();
@@ -104,13 +112,31 @@ fn real_main() -> i32 {
         };
         move |list| list.jobs(base.clone(), patterns, input_error.clone())
     });
-    let mut all_jobs = jobs.chain(entry_jobs);
-    let summary = match engine::run(
-        &settings.config,
-        &mut all_jobs,
-        Some(expected),
+    let all_jobs = jobs.chain(entry_jobs);
+    run_jobs(
+        &settings,
         &mut console,
-    ) {
+        Box::new(all_jobs),
+        expected,
+        Some(input_error),
+    )
+}
+
+/// Runs `jobs` (`expected` of them) to their end: the report, the session, the exit code.
+/// `input_error`: where an `-i` list's read error is kept (exit 28 after the report).
+fn run_jobs(
+    settings: &Settings,
+    console: &mut Console,
+    mut all_jobs: Box<dyn Iterator<Item = Job> + '_>,
+    expected: usize,
+    input_error: Option<Rc<RefCell<Option<String>>>>,
+) -> i32 {
+    if expected == 0 {
+        emit("No files to download.\n");
+        return 0;
+    }
+    console.notice(&format!("Downloading {expected} item(s)"));
+    let summary = match engine::run(&settings.config, &mut all_jobs, Some(expected), console) {
         Ok(s) => s,
         Err(e) => {
             console.finish();
@@ -129,19 +155,166 @@ fn real_main() -> i32 {
     if summary.emergency {
         // A second Ctrl-C: the writes in flight ended and control files were saved; no report.
         if let Some((path, text)) = &session {
-            save_session(path, text, &mut console);
+            save_session(path, text, console);
         }
         return i32::from(ExitCode::UNFINISHED.0);
     }
-    show_results(&settings, &mut console, &summary);
+    show_results(settings, console, &summary);
     if let Some((path, text)) = &session {
-        save_session(path, text, &mut console);
+        save_session(path, text, console);
     }
-    if let Some(e) = input_error.borrow().as_ref() {
+    if let Some(e) = input_error.as_ref().and_then(|e| e.borrow().clone()) {
         eprintln!("{e}");
         return 28;
     }
     exit_code(&summary)
+}
+
+/// An `-M` Metalink, read once whole (a broken rule anywhere refuses it before anything
+/// starts, as aria2c does) and counted, then read again as its downloads start: a Metalink of
+/// any number of files is never held whole.
+struct MetalinkJobs {
+    count: usize,
+    jobs: MetalinkIter,
+}
+
+struct MetalinkIter {
+    reader: ringdl::metalink::Reader<BufReader<std::fs::File>>,
+    opts: DownloadOptions,
+    /// The index of the next wanted file (1-based, `--select-file`'s).
+    index: usize,
+}
+
+impl Iterator for MetalinkIter {
+    type Item = Job;
+
+    fn next(&mut self) -> Option<Job> {
+        use ringdl::metalink::jobs;
+        // (The document was read whole before: a failure now is a file changed meanwhile,
+        // which ends the list.)
+        while let Ok(Some(f)) = self.reader.next_file() {
+            if !jobs::wanted(&f, &self.opts.metalink) {
+                continue;
+            }
+            self.index += 1;
+            if jobs::selected(self.index, &self.opts.metalink) {
+                return Some(jobs::job(&f, &self.opts));
+            }
+        }
+        None
+    }
+}
+
+/// A Metalink document's reader from its start; `Err`: aria2c's message and exit code.
+fn metalink_reader(
+    file: &std::fs::File,
+    name: &str,
+    base: Option<&str>,
+) -> Result<ringdl::metalink::Reader<BufReader<std::fs::File>>, (String, i32)> {
+    use std::io::Seek;
+    let mut f = file
+        .try_clone()
+        .map_err(|e| (format!("Failed to read the file {name}, cause: {e}"), 1))?;
+    f.rewind()
+        .map_err(|e| (format!("Failed to read the file {name}, cause: {e}"), 1))?;
+    let base = base.and_then(|b| url::Url::parse(b).ok());
+    Ok(ringdl::metalink::Reader::new(BufReader::new(f), base))
+}
+
+fn metalink_error(name: &str, e: ringdl::metalink::Error) -> (String, i32) {
+    (format!("Exception: {name}: errorCode=20 {}", e.message), 20)
+}
+
+/// Opens `-M`'s Metalink (standard input spooled, as `-i`'s), checks it whole and counts the
+/// downloads it stands for.
+fn open_metalink(s: &Settings) -> Result<MetalinkJobs, (String, i32)> {
+    let Some(path) = s.metalink_file.clone() else {
+        return Err(("no Metalink".into(), 1));
+    };
+    let (file, name) = open_list(&path).map_err(|m| {
+        (
+            format!("We encountered a problem while processing the option '--metalink-file': {m}"),
+            28,
+        )
+    })?;
+    let opts = s.config.download.clone();
+    let base = opts.metalink.base_uri.clone();
+    let mut reader = metalink_reader(&file, &name, base.as_deref())?.without_urls();
+    let (mut count, mut index) = (0, 0);
+    while let Some(f) = reader.next_file().map_err(|e| metalink_error(&name, e))? {
+        if ringdl::metalink::jobs::wanted(&f, &opts.metalink) {
+            index += 1;
+            count += usize::from(ringdl::metalink::jobs::selected(index, &opts.metalink));
+        }
+    }
+    if index == 0 {
+        ringdl::ui::emit("No file matched with your preference.\n");
+    }
+    let reader = metalink_reader(&file, &name, base.as_deref())?;
+    Ok(MetalinkJobs {
+        count,
+        jobs: MetalinkIter {
+            reader,
+            opts,
+            index: 0,
+        },
+    })
+}
+
+/// `-S`: the files of `-M`'s Metalink, or of each Metalink file named on the command line, as
+/// aria2c lists them (`--select-file` not applied; the language, OS and version filters are).
+fn show_files(s: &Settings, console: &mut Console) -> i32 {
+    console.finish();
+    let opts = &s.config.download.metalink;
+    // Read whole first (a broken rule anywhere refuses it before a line is printed), then
+    // again, each file printed as it is read: never held whole.
+    let list = |file: &std::fs::File, name: &str| -> Result<(), (String, i32)> {
+        use ringdl::metalink::jobs;
+        let mut reader = metalink_reader(file, name, opts.base_uri.as_deref())?.without_urls();
+        while reader
+            .next_file()
+            .map_err(|e| metalink_error(name, e))?
+            .is_some()
+        {}
+        let mut reader = metalink_reader(file, name, opts.base_uri.as_deref())?.without_urls();
+        emit(&jobs::listing_head());
+        let mut index = 0;
+        while let Some(f) = reader.next_file().map_err(|e| metalink_error(name, e))? {
+            if jobs::wanted(&f, opts) {
+                index += 1;
+                emit(&jobs::listing_entry(index, &f));
+            }
+        }
+        emit("\n");
+        Ok(())
+    };
+    if let Some(path) = &s.metalink_file {
+        let shown = open_list(path)
+            .map_err(|m| (m, 28))
+            .and_then(|(file, name)| list(&file, &name));
+        return match shown {
+            Ok(()) => 0,
+            Err((m, code)) => {
+                eprintln!("{m}");
+                code
+            }
+        };
+    }
+    // Each file named, as aria2c does: one that is not a Metalink is said and passed over.
+    for path in &s.uris {
+        emit(&format!(">>> Printing the contents of file '{path}'...\n"));
+        let is_xml = std::fs::read(path)
+            .map(|b| b.starts_with(b"<?xml") || b.trim_ascii_start().starts_with(b"<metalink"))
+            .unwrap_or(false);
+        if !is_xml {
+            emit("This file is neither Torrent nor Metalink file. Skipping.\n\n");
+            continue;
+        }
+        if let Err(m) = open_list(path).and_then(|(f, n)| list(&f, &n).map_err(|e| e.0)) {
+            emit(&format!("{m}\n\n"));
+        }
+    }
+    0
 }
 
 /// Writes a session (`--save-session` without RPC) as aria2c does at exit, even empty; a failure

@@ -681,7 +681,7 @@ fn a_gzip_bomb_inflates_with_flat_memory() {
 }
 
 /// Runs ringdl and samples its peak resident memory (`VmHWM`) until it exits: (exit code, KiB).
-fn run_measuring_peak(dir: &TestDir, args: &[String]) -> (Option<i32>, u64) {
+pub(crate) fn run_measuring_peak(dir: &TestDir, args: &[String]) -> (Option<i32>, u64) {
     let home = dir.join(".home");
     std::fs::create_dir_all(&home).unwrap();
     let mut cmd =

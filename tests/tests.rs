@@ -19,6 +19,7 @@ mod hooks;
 mod hostile;
 mod integrity;
 mod interfaces;
+mod metalink;
 mod mirrors;
 mod nginx;
 mod portable;

@@ -63,6 +63,16 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "ftp-pasv",
     "ftp-reuse-connection",
     "ftp-type",
+    "metalink-base-uri",
+    "metalink-enable-unique-protocol",
+    "metalink-file",
+    "metalink-language",
+    "metalink-location",
+    "metalink-os",
+    "metalink-preferred-protocol",
+    "metalink-version",
+    "select-file",
+    "show-files",
     "ftp-user",
     "gid",
     "hash-check-only",
@@ -434,10 +444,7 @@ fn refuse_unsupported_downloads(layer: &Layer, uris: &[String]) -> Result<(), Us
                 _ => !v.is_empty(),
             })
     };
-    for (name, feature) in [
-        ("torrent-file", "BitTorrent"),
-        ("metalink-file", "Metalink"),
-    ] {
+    for (name, feature) in [("torrent-file", "BitTorrent")] {
         if on(name) {
             return Err(fail(format!(
                 "ringdl does not support {feature} (--{name}); use aria2c for it"
@@ -459,6 +466,14 @@ fn refuse_unsupported_downloads(layer: &Layer, uris: &[String]) -> Result<(), Us
         check_uri(u).map_err(|e| fail(crate::http::auth::redact(&e)))?;
     }
     Ok(())
+}
+
+/// `--metalink-location`'s countries: comma-separated, trimmed, lowercased.
+fn locations(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|l| l.trim().to_ascii_lowercase())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 /// `--out` as a name under `--dir`: aria2 joins the two, so an absolute `-o /x/y` is `DIR/x/y`
@@ -497,6 +512,21 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         ftp_ascii: r.raw("ftp-type") == Some("ascii"),
         ftp_pasv: r.bool("ftp-pasv"),
         ftp_reuse_connection: r.bool("ftp-reuse-connection"),
+        metalink: crate::engine::MetalinkOptions {
+            locations: r
+                .text("metalink-location")
+                .map(|l| locations(&l))
+                .unwrap_or_default(),
+            language: r.text("metalink-language"),
+            os: r.text("metalink-os"),
+            version: r.text("metalink-version"),
+            preferred_protocol: r
+                .text("metalink-preferred-protocol")
+                .filter(|p| p != "none"),
+            unique_protocol: r.bool("metalink-enable-unique-protocol"),
+            base_uri: r.text("metalink-base-uri"),
+            select_file: r.text("select-file"),
+        },
         ssh_host_key_md: r.text("ssh-host-key-md"),
         http_auth_challenge: r.bool("http-auth-challenge"),
         no_netrc: r.bool("no-netrc"),
@@ -655,6 +685,22 @@ impl DownloadOptions {
                 "ftp-type" => o.ftp_ascii = v == "ascii",
                 "ftp-pasv" => o.ftp_pasv = v == "true",
                 "ftp-reuse-connection" => o.ftp_reuse_connection = v == "true",
+                "metalink-location" => o.metalink.locations = locations(v),
+                "metalink-language" => {
+                    o.metalink.language = Some(v.clone()).filter(|s| !s.is_empty())
+                }
+                "metalink-os" => o.metalink.os = Some(v.clone()).filter(|s| !s.is_empty()),
+                "metalink-version" => {
+                    o.metalink.version = Some(v.clone()).filter(|s| !s.is_empty())
+                }
+                "metalink-preferred-protocol" => {
+                    o.metalink.preferred_protocol = Some(v.clone()).filter(|p| p != "none")
+                }
+                "metalink-enable-unique-protocol" => o.metalink.unique_protocol = v == "true",
+                "metalink-base-uri" => {
+                    o.metalink.base_uri = Some(v.clone()).filter(|s| !s.is_empty())
+                }
+                "select-file" => o.metalink.select_file = Some(v.clone()).filter(|s| !s.is_empty()),
                 "ssh-host-key-md" => o.ssh_host_key_md = Some(v.clone()).filter(|s| !s.is_empty()),
                 "http-auth-challenge" => o.http_auth_challenge = v == "true",
                 "no-netrc" => o.no_netrc = v == "true",
@@ -845,11 +891,19 @@ fn build(
         enable_color: r.bool("enable-color"),
         human_readable: r.bool("human-readable"),
         input_file,
+        metalink_file: r
+            .text("metalink-file")
+            .map(|p| if p == "-" { p } else { expand_home(&p, env) }),
+        show_files: r.bool("show-files"),
         uris,
         warnings,
         daemon: r.bool("daemon"),
     };
-    if settings.uris.is_empty() && settings.input_file.is_none() && settings.config.rpc.is_none() {
+    if settings.uris.is_empty()
+        && settings.input_file.is_none()
+        && settings.metalink_file.is_none()
+        && settings.config.rpc.is_none()
+    {
         return Err(usage_error("Specify at least one URL.".to_string(), 1));
     }
     Ok(settings)

@@ -49,6 +49,10 @@ pub struct Settings {
     pub human_readable: bool,
     /// `-i`: a file, or `-` for stdin.
     pub input_file: Option<String>,
+    /// `-M`: a Metalink file, or `-` for stdin.
+    pub metalink_file: Option<String>,
+    /// `-S`: list the files of the Metalinks given and exit.
+    pub show_files: bool,
     pub uris: Vec<String>,
     /// Warnings to print once logging is set up (unknown config keys, ignored options).
     pub warnings: Vec<String>,

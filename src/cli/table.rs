@@ -1653,8 +1653,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .short('S')
     .default("false")
-    .tags(&["#basic", "#metalink", "#bittorrent"])
-    .unsupported("BitTorrent/Metalink"),
+    .tags(&["#basic", "#metalink", "#bittorrent"]),
     opt(
         "max-overall-upload-limit",
         ValueKind::Size {
@@ -1734,7 +1733,6 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("1-1048576")
     .tags(&["#metalink", "#bittorrent"])
     .input()
-    .unsupported("BitTorrent/Metalink")
     .long(
         "--show-files prints the indexes. With Metalink, indexes depend on the \
             --metalink-* filters.",
@@ -2209,8 +2207,7 @@ pub static OPTIONS: &[OptDef] = &[
     .short('M')
     .value_name("METALINK_FILE")
     .possible("/path/to/file, -")
-    .tags(&["#basic", "#metalink"])
-    .unsupported("Metalink"),
+    .tags(&["#basic", "#metalink"]),
     opt(
         "metalink-version",
         ValueKind::Text,
@@ -2218,8 +2215,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("VERSION")
     .tags(&["#metalink"])
-    .input()
-    .unsupported("Metalink"),
+    .input(),
     opt(
         "metalink-language",
         ValueKind::Text,
@@ -2227,8 +2223,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("LANGUAGE")
     .tags(&["#metalink"])
-    .input()
-    .unsupported("Metalink"),
+    .input(),
     opt(
         "metalink-os",
         ValueKind::Text,
@@ -2236,8 +2231,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("OS")
     .tags(&["#metalink"])
-    .input()
-    .unsupported("Metalink"),
+    .input(),
     opt(
         "metalink-location",
         ValueKind::Text,
@@ -2245,8 +2239,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .value_name("LOCATION[,...]")
     .tags(&["#metalink"])
-    .input()
-    .unsupported("Metalink"),
+    .input(),
     opt(
         "follow-metalink",
         ValueKind::Choice(&["true", "mem", "false"]),
@@ -2273,8 +2266,7 @@ pub static OPTIONS: &[OptDef] = &[
     .possible("http, https, ftp, none")
     .default("none")
     .tags(&["#metalink"])
-    .input()
-    .unsupported("Metalink"),
+    .input(),
     opt(
         "metalink-enable-unique-protocol",
         ValueKind::Bool,
@@ -2283,7 +2275,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("true")
     .tags(&["#metalink"])
     .input()
-    .unsupported("Metalink")
     .long("The preference comes from --metalink-preferred-protocol."),
     opt(
         "metalink-base-uri",
@@ -2293,7 +2284,6 @@ pub static OPTIONS: &[OptDef] = &[
     .value_name("URI")
     .tags(&["#metalink"])
     .input()
-    .unsupported("Metalink")
     .long("A URI naming a directory must end with '/'."),
 ];
 

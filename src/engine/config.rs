@@ -33,6 +33,8 @@ pub struct DownloadOptions {
     pub ftp_pasv: bool,
     /// Keep an FTP control connection, logged in, for the next file or range.
     pub ftp_reuse_connection: bool,
+    /// How a Metalink's files and mirrors are picked (`--metalink-*`, `--select-file`).
+    pub metalink: MetalinkOptions,
     /// `--ssh-host-key-md=TYPE=HEX`: the digest the SFTP server's host key must have (then
     /// known_hosts is not asked).
     pub ssh_host_key_md: Option<String>,
@@ -96,6 +98,25 @@ pub struct DownloadOptions {
 }
 
 /// `--uri-selector`: which mirror a new connection takes.
+/// How a Metalink's files are picked and its mirrors ordered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetalinkOptions {
+    /// `--metalink-location`: preferred countries, lowercased.
+    pub locations: Vec<String>,
+    /// `--metalink-language`, `--metalink-os`, `--metalink-version`: only files that say so.
+    pub language: Option<String>,
+    pub os: Option<String>,
+    pub version: Option<String>,
+    /// `--metalink-preferred-protocol` (`none`: none).
+    pub preferred_protocol: Option<String>,
+    /// `--metalink-enable-unique-protocol`: one URI per host.
+    pub unique_protocol: bool,
+    /// `--metalink-base-uri`: where relative URLs of a local Metalink are from.
+    pub base_uri: Option<String>,
+    /// `--select-file`, as given (`1,3-5`).
+    pub select_file: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UriSelector {
     /// The mirrors in the order given, in turn.

@@ -24,7 +24,8 @@ mod supervisor;
 pub mod sys;
 
 pub use config::{
-    Config, DownloadOptions, EngineChoice, Hooks, RpcSettings, SessionOut, UriSelector,
+    Config, DownloadOptions, EngineChoice, Hooks, MetalinkOptions, RpcSettings, SessionOut,
+    UriSelector,
 };
 pub use driver::{
     engine_report, random_gid, run, serve, session_entry_of_job, StartError, Summary, MAX_RESULTS,
@@ -33,6 +34,7 @@ pub use driver::{
 pub type BlockingJob = reactor::Job;
 pub use exit::ExitCode;
 pub use job::{Job, Outcome};
+pub use pieces::PieceHashes;
 pub use report::{LogLevel, Progress, Report};
 pub use sources::{check_uri, is_recognized_uri};
 pub use supervisor::{Control, Disposition, Ended, HookEvent, ServerView, Supervisor};

@@ -1,0 +1,180 @@
+//! `-M` Metalinks beyond what `compat-tests/cases_metalink.rs` compares with aria2c: standard
+//! input, names that would leave the download directory, a document too deep or with an entity
+//! to expand, and a Metalink of 10 000 files with 100 mirrors each read in flat memory.
+
+use std::fs;
+use std::io::Write;
+
+use crate::support::server::{Route, TestServer};
+use crate::support::{content, ringdl, sha256_hex, TestDir};
+
+fn meta4(files: &[(&str, &[u8], &[String])]) -> String {
+    let mut doc = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">\n",
+    );
+    for (name, data, urls) in files {
+        doc.push_str(&format!(
+            "  <file name=\"{name}\">\n    <size>{}</size>\n    <hash type=\"sha-256\">{}</hash>\n",
+            data.len(),
+            sha256_hex(data)
+        ));
+        for (i, u) in urls.iter().enumerate() {
+            doc.push_str(&format!("    <url priority=\"{}\">{u}</url>\n", i + 1));
+        }
+        doc.push_str("  </file>\n");
+    }
+    doc.push_str("</metalink>\n");
+    doc
+}
+
+/// `-M -` reads the Metalink from standard input; each file lands under its name (a
+/// subdirectory made), byte-exact and checked by its digest.
+#[test]
+fn a_metalink_from_standard_input_gives_each_file_under_its_name() {
+    let server = TestServer::plain();
+    let a = content(0x6d31, 700_001);
+    let b = content(0x6d32, 5_000);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    server.route("/b.bin", Route::bytes(b.clone()));
+    let dir = TestDir::new();
+    let doc = meta4(&[
+        ("a.bin", &a, &[server.url("/a.bin")]),
+        ("d/e/b.bin", &b, &[server.url("/b.bin")]),
+    ]);
+    fs::write(dir.join("in.meta4"), &doc).expect("meta4");
+    let input = fs::File::open(dir.join("in.meta4")).expect("open");
+    let args = ["--no-conf", "-d", &dir.arg(), "-M", "-"];
+    let run = crate::support::run_changed(
+        &crate::support::binary_under_test(),
+        &dir,
+        &args,
+        std::time::Duration::from_secs(60),
+        |c| {
+            c.stdin(input);
+        },
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(fs::read(dir.join("a.bin")).expect("a.bin"), a);
+    assert_eq!(fs::read(dir.join("d/e/b.bin")).expect("b.bin"), b);
+}
+
+/// A name that would leave the download directory, an entity to expand, elements nested past
+/// the limit, bytes that are not XML: one line, exit 20, nothing written or asked for.
+#[test]
+fn hostile_metalinks_are_refused_in_one_line_before_anything_starts() {
+    let server = TestServer::plain();
+    server.route("/a.bin", Route::bytes(content(1, 1000)));
+    let url = server.url("/a.bin");
+    let file = |name: &str| format!("<file name=\"{name}\"><url>{url}</url></file>");
+    let ns = "xmlns=\"urn:ietf:params:xml:ns:metalink\"";
+    for (what, doc) in [
+        (
+            "../",
+            format!(
+                "<metalink {ns}>{}{}</metalink>",
+                file("ok.bin"),
+                file("../x.bin")
+            ),
+        ),
+        (
+            "absolute",
+            format!("<metalink {ns}>{}</metalink>", file("/tmp/x.bin")),
+        ),
+        (
+            "drive",
+            format!("<metalink {ns}>{}</metalink>", file("C:x.bin")),
+        ),
+        (
+            "control",
+            format!("<metalink {ns}>{}</metalink>", file("a&#9;b")),
+        ),
+        (
+            "entity",
+            format!(
+                "<!DOCTYPE m [<!ENTITY e \"x\">]><metalink {ns}><file name=\"&e;\"/>{}</metalink>",
+                file("ok.bin")
+            ),
+        ),
+        (
+            "deep",
+            format!(
+                "<metalink {ns}>{}{}</metalink>",
+                "<x>".repeat(500),
+                "</x>".repeat(500)
+            ),
+        ),
+        ("not xml", "this is not a metalink".to_string()),
+    ] {
+        let dir = TestDir::new();
+        fs::write(dir.join("m.meta4"), doc).expect("meta4");
+        let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), "-M", "m.meta4"]);
+        assert_eq!(run.code(), 20, "{what}: {run}");
+        let lines: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        assert_eq!(lines.len(), 1, "{what}: {run}");
+        assert!(lines[0].contains("errorCode=20"), "{what}: {run}");
+        assert_eq!(dir.entries(), ["m.meta4"], "{what}");
+    }
+    assert!(server.requests().is_empty(), "something was fetched");
+}
+
+/// 10 000 files with 100 mirrors each (a 60 MB document): read whole to count and check it,
+/// again to queue the one selected, and listed with `-S`, in flat memory, never held whole.
+#[test]
+fn a_metalink_of_ten_thousand_files_is_read_in_flat_memory() {
+    let server = TestServer::plain();
+    let data = content(0x6d33, 4096);
+    server.route("/m0/f9999", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let path = dir.join("big.meta4");
+    let mut out = std::io::BufWriter::new(fs::File::create(&path).expect("create"));
+    let base = server.url("");
+    let base = base.trim_end_matches('/');
+    writeln!(
+        out,
+        "<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">"
+    )
+    .expect("write");
+    let digest = sha256_hex(&data);
+    for i in 0..10_000 {
+        write!(out, "<file name=\"f{i}\"><size>4096</size>").expect("write");
+        if i == 9_999 {
+            write!(out, "<hash type=\"sha-256\">{digest}</hash>").expect("write");
+        }
+        for m in 0..100 {
+            write!(out, "<url priority=\"{}\">{base}/m{m}/f{i}</url>", m + 1).expect("write");
+        }
+        writeln!(out, "</file>").expect("write");
+    }
+    writeln!(out, "</metalink>").expect("write");
+    out.flush().expect("flush");
+    drop(out);
+    let size = fs::metadata(&path).expect("size").len();
+    assert!(size > 50 << 20, "{size}");
+    let args: Vec<String> = [
+        "--no-conf",
+        "-d",
+        &dir.arg(),
+        "-M",
+        "big.meta4",
+        "--select-file=10000",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (code, peak_kib) = crate::requests::run_measuring_peak(&dir, &args);
+    assert_eq!(code, Some(0));
+    assert_eq!(fs::read(dir.join("f9999")).expect("f9999"), data);
+    assert!(
+        peak_kib < 40 * 1024,
+        "peak RSS {peak_kib} KiB for a {size}-byte Metalink"
+    );
+    let args: Vec<String> = ["--no-conf", "-S", "-M", "big.meta4"]
+        .map(String::from)
+        .to_vec();
+    let (code, peak_kib) = crate::requests::run_measuring_peak(&dir, &args);
+    assert_eq!(code, Some(0));
+    assert!(peak_kib < 40 * 1024, "peak RSS {peak_kib} KiB listing it");
+}
