@@ -178,3 +178,68 @@ fn a_metalink_of_ten_thousand_files_is_read_in_flat_memory() {
     assert_eq!(code, Some(0));
     assert!(peak_kib < 40 * 1024, "peak RSS {peak_kib} KiB listing it");
 }
+
+/// Piece digests of `data` in pieces of `length`, as a Metalink 4 `<pieces>` element.
+fn pieces(data: &[u8], length: usize) -> String {
+    let mut p = format!("<pieces length=\"{length}\" type=\"sha-256\">");
+    for chunk in data.chunks(length) {
+        p.push_str(&format!("<hash>{}</hash>", sha256_hex(chunk)));
+    }
+    p.push_str("</pieces>");
+    p
+}
+
+/// A mirror that serves a piece wrong (the first asked, by priority) and a good one: the piece
+/// fails its digest as its bytes are written, is fetched again from the good mirror, and the
+/// file ends byte-exact; with every mirror wrong, the download fails and claims nothing wrong.
+#[test]
+fn a_piece_a_mirror_serves_wrong_is_fetched_again_from_another() {
+    let server = TestServer::plain();
+    let data = content(0x6d34, 2 * 1024 * 1024 + 5);
+    let mut bad = data.clone();
+    bad[3 * 256 * 1024 + 17] ^= 0x55;
+    server.route("/bad/a.bin", Route::bytes(bad.clone()));
+    server.route("/good/a.bin", Route::bytes(data.clone()));
+    let doc = |urls: &[String]| {
+        let mut d = format!(
+            "<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"a.bin\"><size>{}</size>{}",
+            data.len(),
+            pieces(&data, 256 * 1024)
+        );
+        for (i, u) in urls.iter().enumerate() {
+            d.push_str(&format!("<url priority=\"{}\">{u}</url>", i + 1));
+        }
+        d.push_str("</file></metalink>");
+        d
+    };
+    for split in ["-s1", "-s4"] {
+        let dir = TestDir::new();
+        let m = doc(&[server.url("/bad/a.bin"), server.url("/good/a.bin")]);
+        fs::write(dir.join("m.meta4"), m).expect("meta4");
+        let args = ["--no-conf", "-d", &dir.arg(), split, "-k1M", "-M", "m.meta4"];
+        let run = ringdl(&dir, &args);
+        assert_eq!(run.code(), 0, "{split}: {run}");
+        assert!(
+            run.stdout.contains("Chunk checksum validation failed. checksumIndex=3"),
+            "{split}: the bad piece was never fetched: {run}"
+        );
+        assert!(fs::read(dir.join("a.bin")).expect("a.bin") == data, "{split}: bytes differ");
+        assert!(!dir.join("a.bin.aria2").exists());
+    }
+    // Every mirror wrong: not complete, and what the control file claims is right.
+    let dir = TestDir::new();
+    fs::write(dir.join("m.meta4"), doc(&[server.url("/bad/a.bin")])).expect("meta4");
+    let args = ["--no-conf", "-d", &dir.arg(), "--max-tries=2", "-M", "m.meta4"];
+    let run = ringdl(&dir, &args);
+    assert_ne!(run.code(), 0, "{run}");
+    let control = dir.join("a.bin.aria2");
+    if control.exists() {
+        let got = fs::read(dir.join("a.bin")).expect("a.bin");
+        let ctl = fs::read(&control).expect("control file");
+        let claims = crate::support::control_claims(&ctl).expect("a control file ringdl reads");
+        for (from, to) in claims {
+            let r = from as usize..(to as usize).min(data.len());
+            assert!(got[r.clone()] == data[r.clone()], "a claimed range is wrong: {r:?}");
+        }
+    }
+}
