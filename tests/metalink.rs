@@ -216,20 +216,39 @@ fn a_piece_a_mirror_serves_wrong_is_fetched_again_from_another() {
         let dir = TestDir::new();
         let m = doc(&[server.url("/bad/a.bin"), server.url("/good/a.bin")]);
         fs::write(dir.join("m.meta4"), m).expect("meta4");
-        let args = ["--no-conf", "-d", &dir.arg(), split, "-k1M", "-M", "m.meta4"];
+        let args = [
+            "--no-conf",
+            "-d",
+            &dir.arg(),
+            split,
+            "-k1M",
+            "-M",
+            "m.meta4",
+        ];
         let run = ringdl(&dir, &args);
         assert_eq!(run.code(), 0, "{split}: {run}");
         assert!(
-            run.stdout.contains("Chunk checksum validation failed. checksumIndex=3"),
+            run.stdout
+                .contains("Chunk checksum validation failed. checksumIndex=3"),
             "{split}: the bad piece was never fetched: {run}"
         );
-        assert!(fs::read(dir.join("a.bin")).expect("a.bin") == data, "{split}: bytes differ");
+        assert!(
+            fs::read(dir.join("a.bin")).expect("a.bin") == data,
+            "{split}: bytes differ"
+        );
         assert!(!dir.join("a.bin.aria2").exists());
     }
     // Every mirror wrong: not complete, and what the control file claims is right.
     let dir = TestDir::new();
     fs::write(dir.join("m.meta4"), doc(&[server.url("/bad/a.bin")])).expect("meta4");
-    let args = ["--no-conf", "-d", &dir.arg(), "--max-tries=2", "-M", "m.meta4"];
+    let args = [
+        "--no-conf",
+        "-d",
+        &dir.arg(),
+        "--max-tries=2",
+        "-M",
+        "m.meta4",
+    ];
     let run = ringdl(&dir, &args);
     assert_ne!(run.code(), 0, "{run}");
     let control = dir.join("a.bin.aria2");
@@ -239,7 +258,46 @@ fn a_piece_a_mirror_serves_wrong_is_fetched_again_from_another() {
         let claims = crate::support::control_claims(&ctl).expect("a control file ringdl reads");
         for (from, to) in claims {
             let r = from as usize..(to as usize).min(data.len());
-            assert!(got[r.clone()] == data[r.clone()], "a claimed range is wrong: {r:?}");
+            assert!(
+                got[r.clone()] == data[r.clone()],
+                "a claimed range is wrong: {r:?}"
+            );
         }
     }
+}
+
+/// A mirror whose file is not of the length the Metalink says is not this file: given up for
+/// the next (exit 8 when none is left, as aria2c), nothing of it kept as the file.
+#[test]
+fn a_mirror_of_another_length_is_given_up() {
+    let server = TestServer::plain();
+    let data = content(0x6d35, 300_001);
+    server.route("/short/a.bin", Route::bytes(data[..1000].to_vec()));
+    server.route("/good/a.bin", Route::bytes(data.clone()));
+    let doc = |urls: &[String]| {
+        let mut d = format!(
+            "<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"a.bin\"><size>{}</size>",
+            data.len()
+        );
+        for (i, u) in urls.iter().enumerate() {
+            d.push_str(&format!("<url priority=\"{}\">{u}</url>", i + 1));
+        }
+        d.push_str("</file></metalink>");
+        d
+    };
+    let dir = TestDir::new();
+    let m = doc(&[server.url("/short/a.bin"), server.url("/good/a.bin")]);
+    fs::write(dir.join("m.meta4"), m).expect("meta4");
+    let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), "-M", "m.meta4"]);
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(fs::read(dir.join("a.bin")).expect("a.bin") == data);
+    let dir = TestDir::new();
+    fs::write(dir.join("m.meta4"), doc(&[server.url("/short/a.bin")])).expect("meta4");
+    let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), "-M", "m.meta4"]);
+    assert_eq!(run.code(), 8, "{run}");
+    assert!(
+        run.stdout
+            .contains("The Metalink says 300001 bytes; the server has 1000"),
+        "{run}"
+    );
 }

@@ -544,6 +544,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         checksum: r.text("checksum"),
         // (From a Metalink or a torrent, never from an option.)
         pieces: None,
+        expected_total: None,
         layout: None,
         max_download_limit: r.size("max-download-limit"),
         lowest_speed_limit: r.size("lowest-speed-limit"),

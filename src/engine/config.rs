@@ -35,6 +35,9 @@ pub struct DownloadOptions {
     pub ftp_reuse_connection: bool,
     /// How a Metalink's files and mirrors are picked (`--metalink-*`, `--select-file`).
     pub metalink: MetalinkOptions,
+    /// The file's length as its description (a Metalink's `<size>`) says: a source that says
+    /// another is not this file.
+    pub expected_total: Option<u64>,
     /// `--ssh-host-key-md=TYPE=HEX`: the digest the SFTP server's host key must have (then
     /// known_hosts is not asked).
     pub ssh_host_key_md: Option<String>,

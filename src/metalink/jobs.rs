@@ -113,6 +113,7 @@ pub fn job(f: &MetaFile, base: &DownloadOptions) -> Job {
     let mut opts = base.clone();
     opts.out = Some(f.name.clone());
     opts.gid = None;
+    opts.expected_total = f.size;
     opts.checksum = f
         .hash
         .as_ref()

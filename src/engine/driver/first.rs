@@ -38,6 +38,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 return Err(super::response::total_mismatch(total, Some(l.total())));
             }
         }
+        if let (Some(want), Some(t)) = (d.opts.expected_total, total) {
+            if want != t {
+                // (aria2c asks for the range its Metalink says and fails on the answer, 8.)
+                return Err(Failure::retry(
+                    ExitCode::CANNOT_RESUME,
+                    format!("The Metalink says {want} bytes; the server has {t}"),
+                ));
+            }
+        }
         // Whether this response creates the file (not a retry that goes on writing into it).
         let created = d.file.is_none() && d.opening.is_none();
         let one_block = layout.is_none()
