@@ -82,12 +82,11 @@ cases! {
         diffs: &[Diff::Own { exit: 1, line: "BitTorrent", no_files: true, sole: true }],
         ..Case::DEFAULT
     };
+    // A Metalink file named on the command line: downloaded as with -M, as aria2c does.
     metalink_file = Case {
         args: &["files.meta4"],
         routes: F,
         pre: &[Pre::Text("files.meta4", METALINK)],
-        known: &["K-UNSUPPORTED"],
-        diffs: &[Diff::Own { exit: 1, line: "Metalink", no_files: true, sole: true }],
         ..Case::DEFAULT
     };
     magnet_uri = Case {

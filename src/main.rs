@@ -69,8 +69,8 @@ fn real_main() -> i32 {
     if settings.show_files {
         return show_files(&settings, &mut console);
     }
-    if settings.metalink_file.is_some() {
-        return match open_metalink(&settings) {
+    if let Some(path) = settings.metalink_file.clone() {
+        return match open_metalink(&settings, &path) {
             Ok(m) => run_jobs(&settings, &mut console, Box::new(m.jobs), m.count, None),
             Err((msg, code)) => {
                 console.finish();
@@ -87,11 +87,37 @@ fn real_main() -> i32 {
             return code;
         }
     };
+    // Metalink files named on the command line: each file of theirs a download, as with -M.
+    let mut metalinks: Box<dyn Iterator<Item = Job>> = Box::new(std::iter::empty());
+    let mut metalink_count = 0;
+    let mut plain = (*settings).clone();
+    if input.is_none() {
+        plain
+            .uris
+            .retain(|u| !ringdl::metalink::is_document_file(u));
+        for path in settings
+            .uris
+            .iter()
+            .filter(|u| ringdl::metalink::is_document_file(u))
+        {
+            match open_metalink(&settings, path) {
+                Ok(m) => {
+                    metalink_count += m.count;
+                    metalinks = Box::new(metalinks.chain(m.jobs));
+                }
+                Err((msg, code)) => {
+                    console.finish();
+                    eprintln!("{msg}");
+                    return code;
+                }
+            }
+        }
+    }
     // As aria2c: with -i, the URIs on the command line are not downloaded.
     let (jobs, count) = if input.is_some() {
         (CommandLineJobs::None, 0)
     } else {
-        match command_line_jobs(&settings) {
+        match command_line_jobs(&plain) {
             Ok(j) => j,
             Err(msg) => {
                 console.finish();
@@ -100,7 +126,7 @@ fn real_main() -> i32 {
             }
         }
     };
-    let expected = count + input.as_ref().map_or(0, |i| i.count);
+    let expected = count + metalink_count + input.as_ref().map_or(0, |i| i.count);
     let input_error: Rc<RefCell<Option<String>>> = Rc::default();
     let entry_jobs = input.into_iter().flat_map({
         let input_error = input_error.clone();
@@ -112,7 +138,7 @@ fn real_main() -> i32 {
         };
         move |list| list.jobs(base.clone(), patterns, input_error.clone())
     });
-    let all_jobs = jobs.chain(entry_jobs);
+    let all_jobs = jobs.chain(metalinks).chain(entry_jobs);
     run_jobs(
         &settings,
         &mut console,
@@ -225,13 +251,10 @@ fn metalink_error(name: &str, e: ringdl::metalink::Error) -> (String, i32) {
     (format!("Exception: {name}: errorCode=20 {}", e.message), 20)
 }
 
-/// Opens `-M`'s Metalink (standard input spooled, as `-i`'s), checks it whole and counts the
-/// downloads it stands for.
-fn open_metalink(s: &Settings) -> Result<MetalinkJobs, (String, i32)> {
-    let Some(path) = s.metalink_file.clone() else {
-        return Err(("no Metalink".into(), 1));
-    };
-    let (file, name) = open_list(&path).map_err(|m| {
+/// Opens a Metalink (`-M`'s, standard input spooled as `-i`'s; or one named on the command
+/// line), checks it whole and counts the downloads it stands for.
+fn open_metalink(s: &Settings, path: &str) -> Result<MetalinkJobs, (String, i32)> {
+    let (file, name) = open_list(path).map_err(|m| {
         (
             format!("We encountered a problem while processing the option '--metalink-file': {m}"),
             28,
@@ -396,6 +419,15 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
             settling: false,
         }
     };
+    if let Some(m) = settings
+        .uris
+        .iter()
+        .find(|u| ringdl::metalink::is_document_file(u))
+    {
+        console.finish();
+        eprintln!("ringdl: a Metalink file ({m}) is not taken in daemon mode yet; use -M without --enable-rpc");
+        return 1;
+    }
     // The list is checked whole first (as in a normal run: a bad entry stops everything before
     // anything starts); then it is read again as the queue fills, each entry keeping its own
     // option lines, `gid=` and `pause=true`: a session of a million entries is never held whole.

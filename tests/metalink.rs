@@ -301,3 +301,26 @@ fn a_mirror_of_another_length_is_given_up() {
         "{run}"
     );
 }
+
+/// A Metalink file named on the command line (found by its `<?xml` start, as aria2c does,
+/// whatever its name) is downloaded as with `-M`, beside the URIs named with it.
+#[test]
+fn a_metalink_file_named_beside_uris_is_downloaded_as_with_dash_m() {
+    let server = TestServer::plain();
+    let a = content(0x6d36, 10_001);
+    let c = content(0x6d37, 20_002);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    server.route("/c.bin", Route::bytes(c.clone()));
+    let dir = TestDir::new();
+    fs::write(
+        dir.join("list.xml"),
+        meta4(&[("from-meta.bin", &a, &[server.url("/a.bin")])]),
+    )
+    .expect("meta4");
+    let c_url = server.url("/c.bin");
+    let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), "list.xml", &c_url]);
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(run.stdout.contains("Downloading 2 item(s)"), "{run}");
+    assert!(fs::read(dir.join("from-meta.bin")).expect("from-meta.bin") == a);
+    assert!(fs::read(dir.join("c.bin")).expect("c.bin") == c);
+}

@@ -463,6 +463,10 @@ fn refuse_unsupported_downloads(layer: &Layer, uris: &[String]) -> Result<(), Us
                 exit_code: 28,
             });
         }
+        // (A Metalink file named on the command line is downloaded as `-M` would.)
+        if crate::metalink::is_document_file(u) {
+            continue;
+        }
         check_uri(u).map_err(|e| fail(crate::http::auth::redact(&e)))?;
     }
     Ok(())

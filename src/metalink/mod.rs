@@ -827,6 +827,16 @@ fn hex_digest(kind: Kind, text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Whether `path` names a local file aria2c takes for a Metalink document: one that starts with
+/// `<?xml` (whatever its name).
+pub fn is_document_file(path: &str) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 5];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"<?xml")
+}
+
 /// A file name that stays inside the download directory, `/`-separated with empty components
 /// dropped (`a//b` is `a/b`), or why not.
 pub fn safe_name(name: &str) -> Result<String, String> {
