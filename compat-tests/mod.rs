@@ -34,6 +34,7 @@ fn all_cases() -> Vec<(&'static str, harness::Case)> {
         cases_ftp::CASES,
         cases_sftp::CASES,
         cases_http::CASES,
+        cases_metalink::CASES,
         cases_unsupported::CASES,
     ]
     .concat()

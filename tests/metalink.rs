@@ -324,3 +324,55 @@ fn a_metalink_file_named_beside_uris_is_downloaded_as_with_dash_m() {
     assert!(fs::read(dir.join("from-meta.bin")).expect("from-meta.bin") == a);
     assert!(fs::read(dir.join("c.bin")).expect("c.bin") == c);
 }
+
+/// `aria2.addMetalink` (the document in base64, as aria2 takes it): a download per file picked,
+/// their GIDs in order; each completes under its name, its digest checked; a document that is
+/// not one is refused with aria2's words.
+#[test]
+fn add_metalink_over_rpc_queues_a_download_per_file() {
+    use base64::Engine as _;
+    use serde_json::json;
+    let server = TestServer::plain();
+    let a = content(0x6d38, 300_001);
+    let b = content(0x6d39, 7_000);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    server.route("/b.bin", Route::bytes(b.clone()));
+    let doc = meta4(&[
+        ("a.bin", &a, &[server.url("/a.bin")]),
+        ("d/b.bin", &b, &[server.url("/b.bin")]),
+    ]);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(doc.as_bytes());
+    let dir = TestDir::new();
+    let d = crate::support::rpc::Daemon::start(&dir, &["-d", &dir.arg()]);
+    let gids = d.call("aria2.addMetalink", json!([encoded]));
+    let gids: Vec<String> = gids
+        .as_array()
+        .expect("a list of GIDs")
+        .iter()
+        .map(|g| g.as_str().expect("a GID").to_string())
+        .collect();
+    assert_eq!(gids.len(), 2, "{gids:?}");
+    for g in &gids {
+        let s = d.wait_for(g, std::time::Duration::from_secs(20), |s| {
+            s["status"] == "complete" || s["status"] == "error"
+        });
+        assert_eq!(s["status"], "complete", "{s}");
+    }
+    assert!(fs::read(dir.join("a.bin")).expect("a.bin") == a);
+    assert!(fs::read(dir.join("d/b.bin")).expect("b.bin") == b);
+    // `select-file` picks; a bad document is refused.
+    let picked = d.call(
+        "aria2.addMetalink",
+        json!([encoded, {"select-file": "2", "dir": dir.join("second").display().to_string()}]),
+    );
+    assert_eq!(picked.as_array().map(Vec::len), Some(1), "{picked}");
+    let err = d.call_err(
+        "aria2.addMetalink",
+        json!([base64::engine::general_purpose::STANDARD.encode("not xml")]),
+    );
+    assert!(
+        err.contains("Could not parse Metalink XML document"),
+        "{err}"
+    );
+    assert_eq!(d.call("aria2.shutdown", json!([])), "OK");
+}

@@ -224,6 +224,86 @@ impl Calls<'_> {
         Ok(json!(format!("{gid:016x}")))
     }
 
+    /// `aria2.addMetalink(metalink, options, position)`: the Metalink (base64) read whole, and a
+    /// download queued for each file picked (the language, OS and version filters, then
+    /// `select-file`), in order from `position`; their GIDs. Each gets its name (`out`), its
+    /// mirrors in the order they are tried and its strongest digest (`checksum`), over the
+    /// call's options.
+    fn add_metalink(&mut self, p: &Params) -> Result<Value, RpcError> {
+        use base64::Engine as _;
+        let text = p.string(0)?;
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|_| RpcError::new("Could not parse Metalink XML document."))?;
+        let options = gather(p.opt_dict(1)?, |d| d.in_input_file)?;
+        let position = p.opt_int(2)?;
+        if position.is_some_and(|n| n < 0) {
+            return Err(RpcError::new(
+                "Position must be greater than or equal to 0.",
+            ));
+        }
+        let dm = &*self.dm;
+        let mut paused = dm.pause_new;
+        let mut own: Vec<(&'static OptDef, String)> = Vec::new();
+        for (d, v) in &options {
+            match d.name {
+                // (Each file is a download of its own, named by the Metalink.)
+                "gid" | "out" => {}
+                "pause" => paused = v == "true",
+                _ => own.push((d, v.clone())),
+            }
+        }
+        let opts = dm.base.with_entry(&own, &dm.env);
+        let base = opts
+            .metalink
+            .base_uri
+            .as_deref()
+            .and_then(|b| url::Url::parse(b).ok());
+        let mut reader = crate::metalink::Reader::new(&data[..], base);
+        let mut picked = Vec::new();
+        let mut index = 0;
+        while let Some(f) = reader.next_file().map_err(|e| RpcError::new(e.message))? {
+            use crate::metalink::jobs;
+            if jobs::wanted(&f, &opts.metalink) {
+                index += 1;
+                if jobs::selected(index, &opts.metalink) {
+                    picked.push(jobs::job(&f, &opts));
+                }
+            }
+        }
+        let (out_def, sum_def) = match (defs::by_name("out"), defs::by_name("checksum")) {
+            (Some(o), Some(c)) => (o, c),
+            _ => return Err(RpcError::new("no out or checksum option")),
+        };
+        let engine = &*self.engine;
+        let in_engine = |g: u64| engine.status(g).is_some();
+        let dm = &mut *self.dm;
+        let first = position.map_or(dm.waiting.len(), |n| n as usize);
+        let mut gids = Vec::new();
+        for (at, job) in (first..).zip(picked) {
+            let mut options = own.clone();
+            options.retain(|(d, _)| d.name != "checksum");
+            if let Some(name) = job.opts.out.clone() {
+                options.push((out_def, name));
+            }
+            if let Some(sum) = job.opts.checksum.clone() {
+                options.push((sum_def, sum));
+            }
+            let gid = dm.new_gid(in_engine);
+            let pending = Pending {
+                gid,
+                uris: job.uris,
+                options,
+                paused,
+                known: None,
+                settling: false,
+            };
+            dm.waiting.insert(at.min(dm.waiting.len()), pending);
+            gids.push(json!(format!("{gid:016x}")));
+        }
+        Ok(Value::Array(gids))
+    }
+
     fn tell_status(&mut self, p: &Params) -> Result<Value, RpcError> {
         let g = self.gid(p, 0)?;
         let keys = p.keys(1)?;
@@ -688,7 +768,7 @@ impl Service for Calls<'_> {
         match method {
             "aria2.addUri" => self.add_uri(&p),
             "aria2.addTorrent" => Err(RpcError::new("BitTorrent is not supported by ringdl.")),
-            "aria2.addMetalink" => Err(RpcError::new("Metalink is not supported by ringdl.")),
+            "aria2.addMetalink" => self.add_metalink(&p),
             "aria2.getPeers" => self.get_peers(&p),
             "aria2.remove" | "aria2.forceRemove" => self.remove(&p),
             "aria2.pause" | "aria2.forcePause" => self.pause(&p),
@@ -716,7 +796,7 @@ impl Service for Calls<'_> {
             }
             "aria2.removeDownloadResult" => self.remove_result(&p),
             "aria2.getVersion" => Ok(json!({
-                "enabledFeatures": ["Async DNS", "GZip", "HTTPS", "Message Digest"],
+                "enabledFeatures": ["Async DNS", "GZip", "HTTPS", "Message Digest", "Metalink"],
                 "version": "1.37.0",
             })),
             "aria2.getSessionInfo" => {

@@ -1,6 +1,6 @@
 // Drives a daemon (ringdl or aria2c) with the npm `aria2` package: calls over HTTP first (its
 // "json-rpc" envelope, numeric ids from 0), then over the WebSocket it opens, listening to the
-// notifications; multicall and batch; pause, unpause, changeOption, remove, shutdown. Any mismatch
+// notifications; addMetalink; multicall and batch; pause, unpause, changeOption, remove, shutdown. Any mismatch
 // exits non-zero with the reason; the last line is a JSON report for the Rust test.
 //
 // Usage: node npm_aria2_scenario.js PORT SECRET BASE_URL [secure]   (NODE_PATH has the aria2
@@ -50,6 +50,12 @@ const status = async (gid) => (await aria2.call("tellStatus", gid, ["status", "c
   check(methods.includes("addUri") && methods.length === 36, "listMethods " + methods.length);
   const viaHttp = await aria2.call("addUri", [base + "/small.bin"], { out: "http.bin" });
   await until(async () => (await status(viaHttp)).status === "complete", "the HTTP download");
+  // A Metalink, base64 as aria2 takes it: a GID per file.
+  const doc = '<?xml version="1.0"?><metalink xmlns="urn:ietf:params:xml:ns:metalink">' +
+    '<file name="meta.bin"><url>' + base + '/small.bin</url></file></metalink>';
+  const metaGids = await aria2.call("addMetalink", Buffer.from(doc).toString("base64"));
+  check(Array.isArray(metaGids) && metaGids.length === 1, "addMetalink " + JSON.stringify(metaGids));
+  await until(async () => (await status(metaGids[0])).status === "complete", "the Metalink's download");
 
   // Over the WebSocket from here on.
   await aria2.open();
@@ -88,7 +94,7 @@ const status = async (gid) => (await aria2.call("tellStatus", gid, ["status", "c
   check((await aria2.call("forceRemove", gone)) === gone, "forceRemove");
   check((await aria2.call("removeDownloadResult", viaHttp)) === "OK", "removeDownloadResult");
   const stopped = await aria2.call("tellStopped", 0, 100, ["gid"]);
-  check(stopped.length === 2, "tellStopped " + JSON.stringify(stopped));
+  check(stopped.length === 3, "tellStopped " + JSON.stringify(stopped));
   await sleep(500);
   console.log(JSON.stringify({ big, viaHttp, viaWs, events, version: version.version }));
   await aria2.call("shutdown");
