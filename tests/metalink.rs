@@ -376,3 +376,58 @@ fn add_metalink_over_rpc_queues_a_download_per_file() {
     );
     assert_eq!(d.call("aria2.shutdown", json!([])), "OK");
 }
+
+/// Metalink/HTTP's `Digest` header (RFC 3230): a download that expects no digest takes the
+/// strongest one said and checks the file against it (exit 32 when it does not match); one that
+/// expects a digest of that kind refuses a mirror that says another (aria2c's words).
+#[test]
+fn a_digest_header_is_checked_as_the_files_digest() {
+    use base64::Engine as _;
+    let b64 = |d: &[u8]| base64::engine::general_purpose::STANDARD.encode(d);
+    let sha256 = |d: &[u8]| {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(d).to_vec()
+    };
+    let server = TestServer::plain();
+    let data = content(0x6d3a, 200_001);
+    let right = format!("SHA-256={}", b64(&sha256(&data)));
+    let wrong = format!("SHA-256={}", b64(&sha256(b"another file")));
+    server.route(
+        "/right.bin",
+        Route::bytes(data.clone()).header("Digest", &right),
+    );
+    server.route(
+        "/wrong.bin",
+        Route::bytes(data.clone()).header("Digest", &wrong),
+    );
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-d", &dir.arg(), &server.url("/right.bin")],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(
+        run.stdout.contains("Verification finished successfully"),
+        "{run}"
+    );
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-d", &dir.arg(), &server.url("/wrong.bin")],
+    );
+    assert_eq!(run.code(), 32, "{run}");
+    // Expected already (a Metalink's hash): the mirror saying another is given up.
+    let m = meta4(&[(
+        "m.bin",
+        &data,
+        &[server.url("/wrong.bin"), server.url("/right.bin")],
+    )]);
+    fs::write(dir.join("m.meta4"), m).expect("meta4");
+    let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), "-M", "m.meta4"]);
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(
+        run.stdout
+            .contains("Invalid hash found in Digest header field."),
+        "{run}"
+    );
+    assert!(fs::read(dir.join("m.bin")).expect("m.bin") == data);
+}

@@ -45,6 +45,8 @@ pub struct ResponseHead {
     pub content_encoding: Option<String>,
     /// Set-Cookie values, as sent, in order (the cookie jar decides which it keeps).
     pub set_cookies: Vec<String>,
+    /// `Digest` values (RFC 3230), as sent, in order.
+    pub digests: Vec<String>,
 }
 
 /// How the body of a response is delimited.
@@ -240,6 +242,7 @@ fn build_head(
     let mut etag = None;
     let mut content_encoding = None;
     let mut set_cookies = Vec::new();
+    let mut digests = Vec::new();
 
     for field in fields {
         // Of repeated singleton fields the first one counts.
@@ -310,6 +313,7 @@ fn build_head(
                 content_encoding = Some(text(field.value));
             }
             "set-cookie" => set_cookies.push(text(field.value)),
+            "digest" => digests.push(text(field.value)),
             _ => {}
         }
     }
@@ -355,6 +359,7 @@ fn build_head(
         etag,
         content_encoding,
         set_cookies,
+        digests,
     })
 }
 

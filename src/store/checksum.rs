@@ -81,6 +81,42 @@ pub fn parse(spec: &str) -> Option<Expected> {
     Some(Expected { kind, digest })
 }
 
+/// The digests `Digest` header values say (RFC 3230: `ALG=BASE64`, comma-separated; SHA-512,
+/// SHA-256, SHA (SHA-1) and MD5 taken, names in any case), strongest first; an algorithm given
+/// twice with different values is left out, as is a value of the wrong length.
+pub fn from_digest_header(values: &[String]) -> Vec<Expected> {
+    use base64::Engine as _;
+    let mut found: Vec<Expected> = Vec::new();
+    let mut conflicting: Vec<Kind> = Vec::new();
+    for pair in values.iter().flat_map(|v| v.split(',')) {
+        let Some((alg, value)) = pair.split_once('=') else {
+            continue;
+        };
+        let kind = match alg.trim().to_ascii_lowercase().as_str() {
+            "sha-512" => Kind::Sha512,
+            "sha-256" => Kind::Sha256,
+            "sha" => Kind::Sha1,
+            "md5" => Kind::Md5,
+            _ => continue,
+        };
+        let Ok(digest) = base64::engine::general_purpose::STANDARD.decode(value.trim()) else {
+            continue;
+        };
+        if digest.len() != kind.digest_len() {
+            continue;
+        }
+        match found.iter().find(|e| e.kind == kind) {
+            Some(e) if e.digest != digest => conflicting.push(kind),
+            Some(_) => {}
+            None => found.push(Expected { kind, digest }),
+        }
+    }
+    found.retain(|e| !conflicting.contains(&e.kind));
+    let order = [Kind::Sha512, Kind::Sha256, Kind::Sha1, Kind::Md5];
+    found.sort_by_key(|e| order.iter().position(|k| *k == e.kind));
+    found
+}
+
 /// Hashes bytes fed in file order.
 pub enum Hasher {
     Md5(md5::Md5),
@@ -133,6 +169,30 @@ impl Hasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digest_headers_give_their_strongest_known_digest_first() {
+        use base64::Engine as _;
+        let b64 = |d: &[u8]| base64::engine::general_purpose::STANDARD.encode(d);
+        let sha256 = [7u8; 32];
+        let md5 = [9u8; 16];
+        let header = format!("MD5={}, SHA-256={}, UNIXsum=30637", b64(&md5), b64(&sha256));
+        let got = from_digest_header(&[header]);
+        let kinds: Vec<Kind> = got.iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [Kind::Sha256, Kind::Md5]);
+        assert_eq!(got[0].digest, sha256);
+        // SHA (SHA-1) taken, a wrong length and bad base64 passed over, two values of one
+        // algorithm dropped.
+        let v = vec![
+            format!("sha={}", b64(&[1u8; 20])),
+            format!("sha-512={}", b64(&[1u8; 10])),
+            "md5=!!!".to_string(),
+            format!("sha-256={}", b64(&[1u8; 32])),
+            format!("SHA-256={}", b64(&[2u8; 32])),
+        ];
+        let kinds: Vec<Kind> = from_digest_header(&v).iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [Kind::Sha1]);
+    }
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()

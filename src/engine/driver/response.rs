@@ -188,6 +188,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 return;
             }
         }
+        if let Err(f) = self.take_digest(dl, &resp) {
+            self.fail_conn(slot, f);
+            return;
+        }
         match range {
             None => {
                 if let Err(f) = self.accept_first_response(slot, &resp, framing, coding.is_some()) {
@@ -731,6 +735,40 @@ pub(super) fn total_mismatch(theirs: Option<u64>, ours: Option<u64>) -> Failure 
             ours.unwrap_or(0)
         ),
     )
+}
+
+impl<R: Reactor<Tag>> Engine<'_, R> {
+    /// A response's `Digest` header (RFC 3230), for download `dl`: a digest of the kind the
+    /// download already expects must be that one (aria2c's words and exit code when not: the
+    /// mirror is not serving this file); the first answer of a download that expects none gives
+    /// it the strongest said, checked once the file is whole.
+    fn take_digest(&mut self, dl: usize, resp: &http::ResponseHead) -> Result<(), Failure> {
+        if resp.digests.is_empty() || !(200..300).contains(&resp.status) {
+            return Ok(());
+        }
+        let said = crate::store::checksum::from_digest_header(&resp.digests);
+        let d = &mut self.dls[dl];
+        if d.opts.layout.is_some() {
+            return Ok(());
+        }
+        match &d.expected {
+            Some(e) => match said.iter().find(|s| s.kind == e.kind) {
+                Some(s) if s.digest != e.digest => Err(Failure::retry(
+                    ExitCode::UNKNOWN,
+                    "Invalid hash found in Digest header field.",
+                )),
+                _ => Ok(()),
+            },
+            None if d.plan.is_none() && d.hash_pos == 0 => {
+                if let Some(s) = said.into_iter().next() {
+                    d.hasher = Some(crate::store::checksum::Hasher::new(s.kind));
+                    d.expected = Some(s);
+                }
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
 }
 
 /// How `--hash-check-only` ends a download it does not let fetch.
