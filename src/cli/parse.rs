@@ -112,6 +112,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "no-conf",
     "no-file-allocation-limit",
     "no-netrc",
+    "no-want-digest-header",
     "no-proxy",
     "on-download-complete",
     "on-download-error",
@@ -516,6 +517,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         ftp_ascii: r.raw("ftp-type") == Some("ascii"),
         ftp_pasv: r.bool("ftp-pasv"),
         ftp_reuse_connection: r.bool("ftp-reuse-connection"),
+        want_digest: !r.bool("no-want-digest-header"),
         metalink: crate::engine::MetalinkOptions {
             locations: r
                 .text("metalink-location")
@@ -690,6 +692,7 @@ impl DownloadOptions {
                 "ftp-type" => o.ftp_ascii = v == "ascii",
                 "ftp-pasv" => o.ftp_pasv = v == "true",
                 "ftp-reuse-connection" => o.ftp_reuse_connection = v == "true",
+                "no-want-digest-header" => o.want_digest = v != "true",
                 "metalink-location" => o.metalink.locations = locations(v),
                 "metalink-language" => {
                     o.metalink.language = Some(v.clone()).filter(|s| !s.is_empty())

@@ -1495,8 +1495,7 @@ pub static OPTIONS: &[OptDef] = &[
     )
     .default("false")
     .tags(&["#http"])
-    .input()
-    .no_effect("ringdl never sends Want-Digest (K-REQHEADERS)"),
+    .input(),
     opt(
         "http-accept-gzip",
         ValueKind::Bool,

@@ -35,6 +35,8 @@ pub struct DownloadOptions {
     pub ftp_reuse_connection: bool,
     /// How a Metalink's files and mirrors are picked (`--metalink-*`, `--select-file`).
     pub metalink: MetalinkOptions,
+    /// Ask servers for the file's digest (`Want-Digest`; off with `--no-want-digest-header`).
+    pub want_digest: bool,
     /// The file's length as its description (a Metalink's `<size>`) says: a source that says
     /// another is not this file.
     pub expected_total: Option<u64>,

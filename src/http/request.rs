@@ -35,13 +35,18 @@ pub struct RequestSpec<'a> {
     /// A user name for the absolute-form target, `ftp://USER@host/...`: how aria2c tells a proxy
     /// that fetches FTP whom to log in as (the password goes in `Authorization`).
     pub target_user: Option<&'a str>,
+    /// `Want-Digest` (RFC 3230) with aria2's value: the digests a `Digest` header may give.
+    pub want_digest: bool,
 }
+
+/// What `Want-Digest` asks for, as aria2 asks (SHA-512 and SHA-256 preferred, SHA-1 taken).
+pub const WANT_DIGEST: &str = "SHA-512;q=1, SHA-256;q=1, SHA;q=0.1";
 
 /// Appends the request bytes for `spec` to `out`.
 ///
 /// Order: request line (path and query exactly as `url` holds them, percent-encoded),
 /// `Host` (with the port only when it is not the scheme's default; IPv6 in brackets),
-/// `User-Agent`, `Accept: */*`, `Range`, `Connection: close` when not keeping alive, `Pragma` and
+/// `User-Agent`, `Accept: */*`, `Want-Digest`, `Range`, `Connection: close` when not keeping alive, `Pragma` and
 /// `Cache-Control`, `Authorization`, `Referer`, `Cookie`, then the user headers in their order,
 /// then the blank line. A built-in header named by a user
 /// header (case-insensitively) is left out, so the user's line takes its place, as in
@@ -99,6 +104,9 @@ pub fn write_request(spec: &RequestSpec, out: &mut Vec<u8>) {
     }
     if !overridden("accept") {
         line("Accept: */*");
+    }
+    if spec.want_digest && !overridden("want-digest") {
+        line(&format!("Want-Digest: {WANT_DIGEST}"));
     }
     if let Some((first, last)) = spec.range {
         if !overridden("range") {
@@ -174,6 +182,7 @@ mod tests {
             accept_encoding: false,
             absolute_form: false,
             target_user: None,
+            want_digest: false,
             proxy_authorization: None,
         };
         let mut out = b"previous".to_vec();
@@ -182,6 +191,42 @@ mod tests {
         text.strip_prefix("previous")
             .expect("appends, keeps what was there")
             .to_string()
+    }
+
+    #[test]
+    fn want_digest_is_asked_as_aria2_asks_unless_a_header_of_the_users_says_otherwise() {
+        let url = Url::parse("http://example.com/f").unwrap();
+        let ask = |headers: &[String]| {
+            let spec = RequestSpec {
+                method: "GET",
+                url: &url,
+                range: None,
+                user_agent: "aria2/1.37.0",
+                headers,
+                keep_alive: true,
+                referer: None,
+                no_cache: false,
+                authorization: None,
+                cookie: None,
+                accept_encoding: false,
+                absolute_form: false,
+                target_user: None,
+                proxy_authorization: None,
+                want_digest: true,
+            };
+            let mut out = Vec::new();
+            write_request(&spec, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            ask(&[]),
+            "GET /f HTTP/1.1\r\nHost: example.com\r\nUser-Agent: aria2/1.37.0\r\nAccept: */*\r\nWant-Digest: SHA-512;q=1, SHA-256;q=1, SHA;q=0.1\r\n\r\n"
+        );
+        let own = ask(&["want-digest: MD5".to_string()]);
+        assert!(
+            own.contains("want-digest: MD5\r\n") && !own.contains("SHA-512"),
+            "{own}"
+        );
     }
 
     #[test]
@@ -299,6 +344,7 @@ HOST: other\r\n\r\n"
             accept_encoding: false,
             absolute_form: false,
             target_user: None,
+            want_digest: false,
             proxy_authorization: None,
         };
         let mut out = Vec::new();
@@ -325,6 +371,7 @@ HOST: other\r\n\r\n"
             accept_encoding: false,
             absolute_form: false,
             target_user: None,
+            want_digest: false,
             proxy_authorization: None,
         };
         let mut out = Vec::new();

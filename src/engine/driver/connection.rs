@@ -536,6 +536,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 absolute_form,
                 proxy_authorization: proxy_authorization.as_deref(),
                 target_user: ftp_login.as_ref().map(|(u, _)| u.as_str()),
+                want_digest: d.opts.want_digest,
             },
             &mut req,
         );
