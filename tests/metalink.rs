@@ -431,3 +431,47 @@ fn a_digest_header_is_checked_as_the_files_digest() {
     );
     assert!(fs::read(dir.join("m.bin")).expect("m.bin") == data);
 }
+
+/// Metalink/HTTP's `Link: <...>; rel=duplicate` headers (RFC 6249) on the first answer add
+/// mirrors that split the download with the first; relative targets are resolved against the
+/// URL asked. A download made from a Metalink takes none (its mirrors are the Metalink's).
+#[test]
+fn link_headers_add_mirrors_to_a_download_from_a_uri() {
+    let server = TestServer::plain();
+    let data = content(0x6d3b, 6 * 1024 * 1024 + 3);
+    let links =
+        "</m2/a.bin>; rel=duplicate; pri=1, <http://127.0.0.1:1/a.bin>; rel=duplicate; pri=9";
+    server.route("/a.bin", Route::bytes(data.clone()).header("Link", links));
+    server.route("/m2/a.bin", Route::bytes(data.clone()));
+    let dir = TestDir::new();
+    let url = server.url("/a.bin");
+    let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), "-s4", "-k1M", &url]);
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(fs::read(dir.join("a.bin")).expect("a.bin") == data);
+    assert!(
+        !server.requests_to("/m2/a.bin").is_empty(),
+        "the mirror the Link header named was never asked"
+    );
+    // From a Metalink: the Link header adds nothing.
+    let asked = server.requests_to("/m2/a.bin").len();
+    let dir = TestDir::new();
+    fs::write(
+        dir.join("m.meta4"),
+        meta4(&[("a.bin", &data, &[url.clone()])]),
+    )
+    .expect("meta4");
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-d",
+            &dir.arg(),
+            "-s4",
+            "-k1M",
+            "-M",
+            "m.meta4",
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(server.requests_to("/m2/a.bin").len(), asked);
+}

@@ -518,6 +518,7 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         ftp_pasv: r.bool("ftp-pasv"),
         ftp_reuse_connection: r.bool("ftp-reuse-connection"),
         want_digest: !r.bool("no-want-digest-header"),
+        from_metalink: false,
         metalink: crate::engine::MetalinkOptions {
             locations: r
                 .text("metalink-location")

@@ -35,6 +35,8 @@ pub struct DownloadOptions {
     pub ftp_reuse_connection: bool,
     /// How a Metalink's files and mirrors are picked (`--metalink-*`, `--select-file`).
     pub metalink: MetalinkOptions,
+    /// Made from a Metalink: its mirrors are the Metalink's (`Link` headers add none).
+    pub from_metalink: bool,
     /// Ask servers for the file's digest (`Want-Digest`; off with `--no-want-digest-header`).
     pub want_digest: bool,
     /// The file's length as its description (a Metalink's `<size>`) says: a source that says

@@ -47,6 +47,8 @@ pub struct ResponseHead {
     pub set_cookies: Vec<String>,
     /// `Digest` values (RFC 3230), as sent, in order.
     pub digests: Vec<String>,
+    /// `Link` values (RFC 8288), as sent, in order.
+    pub links: Vec<String>,
 }
 
 /// How the body of a response is delimited.
@@ -243,6 +245,7 @@ fn build_head(
     let mut content_encoding = None;
     let mut set_cookies = Vec::new();
     let mut digests = Vec::new();
+    let mut links = Vec::new();
 
     for field in fields {
         // Of repeated singleton fields the first one counts.
@@ -314,6 +317,7 @@ fn build_head(
             }
             "set-cookie" => set_cookies.push(text(field.value)),
             "digest" => digests.push(text(field.value)),
+            "link" => links.push(text(field.value)),
             _ => {}
         }
     }
@@ -360,12 +364,118 @@ fn build_head(
         content_encoding,
         set_cookies,
         digests,
+        links,
     })
+}
+
+/// A mirror a response's `Link` header names (RFC 6249's `rel=duplicate`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Duplicate {
+    /// The target, as written (resolve it against the request's URL).
+    pub target: String,
+    /// `pri`, 1 to 999999 (999999 when absent or out of range): lower is preferred.
+    pub priority: u32,
+    /// `geo`, lowercased.
+    pub geo: Option<String>,
+    /// `pref`: the server prefers it.
+    pub preferred: bool,
+}
+
+/// The `rel=duplicate` links of `Link` values (RFC 8288: links separated by commas outside
+/// `<...>` and quotes, each `<target>` then `;`-separated parameters, names and `rel` values in
+/// any case, values quoted or not).
+pub fn duplicates(values: &[String]) -> Vec<Duplicate> {
+    let mut out = Vec::new();
+    for value in values {
+        for link in split_links(value) {
+            let Some(rest) = link.trim().strip_prefix('<') else {
+                continue;
+            };
+            let Some((target, params)) = rest.split_once('>') else {
+                continue;
+            };
+            let mut dup = Duplicate {
+                target: target.trim().to_string(),
+                priority: 999_999,
+                geo: None,
+                preferred: false,
+            };
+            let mut duplicate = false;
+            for p in params.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+                let (name, v) = p.split_once('=').unwrap_or((p, ""));
+                let v = v.trim().trim_matches('"');
+                match name.trim().to_ascii_lowercase().as_str() {
+                    "rel" => {
+                        duplicate = v
+                            .split_ascii_whitespace()
+                            .any(|r| r.eq_ignore_ascii_case("duplicate"))
+                    }
+                    "pri" => {
+                        if let Ok(n) = v.parse::<u32>() {
+                            if (1..=999_999).contains(&n) {
+                                dup.priority = n;
+                            }
+                        }
+                    }
+                    "geo" => dup.geo = Some(v.to_ascii_lowercase()).filter(|g| !g.is_empty()),
+                    "pref" => dup.preferred = true,
+                    _ => {}
+                }
+            }
+            if duplicate && !dup.target.is_empty() {
+                out.push(dup);
+            }
+        }
+    }
+    out
+}
+
+/// The links of one `Link` value: split at commas outside `<...>` and quoted strings.
+fn split_links(value: &str) -> Vec<&str> {
+    let (mut parts, mut start, mut in_target, mut quoted) = (Vec::new(), 0, false, false);
+    for (i, c) in value.char_indices() {
+        match c {
+            '<' if !quoted => in_target = true,
+            '>' if !quoted => in_target = false,
+            '"' if !in_target => quoted = !quoted,
+            ',' if !in_target && !quoted => {
+                parts.push(&value[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&value[start..]);
+    parts
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn link_headers_name_duplicates_with_their_priority_location_and_preference() {
+        let v = vec![
+            r#"<http://a.example/f>; rel=duplicate; pri=2; geo=JP, <http://b.example/f>; rel="duplicate"; pref"#.to_string(),
+            "<http://c.example/f>; REL=Duplicate; pri=0".to_string(),
+            r#"<http://d.example/f.meta4>; rel=describedby; type="application/metalink4+xml""#.to_string(),
+            r#"<http://e.example/a,b>; rel="duplicate other"; title="x, y""#.to_string(),
+        ];
+        let got = duplicates(&v);
+        let short: Vec<(&str, u32, Option<&str>, bool)> = got
+            .iter()
+            .map(|d| (d.target.as_str(), d.priority, d.geo.as_deref(), d.preferred))
+            .collect();
+        assert_eq!(
+            short,
+            [
+                ("http://a.example/f", 2, Some("jp"), false),
+                ("http://b.example/f", 999_999, None, true),
+                ("http://c.example/f", 999_999, None, false),
+                ("http://e.example/a,b", 999_999, None, false),
+            ]
+        );
+    }
 
     /// Parses `msg` fed as every prefix: `None` until the head is complete, then always the
     /// same head and offset as parsing the whole message at once.

@@ -114,6 +114,7 @@ pub fn job(f: &MetaFile, base: &DownloadOptions) -> Job {
     opts.out = Some(f.name.clone());
     opts.gid = None;
     opts.expected_total = f.size;
+    opts.from_metalink = true;
     opts.checksum = f
         .hash
         .as_ref()

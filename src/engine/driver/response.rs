@@ -192,6 +192,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             self.fail_conn(slot, f);
             return;
         }
+        if range.is_none() {
+            self.take_duplicates(slot, dl, &resp);
+        }
         match range {
             None => {
                 if let Err(f) = self.accept_first_response(slot, &resp, framing, coding.is_some()) {
@@ -742,6 +745,57 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// download already expects must be that one (aria2c's words and exit code when not: the
     /// mirror is not serving this file); the first answer of a download that expects none gives
     /// it the strongest said, checked once the file is whole.
+    /// Metalink/HTTP (RFC 6249): the first answer of a download made from a URI names mirrors of
+    /// the file in `Link: <...>; rel=duplicate` headers; they join its mirrors, after those it
+    /// has, the server's preferred ones first, then by `pri` (raised for a `geo` in
+    /// `--metalink-location`), each once.
+    fn take_duplicates(&mut self, slot: usize, dl: usize, resp: &http::ResponseHead) {
+        if resp.links.is_empty() || !(200..300).contains(&resp.status) {
+            return;
+        }
+        let d = &self.dls[dl];
+        if d.opts.from_metalink || d.plan.is_some() {
+            return;
+        }
+        let Some(base) = self.conns[slot]
+            .as_ref()
+            .and_then(|c| c.ex.as_ref())
+            .map(|ex| ex.url.clone())
+        else {
+            return;
+        };
+        let mut dups: Vec<(i64, Url)> = http::duplicates(&resp.links)
+            .into_iter()
+            .filter_map(|l| {
+                let url = base.join(&l.target).ok()?;
+                let fetchable = matches!(url.scheme(), "http" | "https" | "ftp" | "sftp");
+                let home = l
+                    .geo
+                    .as_ref()
+                    .is_some_and(|g| d.opts.metalink.locations.contains(g));
+                let mut rank = i64::from(l.priority);
+                if home {
+                    rank -= 999_999;
+                }
+                if l.preferred {
+                    rank -= 2 * 999_999;
+                }
+                (fetchable && !d.uris.contains(&url)).then_some((rank, url))
+            })
+            .collect();
+        dups.sort_by_key(|(r, _)| *r);
+        dups.dedup_by(|a, b| a.1 == b.1);
+        let add: Vec<Url> = dups.into_iter().map(|(_, u)| u).collect();
+        if !add.is_empty() {
+            let n = add.len();
+            self.dls[dl].change_mirrors(&[], &add);
+            self.console.log(
+                LogLevel::Info,
+                &format!("{n} mirror(s) added from the server's Link headers"),
+            );
+        }
+    }
+
     fn take_digest(&mut self, dl: usize, resp: &http::ResponseHead) -> Result<(), Failure> {
         if resp.digests.is_empty() || !(200..300).contains(&resp.status) {
             return Ok(());
