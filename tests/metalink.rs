@@ -457,7 +457,7 @@ fn link_headers_add_mirrors_to_a_download_from_a_uri() {
     let dir = TestDir::new();
     fs::write(
         dir.join("m.meta4"),
-        meta4(&[("a.bin", &data, &[url.clone()])]),
+        meta4(&[("a.bin", &data, std::slice::from_ref(&url))]),
     )
     .expect("meta4");
     let run = ringdl(
