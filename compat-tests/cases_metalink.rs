@@ -4,7 +4,7 @@
 //! Fedora MirrorManager's dialect, `-S`'s listing, and a name that would leave the directory
 //! (exit 20).
 
-use super::harness::{Case, Cmp, Diff, Pre, R};
+use super::harness::{Case, Cmp, Diff, Pre, M, R};
 
 const TWO: &[R] = &[R::File("/a.bin", 300_001), R::File("/sub/b.bin", 150_000)];
 
@@ -138,6 +138,30 @@ cases! {
         args: &["-M", "repomd.meta4"],
         routes: MIRRORED,
         pre: &[Pre::Text("repomd.meta4", MIRRORMANAGER)],
+        ..Case::DEFAULT
+    };
+    // Metalink/HTTP: a Digest header checks the file (right, then wrong: exit 32), Link
+    // headers name a mirror.
+    digest_header_right = Case {
+        args: &["{url}/f.bin"],
+        routes: &[R::FileWith("/f.bin", 200_001, &[M::Header("Digest", "SHA-256={sha256b64}")])],
+        ..Case::DEFAULT
+    };
+    digest_header_wrong = Case {
+        args: &["{url}/f.bin"],
+        routes: &[R::FileWith(
+            "/f.bin",
+            200_001,
+            &[M::Header("Digest", "SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=")],
+        )],
+        ..Case::DEFAULT
+    };
+    link_header_mirror = Case {
+        args: &["{url}/f.bin"],
+        routes: &[
+            R::FileWith("/f.bin", 300_001, &[M::Header("Link", "<{url}/m2/f.bin>; rel=duplicate; pri=1")]),
+            R::Copy("/m2/f.bin", "/f.bin", 300_001),
+        ],
         ..Case::DEFAULT
     };
 }

@@ -583,13 +583,16 @@ fn mount(server: &TestServer, r: &R, base: &str) {
                 std::io::Write::write_all(&mut e, &bytes).expect("gzip");
                 bytes = e.finish().expect("gzip");
             }
-            server.route(path, modified(Route::bytes(bytes), mods));
+            let digest = sha256_b64(&file_bytes(path, *len));
+            server.route(path, modified(Route::bytes(bytes), mods, base, &digest));
         }
         R::Copy(path, like, len) => {
             server.route(path, Route::bytes(file_bytes(like, *len)));
         }
         R::CopyWith(path, like, len, mods) => {
-            server.route(path, modified(Route::bytes(file_bytes(like, *len)), mods));
+            let bytes = file_bytes(like, *len);
+            let digest = sha256_b64(&bytes);
+            server.route(path, modified(Route::bytes(bytes), mods, base, &digest));
         }
         R::Status(path, status) => {
             server.route(path, Route::status(*status));
@@ -603,7 +606,16 @@ fn mount(server: &TestServer, r: &R, base: &str) {
     }
 }
 
-fn modified(mut route: Route, mods: &[M]) -> Route {
+/// The SHA-256 of `bytes` in base64, as a `Digest` header gives it.
+fn sha256_b64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(bytes))
+}
+
+/// `route` with `mods`; in a header's value `{url}` is the server and `{sha256b64}` the digest
+/// of the route's file.
+fn modified(mut route: Route, mods: &[M], base: &str, digest: &str) -> Route {
     for m in mods {
         route = match *m {
             M::Chunked => route.chunked(),
@@ -613,7 +625,9 @@ fn modified(mut route: Route, mods: &[M]) -> Route {
             M::Throttle(piece, ms) => route.throttle(piece, Duration::from_millis(ms)),
             M::DelayHead(ms) => route.delay_head(Duration::from_millis(ms)),
             M::Disposition(v) => route.content_disposition(v),
-            M::Header(n, v) => route.header(n, v),
+            M::Header(n, v) => {
+                route.header(n, &v.replace("{url}", base).replace("{sha256b64}", digest))
+            }
             M::Gzip => route.header("Content-Encoding", "gzip"),
             M::Fault(f, w) => route.fault(f, w),
         };
