@@ -207,8 +207,11 @@ struct MetalinkJobs {
 struct MetalinkIter {
     reader: ringdl::metalink::Reader<BufReader<std::fs::File>>,
     opts: DownloadOptions,
-    /// The index of the next wanted file (1-based, `--select-file`'s).
-    index: usize,
+    /// Which files, by their place in the document, are downloads (one bit each, from the
+    /// first reading): the others' resources are not read again.
+    picked: Vec<u64>,
+    /// The place of the next file in the document.
+    at: usize,
 }
 
 impl Iterator for MetalinkIter {
@@ -218,16 +221,20 @@ impl Iterator for MetalinkIter {
         use ringdl::metalink::jobs;
         // (The document was read whole before: a failure now is a file changed meanwhile,
         // which ends the list.)
-        while let Ok(Some(f)) = self.reader.next_file() {
-            if !jobs::wanted(&f, &self.opts.metalink) {
-                continue;
-            }
-            self.index += 1;
-            if jobs::selected(self.index, &self.opts.metalink) {
+        loop {
+            let picked = |at: usize| {
+                self.picked
+                    .get(at / 64)
+                    .is_some_and(|w| w >> (at % 64) & 1 == 1)
+            };
+            let this = picked(self.at);
+            self.reader.set_urls(this);
+            let f = self.reader.next_file().ok().flatten()?;
+            self.at += 1;
+            if this {
                 return Some(jobs::job(&f, &self.opts));
             }
         }
-        None
     }
 }
 
@@ -263,12 +270,20 @@ fn open_metalink(s: &Settings, path: &str) -> Result<MetalinkJobs, (String, i32)
     let opts = s.config.download.clone();
     let base = opts.metalink.base_uri.clone();
     let mut reader = metalink_reader(&file, &name, base.as_deref())?.without_urls();
-    let (mut count, mut index) = (0, 0);
+    let (mut count, mut index, mut at) = (0, 0, 0);
+    let mut picked: Vec<u64> = Vec::new();
     while let Some(f) = reader.next_file().map_err(|e| metalink_error(&name, e))? {
         if ringdl::metalink::jobs::wanted(&f, &opts.metalink) {
             index += 1;
-            count += usize::from(ringdl::metalink::jobs::selected(index, &opts.metalink));
+            if ringdl::metalink::jobs::selected(index, &opts.metalink) {
+                count += 1;
+                if picked.len() <= at / 64 {
+                    picked.resize(at / 64 + 1, 0);
+                }
+                picked[at / 64] |= 1 << (at % 64);
+            }
         }
+        at += 1;
     }
     if index == 0 {
         ringdl::ui::emit("No file matched with your preference.\n");
@@ -279,7 +294,8 @@ fn open_metalink(s: &Settings, path: &str) -> Result<MetalinkJobs, (String, i32)
         jobs: MetalinkIter {
             reader,
             opts,
-            index: 0,
+            picked,
+            at: 0,
         },
     })
 }

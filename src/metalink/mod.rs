@@ -255,6 +255,11 @@ impl<R: BufRead> Reader<R> {
         self
     }
 
+    /// Whether the next files' resources are read (see [`Reader::without_urls`]).
+    pub fn set_urls(&mut self, on: bool) {
+        self.urls = on;
+    }
+
     /// The document's version, once its root was read.
     pub fn version(&self) -> Option<Version> {
         self.version
