@@ -453,8 +453,14 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(c) = self.conns[slot].as_mut() else {
             return false;
         };
-        let (Some(ex), Some(parked), true) = (c.ex.as_mut(), c.control.as_mut(), c.rbuf.is_some())
-        else {
+        // (Nothing of the data connection's may be on its way out or waiting to go: it would
+        // go out on the control connection.)
+        let idle = c.rbuf.is_some()
+            && c.recv.is_none()
+            && !c.sending
+            && c.out.is_empty()
+            && c.plain_out.is_empty();
+        let (Some(ex), Some(parked), true) = (c.ex.as_mut(), c.control.as_mut(), idle) else {
             return false;
         };
         let d = &self.dls[ex.dl];
