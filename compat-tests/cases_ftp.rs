@@ -103,12 +103,14 @@ cases! {
         known: &["K-FTP"],
         ..Case::DEFAULT
     };
-    // The FTP commands through the proxy's CONNECT tunnel, each data connection through one of
+    // The FTP commands through the proxy's CONNECT tunnel, the data connection through one of
     // its own (aria2c asks PASV there, ringdl EPSV first: the server's log is not compared).
-    ftp_proxy_tunnel_split = Case {
-        args: &["--ftp-reuse-connection=false", "--ftp-proxy={tunnel}", "--proxy-method=tunnel", "-s2", "-k1M", "{ftp}/pub/big.bin"],
+    // One connection: aria2c 1.36 split over two tunnels once hung for 30 s on a loaded
+    // machine (the suite's portable run); ringdl's split through tunnels is in tests/ftp.rs.
+    ftp_proxy_tunnel = Case {
+        args: &["--ftp-reuse-connection=false", "--ftp-proxy={tunnel}", "--proxy-method=tunnel", "{ftp}/pub/f.bin"],
         server: Srv::Ftp,
-        routes: BIG,
+        routes: PUB,
         known: &["K-FTP"],
         ..Case::DEFAULT
     };
