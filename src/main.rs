@@ -185,6 +185,27 @@ fn run_jobs(
         }
         return i32::from(ExitCode::UNFINISHED.0);
     }
+    if settings.follow_metalink {
+        // aria2c would go on to download the files of a Metalink it fetched; ringdl does not
+        // yet, and says so rather than leave the document as if it were the download.
+        for path in summary
+            .results
+            .iter()
+            .filter(|o| o.finished && o.code == ExitCode::OK)
+            .filter_map(|o| o.path.as_ref())
+        {
+            let name = path.to_string_lossy().to_ascii_lowercase();
+            if name.ends_with(".meta4") || name.ends_with(".metalink") {
+                let p = path.display();
+                console.log(
+                    cli::LogLevel::Warn,
+                    &format!(
+                        "{p} is a Metalink: ringdl does not follow one fetched from a URI yet; download its files with -M {p}"
+                    ),
+                );
+            }
+        }
+    }
     show_results(settings, console, &summary);
     if let Some((path, text)) = &session {
         save_session(path, text, console);

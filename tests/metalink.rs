@@ -475,3 +475,41 @@ fn link_headers_add_mirrors_to_a_download_from_a_uri() {
     assert_eq!(run.code(), 0, "{run}");
     assert_eq!(server.requests_to("/m2/a.bin").len(), asked);
 }
+
+/// A Metalink fetched from a URI is not followed yet: it is saved, and one WARN line says what
+/// it is and how to download its files; with `--follow-metalink=false` (aria2c's way of saving
+/// one) nothing is said.
+#[test]
+fn a_metalink_fetched_from_a_uri_is_said_to_be_one() {
+    let server = TestServer::plain();
+    let a = content(0x6d3c, 1000);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    let doc = meta4(&[("a.bin", &a, &[server.url("/a.bin")])]);
+    server.route("/x.meta4", Route::bytes(doc.clone().into_bytes()));
+    let dir = TestDir::new();
+    let url = server.url("/x.meta4");
+    let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), &url]);
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(
+        fs::read_to_string(dir.join("x.meta4")).expect("x.meta4"),
+        doc
+    );
+    let warned = run.lines_with("WARN");
+    assert!(
+        warned.len() == 1 && warned[0].contains("is a Metalink") && warned[0].contains("-M"),
+        "{run}"
+    );
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-d",
+            &dir.arg(),
+            "--follow-metalink=false",
+            &url,
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(run.lines_with("WARN").is_empty(), "{run}");
+}

@@ -904,6 +904,7 @@ fn build(
             .text("metalink-file")
             .map(|p| if p == "-" { p } else { expand_home(&p, env) }),
         show_files: r.bool("show-files"),
+        follow_metalink: r.raw("follow-metalink") != Some("false"),
         uris,
         warnings,
         daemon: r.bool("daemon"),
