@@ -696,12 +696,12 @@ impl<R: BufRead> Reader<R> {
         else {
             return Ok(());
         };
+        if !self.room_for_a_resource()? {
+            return Ok(());
+        }
         let Some(f) = self.file.as_mut() else {
             return Ok(());
         };
-        if f.urls.len() + f.metaurls.len() >= MAX_URLS {
-            return self.broken("too many url elements", &format!("over {MAX_URLS}"));
-        }
         f.urls.push(Resource {
             url,
             priority,
@@ -747,14 +747,27 @@ impl<R: BufRead> Reader<R> {
     }
 
     fn add_metaurl(&mut self, m: MetaUrl) -> Result<(), Error> {
-        let Some(f) = self.file.as_mut() else {
+        if !self.room_for_a_resource()? {
             return Ok(());
-        };
-        if f.urls.len() + f.metaurls.len() >= MAX_URLS {
-            return self.broken("too many url elements", &format!("over {MAX_URLS}"));
         }
-        f.metaurls.push(m);
+        if let Some(f) = self.file.as_mut() {
+            f.metaurls.push(m);
+        }
         Ok(())
+    }
+
+    /// Whether the file being read takes another resource: not past [`MAX_URLS`] (a rule broken,
+    /// see [`Reader::broken`]), nor with no file open.
+    fn room_for_a_resource(&mut self) -> Result<bool, Error> {
+        let count = match &self.file {
+            Some(f) => f.urls.len() + f.metaurls.len(),
+            None => return Ok(false),
+        };
+        if count >= MAX_URLS {
+            self.broken("too many url elements", &format!("over {MAX_URLS}"))?;
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     /// `text` as an absolute URL: as it is, or against the base; `None` when it is neither.

@@ -328,3 +328,37 @@ fn names_stay_inside_the_directory() {
         assert!(safe_name(bad).is_err(), "{bad:?}");
     }
 }
+
+#[test]
+fn a_file_takes_at_most_max_urls_resources() {
+    let urls = |n: usize| -> String {
+        (0..n)
+            .map(|i| format!("<url>http://m{i}.example/f</url>"))
+            .collect()
+    };
+    let v4 = |n: usize| {
+        format!(
+            r#"<metalink xmlns="urn:ietf:params:xml:ns:metalink"><file name="f">{}</file></metalink>"#,
+            urls(n)
+        )
+    };
+    assert_eq!(
+        read_all(&v4(MAX_URLS), None).expect("at the limit")[0]
+            .urls
+            .len(),
+        MAX_URLS
+    );
+    let e = read_all(&v4(MAX_URLS + 1), None).expect_err("past it");
+    assert!(e.message.contains("too many url elements"), "{e:?}");
+    // Metalink 3 leaves such a file out.
+    let v3 = format!(
+        r#"<metalink xmlns="http://www.metalinker.org/"><files><file name="f"><resources>{}</resources></file><file name="g"/></files></metalink>"#,
+        urls(MAX_URLS + 1).replace("<url>", "<url type=\"http\">")
+    );
+    let names: Vec<String> = read_all(&v3, None)
+        .expect("read")
+        .into_iter()
+        .map(|f| f.name)
+        .collect();
+    assert_eq!(names, ["g"]);
+}
