@@ -167,6 +167,17 @@ mod tests {
         headers: &[String],
         keep_alive: bool,
     ) -> String {
+        request_asking(url, range, headers, keep_alive, false)
+    }
+
+    /// [`request`], asking for the file's digest when `want_digest`.
+    fn request_asking(
+        url: &str,
+        range: Option<(u64, Option<u64>)>,
+        headers: &[String],
+        keep_alive: bool,
+        want_digest: bool,
+    ) -> String {
         let url = Url::parse(url).unwrap();
         let spec = RequestSpec {
             method: "GET",
@@ -182,7 +193,7 @@ mod tests {
             accept_encoding: false,
             absolute_form: false,
             target_user: None,
-            want_digest: false,
+            want_digest,
             proxy_authorization: None,
         };
         let mut out = b"previous".to_vec();
@@ -195,29 +206,8 @@ mod tests {
 
     #[test]
     fn want_digest_is_asked_as_aria2_asks_unless_a_header_of_the_users_says_otherwise() {
-        let url = Url::parse("http://example.com/f").unwrap();
-        let ask = |headers: &[String]| {
-            let spec = RequestSpec {
-                method: "GET",
-                url: &url,
-                range: None,
-                user_agent: "aria2/1.37.0",
-                headers,
-                keep_alive: true,
-                referer: None,
-                no_cache: false,
-                authorization: None,
-                cookie: None,
-                accept_encoding: false,
-                absolute_form: false,
-                target_user: None,
-                proxy_authorization: None,
-                want_digest: true,
-            };
-            let mut out = Vec::new();
-            write_request(&spec, &mut out);
-            String::from_utf8(out).unwrap()
-        };
+        let ask =
+            |headers: &[String]| request_asking("http://example.com/f", None, headers, true, true);
         assert_eq!(
             ask(&[]),
             "GET /f HTTP/1.1\r\nHost: example.com\r\nUser-Agent: aria2/1.37.0\r\nAccept: */*\r\nWant-Digest: SHA-512;q=1, SHA-256;q=1, SHA;q=0.1\r\n\r\n"

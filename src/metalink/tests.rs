@@ -17,6 +17,14 @@ fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
+/// A file's resources as (URL, priority, location).
+fn short_urls(f: &MetaFile) -> Vec<(&str, i64, Option<&str>)> {
+    f.urls
+        .iter()
+        .map(|u| (u.url.as_str(), u.priority, u.location.as_deref()))
+        .collect()
+}
+
 const MD5: &str = "0123456789abcdef0123456789abcdef";
 const SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
@@ -74,11 +82,7 @@ fn a_version_4_document_gives_each_file_with_its_mirrors_and_strongest_digests()
         (p.length, p.kind, p.digests.len()),
         (262_144, Kind::Sha1, 2)
     );
-    let urls: Vec<(&str, i64, Option<&str>)> = a
-        .urls
-        .iter()
-        .map(|u| (u.url.as_str(), u.priority, u.location.as_deref()))
-        .collect();
+    let urls = short_urls(a);
     assert_eq!(
         urls,
         [
@@ -153,11 +157,7 @@ fn a_version_3_document_in_mirrormanagers_dialect() {
         "not the alternate's"
     );
     assert_eq!(f.max_connections, Some(1));
-    let urls: Vec<(&str, i64, Option<&str>)> = f
-        .urls
-        .iter()
-        .map(|u| (u.url.as_str(), u.priority, u.location.as_deref()))
-        .collect();
+    let urls = short_urls(f);
     assert_eq!(
         urls,
         [
