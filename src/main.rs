@@ -4,8 +4,10 @@ use ringdl::cli::input::InputReader;
 use ringdl::cli::{self, Command, DownloadOptions, Settings};
 use ringdl::engine::ExitCode;
 use ringdl::engine::{self, Job};
+use ringdl::metalink::source::{self, Downloads};
 use ringdl::ui::{emit, Console, ConsoleOptions, LogTarget, ResultRow, Status};
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::io::BufReader;
 use std::rc::Rc;
 
@@ -71,7 +73,10 @@ fn real_main() -> i32 {
     }
     if let Some(path) = settings.metalink_file.clone() {
         return match open_metalink(&settings, &path) {
-            Ok(m) => run_jobs(&settings, &mut console, Box::new(m.jobs), m.count, None),
+            Ok(m) => {
+                let count = m.count;
+                run_jobs(&settings, &mut console, Box::new(m), count, None)
+            }
             Err((msg, code)) => {
                 console.finish();
                 eprintln!("{msg}");
@@ -103,7 +108,7 @@ fn real_main() -> i32 {
             match open_metalink(&settings, path) {
                 Ok(m) => {
                     metalink_count += m.count;
-                    metalinks = Box::new(metalinks.chain(m.jobs));
+                    metalinks = Box::new(metalinks.chain(m));
                 }
                 Err((msg, code)) => {
                     console.finish();
@@ -153,7 +158,7 @@ fn real_main() -> i32 {
 fn run_jobs(
     settings: &Settings,
     console: &mut Console,
-    mut all_jobs: Box<dyn Iterator<Item = Job> + '_>,
+    all_jobs: Box<dyn Iterator<Item = Job> + '_>,
     expected: usize,
     input_error: Option<Rc<RefCell<Option<String>>>>,
 ) -> i32 {
@@ -162,14 +167,39 @@ fn run_jobs(
         return 0;
     }
     console.notice(&format!("Downloading {expected} item(s)"));
-    let summary = match engine::run(&settings.config, &mut all_jobs, Some(expected), console) {
-        Ok(s) => s,
-        Err(e) => {
-            console.finish();
-            eprintln!("ringdl: {e}");
-            return 1;
-        }
+    // A Metalink a download fetches (`--follow-metalink`) puts its downloads first.
+    let followed: Rc<RefCell<VecDeque<Downloads>>> = Rc::default();
+    let mut all_jobs = FollowedFirst {
+        followed: followed.clone(),
+        rest: all_jobs,
     };
+    let follower: engine::Follower = Box::new(move |doc| {
+        let name = doc.path.display().to_string();
+        let m = source::open(&doc.file, &name, &doc.opts, Some(&doc.uri)).map_err(|e| e.0)?;
+        if m.matched == 0 {
+            emit("No file matched with your preference.\n");
+        }
+        let n = m.count;
+        followed.borrow_mut().push_front(m);
+        Ok(n)
+    });
+    // The pool is sized for the downloads expected, unless a Metalink named by URI may bring
+    // more.
+    let follows = settings.config.download.follow_metalink != engine::Follow::No
+        && settings.uris.iter().any(|u| {
+            let u = u.to_ascii_lowercase();
+            u.ends_with(".meta4") || u.ends_with(".metalink")
+        });
+    let sizing = (!follows).then_some(expected);
+    let summary =
+        match engine::run_following(&settings.config, &mut all_jobs, sizing, console, follower) {
+            Ok(s) => s,
+            Err(e) => {
+                console.finish();
+                eprintln!("ringdl: {e}");
+                return 1;
+            }
+        };
     // --save-session: what did not finish, then what never started (a stopped run's rest).
     let session = settings.config.session_out.as_ref().map(|out| {
         let mut text = summary.session.clone().unwrap_or_default();
@@ -185,27 +215,6 @@ fn run_jobs(
         }
         return i32::from(ExitCode::UNFINISHED.0);
     }
-    if settings.follow_metalink {
-        // aria2c would go on to download the files of a Metalink it fetched; ringdl does not
-        // yet, and says so rather than leave the document as if it were the download.
-        for path in summary
-            .results
-            .iter()
-            .filter(|o| o.finished && o.code == ExitCode::OK)
-            .filter_map(|o| o.path.as_ref())
-        {
-            let name = path.to_string_lossy().to_ascii_lowercase();
-            if name.ends_with(".meta4") || name.ends_with(".metalink") {
-                let p = path.display();
-                console.log(
-                    cli::LogLevel::Warn,
-                    &format!(
-                        "{p} is a Metalink: ringdl does not follow one fetched from a URI yet; download its files with -M {p}"
-                    ),
-                );
-            }
-        }
-    }
     show_results(settings, console, &summary);
     if let Some((path, text)) = &session {
         save_session(path, text, console);
@@ -217,108 +226,46 @@ fn run_jobs(
     exit_code(&summary)
 }
 
-/// An `-M` Metalink, read once whole (a broken rule anywhere refuses it before anything
-/// starts, as aria2c does) and counted, then read again as its downloads start: a Metalink of
-/// any number of files is never held whole.
-struct MetalinkJobs {
-    count: usize,
-    jobs: MetalinkIter,
+/// The run's jobs: those of a Metalink a download fetched first (the latest one's first, as
+/// aria2c puts them), then the list's.
+struct FollowedFirst<'a> {
+    followed: Rc<RefCell<VecDeque<Downloads>>>,
+    rest: Box<dyn Iterator<Item = Job> + 'a>,
 }
 
-struct MetalinkIter {
-    reader: ringdl::metalink::Reader<BufReader<std::fs::File>>,
-    opts: DownloadOptions,
-    /// Which files, by their place in the document, are downloads (one bit each, from the
-    /// first reading): the others' resources are not read again.
-    picked: Vec<u64>,
-    /// The place of the next file in the document.
-    at: usize,
-}
-
-impl Iterator for MetalinkIter {
+impl Iterator for FollowedFirst<'_> {
     type Item = Job;
 
     fn next(&mut self) -> Option<Job> {
-        use ringdl::metalink::jobs;
-        // (The document was read whole before: a failure now is a file changed meanwhile,
-        // which ends the list.)
-        loop {
-            let picked = |at: usize| {
-                self.picked
-                    .get(at / 64)
-                    .is_some_and(|w| w >> (at % 64) & 1 == 1)
-            };
-            let this = picked(self.at);
-            self.reader.set_urls(this);
-            let f = self.reader.next_file().ok().flatten()?;
-            self.at += 1;
-            if this {
-                return Some(jobs::job(&f, &self.opts));
+        let mut followed = self.followed.borrow_mut();
+        while let Some(m) = followed.front_mut() {
+            match m.next() {
+                Some(job) => return Some(job),
+                None => {
+                    followed.pop_front();
+                }
             }
         }
+        drop(followed);
+        self.rest.next()
     }
-}
-
-/// A Metalink document's reader from its start; `Err`: aria2c's message and exit code.
-fn metalink_reader(
-    file: &std::fs::File,
-    name: &str,
-    base: Option<&str>,
-) -> Result<ringdl::metalink::Reader<BufReader<std::fs::File>>, (String, i32)> {
-    use std::io::Seek;
-    let mut f = file
-        .try_clone()
-        .map_err(|e| (format!("Failed to read the file {name}, cause: {e}"), 1))?;
-    f.rewind()
-        .map_err(|e| (format!("Failed to read the file {name}, cause: {e}"), 1))?;
-    let base = base.and_then(|b| url::Url::parse(b).ok());
-    Ok(ringdl::metalink::Reader::new(BufReader::new(f), base))
-}
-
-fn metalink_error(name: &str, e: ringdl::metalink::Error) -> (String, i32) {
-    (format!("Exception: {name}: errorCode=20 {}", e.message), 20)
 }
 
 /// Opens a Metalink (`-M`'s, standard input spooled as `-i`'s; or one named on the command
 /// line), checks it whole and counts the downloads it stands for.
-fn open_metalink(s: &Settings, path: &str) -> Result<MetalinkJobs, (String, i32)> {
+fn open_metalink(s: &Settings, path: &str) -> Result<Downloads, (String, i32)> {
     let (file, name) = open_list(path).map_err(|m| {
         (
             format!("We encountered a problem while processing the option '--metalink-file': {m}"),
             28,
         )
     })?;
-    let opts = s.config.download.clone();
-    let base = opts.metalink.base_uri.clone();
-    let mut reader = metalink_reader(&file, &name, base.as_deref())?.without_urls();
-    let (mut count, mut index, mut at) = (0, 0, 0);
-    let mut picked: Vec<u64> = Vec::new();
-    while let Some(f) = reader.next_file().map_err(|e| metalink_error(&name, e))? {
-        if ringdl::metalink::jobs::wanted(&f, &opts.metalink) {
-            index += 1;
-            if ringdl::metalink::jobs::selected(index, &opts.metalink) {
-                count += 1;
-                if picked.len() <= at / 64 {
-                    picked.resize(at / 64 + 1, 0);
-                }
-                picked[at / 64] |= 1 << (at % 64);
-            }
-        }
-        at += 1;
-    }
-    if index == 0 {
+    let opts = &s.config.download;
+    let m = source::open(&file, &name, opts, opts.metalink.base_uri.as_deref())?;
+    if m.matched == 0 {
         ringdl::ui::emit("No file matched with your preference.\n");
     }
-    let reader = metalink_reader(&file, &name, base.as_deref())?;
-    Ok(MetalinkJobs {
-        count,
-        jobs: MetalinkIter {
-            reader,
-            opts,
-            picked,
-            at: 0,
-        },
-    })
+    Ok(m)
 }
 
 /// `-S`: the files of `-M`'s Metalink, or of each Metalink file named on the command line, as
@@ -326,28 +273,7 @@ fn open_metalink(s: &Settings, path: &str) -> Result<MetalinkJobs, (String, i32)
 fn show_files(s: &Settings, console: &mut Console) -> i32 {
     console.finish();
     let opts = &s.config.download.metalink;
-    // Read whole first (a broken rule anywhere refuses it before a line is printed), then
-    // again, each file printed as it is read: never held whole.
-    let list = |file: &std::fs::File, name: &str| -> Result<(), (String, i32)> {
-        use ringdl::metalink::jobs;
-        let mut reader = metalink_reader(file, name, opts.base_uri.as_deref())?.without_urls();
-        while reader
-            .next_file()
-            .map_err(|e| metalink_error(name, e))?
-            .is_some()
-        {}
-        let mut reader = metalink_reader(file, name, opts.base_uri.as_deref())?.without_urls();
-        emit(&jobs::listing_head());
-        let mut index = 0;
-        while let Some(f) = reader.next_file().map_err(|e| metalink_error(name, e))? {
-            if jobs::wanted(&f, opts) {
-                index += 1;
-                emit(&jobs::listing_entry(index, &f));
-            }
-        }
-        emit("\n");
-        Ok(())
-    };
+    let list = |file: &std::fs::File, name: &str| source::list(file, name, opts, &mut |t| emit(t));
     if let Some(path) = &s.metalink_file {
         let shown = open_list(path)
             .map_err(|m| (m, 28))
@@ -783,7 +709,20 @@ fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, 
                     count += 1;
                 }
             }
-            Ok(_) => count += 1,
+            Ok(e) => {
+                // A Metalink file named in an entry stands for its downloads (with the entry's
+                // options); one that cannot be read is said and left out, as aria2c does.
+                let (docs, uris) = split_documents(e.uris.clone());
+                count += usize::from(!uris.is_empty());
+                let env = cli::Env::from_process();
+                let opts = s.config.download.with_entry(&e.options, &env);
+                for path in docs {
+                    match metalink_of_entry(&path, &opts) {
+                        Ok(m) => count += m.count,
+                        Err(msg) => console.log(cli::LogLevel::Error, &msg),
+                    }
+                }
+            }
             Err(e) => {
                 let code = if e.starts_with("We encountered") {
                     28
@@ -796,6 +735,20 @@ fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, 
     }
     say_notes(&mut reader, console);
     Ok(Some(InputList { name, file, count }))
+}
+
+/// An entry's URIs parted into the local Metalink files among them and the rest.
+fn split_documents(uris: Vec<String>) -> (Vec<String>, Vec<String>) {
+    uris.into_iter()
+        .partition(|u| !u.contains("://") && ringdl::metalink::is_document_file(u))
+}
+
+/// The downloads of a Metalink file an `-i` entry names, with the entry's options; `Err`: the
+/// line saying why it was left out.
+fn metalink_of_entry(path: &str, opts: &cli::DownloadOptions) -> Result<Downloads, String> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| format!("Failed to open the Metalink {path}, cause: {e}"))?;
+    source::open(&file, path, opts, opts.metalink.base_uri.as_deref()).map_err(|e| e.0)
 }
 
 /// Says what the list's reader found so far: unknown option lines (WARN), lines that are no URI
@@ -836,6 +789,20 @@ impl InputList {
                 *error.borrow_mut() = Some(msg);
                 None
             }
+        });
+        // A Metalink file an entry names stands for its downloads (checked when counted).
+        let entries = entries.flat_map(|job| -> Box<dyn Iterator<Item = Job>> {
+            let (docs, uris) = split_documents(job.uris.clone());
+            if docs.is_empty() {
+                return Box::new(std::iter::once(job));
+            }
+            let opts = job.opts.clone();
+            let metalinks = docs
+                .into_iter()
+                .filter_map(move |path| metalink_of_entry(&path, &opts).ok())
+                .flatten();
+            let rest = (!uris.is_empty()).then_some(Job { uris, ..job });
+            Box::new(rest.into_iter().chain(metalinks))
         });
         match patterns {
             Patterns::Off => Box::new(entries),

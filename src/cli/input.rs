@@ -101,7 +101,8 @@ impl<R: BufRead> InputReader<R> {
             };
             let all = entry.uris.len();
             entry.uris.retain(|u| {
-                let known = super::parse::is_recognized_uri(u);
+                let known =
+                    super::parse::is_recognized_uri(u) || crate::metalink::is_document_file(u);
                 if !known {
                     self.errors
                         .push(format!("Unrecognized URI or unsupported protocol: {u}"));

@@ -66,6 +66,8 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "metalink-base-uri",
     "metalink-enable-unique-protocol",
     "metalink-file",
+    "follow-metalink",
+    "pause-metadata",
     "metalink-language",
     "metalink-location",
     "metalink-os",
@@ -519,6 +521,10 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         ftp_reuse_connection: r.bool("ftp-reuse-connection"),
         want_digest: !r.bool("no-want-digest-header"),
         from_metalink: false,
+        follow_metalink: r
+            .raw("follow-metalink")
+            .and_then(crate::engine::Follow::parse)
+            .unwrap_or(crate::engine::Follow::Saved),
         metalink: crate::engine::MetalinkOptions {
             locations: r
                 .text("metalink-location")
@@ -694,6 +700,9 @@ impl DownloadOptions {
                 "ftp-pasv" => o.ftp_pasv = v == "true",
                 "ftp-reuse-connection" => o.ftp_reuse_connection = v == "true",
                 "no-want-digest-header" => o.want_digest = v != "true",
+                "follow-metalink" => {
+                    o.follow_metalink = crate::engine::Follow::parse(v).unwrap_or(o.follow_metalink)
+                }
                 "metalink-location" => o.metalink.locations = locations(v),
                 "metalink-language" => {
                     o.metalink.language = Some(v.clone()).filter(|s| !s.is_empty())
@@ -904,7 +913,6 @@ fn build(
             .text("metalink-file")
             .map(|p| if p == "-" { p } else { expand_home(&p, env) }),
         show_files: r.bool("show-files"),
-        follow_metalink: r.raw("follow-metalink") != Some("false"),
         uris,
         warnings,
         daemon: r.bool("daemon"),

@@ -53,9 +53,6 @@ pub struct Settings {
     pub metalink_file: Option<String>,
     /// `-S`: list the files of the Metalinks given and exit.
     pub show_files: bool,
-    /// `--follow-metalink` is not `false` (following is not built yet: a Metalink downloaded
-    /// from a URI is said to be one).
-    pub follow_metalink: bool,
     pub uris: Vec<String>,
     /// Warnings to print once logging is set up (unknown config keys, ignored options).
     pub warnings: Vec<String>,

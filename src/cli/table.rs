@@ -1215,7 +1215,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("false")
     .tags(&["#advanced", "#rpc"])
     .input()
-    .unsupported("BitTorrent/Metalink")
     .long(
         "Metadata downloads are .torrent files, magnet-link metadata and Metalink \
             files; the downloads they lead to start paused.",
@@ -2249,7 +2248,6 @@ pub static OPTIONS: &[OptDef] = &[
     .default("true")
     .tags(&["#metalink"])
     .input()
-    .unsupported("Metalink")
     .long(
         "'true' goes on to download the files it describes; 'mem' does too but \
             keeps the Metalink in memory only; 'false' just saves it. A file counts \

@@ -271,36 +271,15 @@ impl Calls<'_> {
                 }
             }
         }
-        let (out_def, sum_def) = match (defs::by_name("out"), defs::by_name("checksum")) {
-            (Some(o), Some(c)) => (o, c),
-            _ => return Err(RpcError::new("no out or checksum option")),
-        };
         let engine = &*self.engine;
         let in_engine = |g: u64| engine.status(g).is_some();
         let dm = &mut *self.dm;
         let first = position.map_or(dm.waiting.len(), |n| n as usize);
-        let mut gids = Vec::new();
-        for (at, job) in (first..).zip(picked) {
-            let mut options = own.clone();
-            options.retain(|(d, _)| d.name != "checksum");
-            if let Some(name) = job.opts.out.clone() {
-                options.push((out_def, name));
-            }
-            if let Some(sum) = job.opts.checksum.clone() {
-                options.push((sum_def, sum));
-            }
-            let gid = dm.new_gid(in_engine);
-            let pending = Pending {
-                gid,
-                uris: job.uris,
-                options,
-                paused,
-                known: None,
-                settling: false,
-            };
-            dm.waiting.insert(at.min(dm.waiting.len()), pending);
-            gids.push(json!(format!("{gid:016x}")));
-        }
+        let gids: Vec<Value> = dm
+            .queue_metalink(picked.into_iter(), &own, paused, first, &in_engine)
+            .into_iter()
+            .map(|g| json!(format!("{g:016x}")))
+            .collect();
         Ok(Value::Array(gids))
     }
 
@@ -321,7 +300,7 @@ impl Calls<'_> {
             .active()
             .into_iter()
             .filter_map(|g| self.engine.status(g))
-            .map(|v| v.to_json(&keys))
+            .map(|v| self.dm.linked(v).to_json(&keys))
             .collect();
         Ok(Value::Array(list))
     }
@@ -334,7 +313,7 @@ impl Calls<'_> {
             dm.waiting
                 .get_many(&page(dm.waiting.len(), offset, num))
                 .iter()
-                .map(|p| dm.pending_view(p).to_json(&keys))
+                .map(|p| dm.linked(dm.pending_view(p)).to_json(&keys))
                 .collect(),
         ))
     }
@@ -347,7 +326,7 @@ impl Calls<'_> {
             page(dm.stopped.len(), offset, num)
                 .into_iter()
                 .filter_map(|i| dm.stopped.get(i))
-                .map(|s| stopped_view(&s).to_json(&keys))
+                .map(|s| dm.linked(stopped_view(&s)).to_json(&keys))
                 .collect(),
         ))
     }
@@ -364,7 +343,7 @@ impl Calls<'_> {
             Some(Place::Waiting(i)) => {
                 // A waiting download just leaves the queue; no result is kept (aria2).
                 self.dm.waiting.remove(i);
-                self.dm.waiting.forget(g);
+                self.dm.forget(g);
             }
             _ => return Err(gid_err("Active Download not found for GID#{}", g)),
         }
@@ -636,7 +615,7 @@ impl Calls<'_> {
         match self.place(g) {
             Some(Place::Stopped(i)) => {
                 if let Some(gid) = self.dm.stopped.remove(i) {
-                    self.dm.waiting.forget(gid);
+                    self.dm.forget(gid);
                 }
                 Ok(json!("OK"))
             }
@@ -790,7 +769,7 @@ impl Service for Calls<'_> {
             "aria2.changeGlobalOption" => self.change_global_option(&p),
             "aria2.purgeDownloadResult" => {
                 for gid in self.dm.stopped.clear() {
-                    self.dm.waiting.forget(gid);
+                    self.dm.forget(gid);
                 }
                 Ok(json!("OK"))
             }

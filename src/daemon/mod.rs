@@ -129,6 +129,21 @@ pub struct Daemon {
     /// The SHA-256 of the last text saved (an unchanged session is not written again by the
     /// interval), shared with the save's thread.
     pub(crate) saved: std::sync::Arc<std::sync::Mutex<Saved>>,
+    /// A download made from a Metalink: the one that fetched the Metalink (`following`), where
+    /// one did (`--follow-metalink`).
+    pub(crate) following: HashMap<u64, u64>,
+    /// ... and the other way: the downloads a fetched Metalink became (`followedBy`).
+    pub(crate) followed_by: HashMap<u64, Vec<u64>>,
+    /// What a Metalink says of a file beyond its entry's options (its size, its pieces'
+    /// digests), for the download made from it when it starts.
+    pub(crate) described: HashMap<u64, Described>,
+}
+
+/// What a Metalink says of a file that no option carries.
+#[derive(Debug, Clone)]
+pub(crate) struct Described {
+    pub total: Option<u64>,
+    pub pieces: Option<std::sync::Arc<crate::engine::PieceHashes>>,
 }
 
 impl Daemon {
@@ -144,6 +159,9 @@ impl Daemon {
             chunk.copy_from_slice(&r[..chunk.len()]);
         }
         let mut dm = Daemon {
+            following: HashMap::new(),
+            followed_by: HashMap::new(),
+            described: HashMap::new(),
             // Unit tests (the simulation among them) cut the queue into small chunks, so that
             // their short queues split, merge and leave memory as long ones do.
             waiting: queue::Queue::with_limits(
@@ -199,6 +217,13 @@ impl Daemon {
         let p = self.waiting.take_runnable()?;
         let mut opts = self.base.with_entry(&p.options, &self.env);
         opts.gid = Some(p.gid);
+        if let Some(d) = self.described.get(&p.gid) {
+            // Made from a Metalink: its mirrors are the Metalink's, its size and pieces too.
+            opts.from_metalink = true;
+            opts.follow_metalink = crate::engine::Follow::No;
+            opts.expected_total = d.total;
+            opts.pieces = d.pieces.clone();
+        }
         // Started before (paused, restarted or stopped at shutdown): it goes on in its own file,
         // from its control file or, without one, from the gap-free start it left (as `-c`).
         let mut restarted = false;
@@ -233,6 +258,14 @@ impl Daemon {
         ))
     }
 
+    /// A GID leaves the daemon (its result removed or dropped): with what is kept beside it.
+    pub(crate) fn forget(&mut self, gid: u64) {
+        self.waiting.forget(gid);
+        self.described.remove(&gid);
+        self.following.remove(&gid);
+        self.followed_by.remove(&gid);
+    }
+
     /// Keeps a result, dropping the oldest past `--max-download-result`.
     pub(crate) fn keep(&mut self, s: Stopped) {
         self.stopped_total += 1;
@@ -260,7 +293,7 @@ impl Daemon {
             // One kept for the session still holds its GID there (a download given it now
             // would be a second entry with it), as in aria2.
             if !kept {
-                self.waiting.forget(gid);
+                self.forget(gid);
             }
         }
     }
@@ -374,6 +407,8 @@ impl Daemon {
             piece_length: u64::from(self.base.piece_length),
             bitfield: known.bitfield,
             error: None,
+            following: None,
+            followed_by: Vec::new(),
         }
     }
 }
@@ -393,6 +428,8 @@ pub(crate) fn stopped_view(s: &Stopped) -> StatusView {
         piece_length: u64::from(s.piece_length),
         bitfield: s.bitfield.clone(),
         error: Some((s.code.0, s.message.clone())),
+        following: None,
+        followed_by: Vec::new(),
     }
 }
 
@@ -467,11 +504,100 @@ impl Daemon {
 
     /// Any download's status.
     pub(crate) fn view(&self, engine: &dyn Control, gid: u64) -> Option<StatusView> {
-        match self.place(engine, gid)? {
+        let v = match self.place(engine, gid)? {
             Place::Active => self.active_view(engine, gid),
             Place::Waiting(i) => self.waiting.get(i).map(|p| self.pending_view(&p)),
             Place::Stopped(i) => self.stopped.get(i).map(|s| stopped_view(&s)),
+        };
+        v.map(|v| self.linked(v))
+    }
+
+    /// A status with the downloads it is linked to by a Metalink it fetched (`followedBy`,
+    /// `following`).
+    pub(crate) fn linked(&self, mut v: StatusView) -> StatusView {
+        v.following = self.following.get(&v.gid).copied();
+        v.followed_by = self.followed_by.get(&v.gid).cloned().unwrap_or_default();
+        v
+    }
+
+    /// Queues the downloads of a Metalink (`aria2.addMetalink`'s, or one a download fetched)
+    /// from place `first`, each with `own` (the call's or the fetching download's options) and
+    /// its name and digest as options, what no option carries kept beside; their GIDs.
+    pub(crate) fn queue_metalink(
+        &mut self,
+        jobs: impl Iterator<Item = Job>,
+        own: &[(&'static OptDef, String)],
+        paused: bool,
+        first: usize,
+        in_engine: &dyn Fn(u64) -> bool,
+    ) -> Vec<u64> {
+        let (Some(out_def), Some(sum_def)) = (
+            crate::cli::defs::by_name("out"),
+            crate::cli::defs::by_name("checksum"),
+        ) else {
+            return Vec::new();
+        };
+        let mut gids = Vec::new();
+        for (at, job) in (first..).zip(jobs) {
+            let mut options: Vec<(&'static OptDef, String)> = own
+                .iter()
+                .filter(|(d, _)| !matches!(d.name, "checksum" | "out" | "gid" | "pause"))
+                .cloned()
+                .collect();
+            if let Some(name) = job.opts.out.clone() {
+                options.push((out_def, name));
+            }
+            if let Some(sum) = job.opts.checksum.clone() {
+                options.push((sum_def, sum));
+            }
+            let gid = self.new_gid(in_engine);
+            if job.opts.expected_total.is_some() || job.opts.pieces.is_some() {
+                self.described.insert(
+                    gid,
+                    Described {
+                        total: job.opts.expected_total,
+                        pieces: job.opts.pieces.clone(),
+                    },
+                );
+            }
+            let pending = Pending {
+                gid,
+                uris: job.uris,
+                options,
+                paused,
+                known: None,
+                settling: false,
+            };
+            self.waiting.insert(at.min(self.waiting.len()), pending);
+            gids.push(gid);
         }
+        gids
+    }
+
+    /// A download fetched a Metalink to follow: its downloads go to the front of the queue
+    /// (paused with `--pause-metadata`), linked to it; `Err`: the line that says why none.
+    fn follow_metalink(
+        &mut self,
+        doc: crate::engine::Followed,
+        own: &[(&'static OptDef, String)],
+    ) -> Result<(), String> {
+        let name = doc.path.display().to_string();
+        let m = crate::metalink::source::open(&doc.file, &name, &doc.opts, Some(&doc.uri))
+            .map_err(|e| e.0)?;
+        let paused = self
+            .options
+            .iter()
+            .any(|(n, v)| *n == "pause-metadata" && v == "true");
+        let running: Vec<u64> = self.running.keys().copied().collect();
+        let in_engine = move |g: u64| running.contains(&g);
+        let gids = self.queue_metalink(m, own, paused, 0, &in_engine);
+        for g in &gids {
+            self.following.insert(*g, doc.gid);
+        }
+        if !gids.is_empty() {
+            self.followed_by.insert(doc.gid, gids);
+        }
+        Ok(())
     }
 
     /// Stops a running download for a call; a stop already under way (a remove, a pause) is what
@@ -489,7 +615,11 @@ impl Daemon {
             }
         }
         // Ended at once (nothing in flight): a result or back in the queue before the next call.
-        for e in engine.take_ended() {
+        for mut e in engine.take_ended() {
+            if let Some(doc) = e.followed.take() {
+                // (Within a call nothing is said of a Metalink that cannot be read.)
+                let _ = self.followed(doc);
+            }
             let (gid, path) = (e.gid, e.path.clone());
             let what = self.ended(e);
             engine.dispose(gid, &path, what);
@@ -565,10 +695,12 @@ impl Supervisor for Daemon {
             _ if ok && e.finished => (Status::Complete, ExitCode::OK, "aria2.onDownloadComplete"),
             _ => (Status::Error, e.code, "aria2.onDownloadError"),
         };
+        // (What a Metalink said of it is of no use once it is a result.)
+        self.described.remove(&gid);
         if run.forget {
             // Its result was removed in advance: its GID goes from the index as a removed
             // result's does.
-            self.waiting.forget(gid);
+            self.forget(gid);
         } else {
             self.keep(Stopped {
                 gid,
@@ -603,6 +735,15 @@ impl Supervisor for Daemon {
 
     fn settled(&mut self, gid: u64) {
         self.waiting.settle(gid);
+    }
+
+    fn followed(&mut self, doc: crate::engine::Followed) -> Result<(), String> {
+        let own = self
+            .running
+            .get(&doc.gid)
+            .map(|r| r.options.clone())
+            .unwrap_or_default();
+        self.follow_metalink(doc, &own)
     }
 
     fn call(

@@ -37,6 +37,9 @@ pub struct DownloadOptions {
     pub metalink: MetalinkOptions,
     /// Made from a Metalink: its mirrors are the Metalink's (`Link` headers add none).
     pub from_metalink: bool,
+    /// `--follow-metalink`: a Metalink this download fetches (by its name's suffix or its
+    /// content type) goes on to the downloads it describes, saved first or held in memory.
+    pub follow_metalink: Follow,
     /// Ask servers for the file's digest (`Want-Digest`; off with `--no-want-digest-header`).
     pub want_digest: bool,
     /// The file's length as its description (a Metalink's `<size>`) says: a source that says
@@ -104,7 +107,28 @@ pub struct DownloadOptions {
     pub proxy_values: Vec<(&'static str, String)>,
 }
 
-/// `--uri-selector`: which mirror a new connection takes.
+/// `--follow-metalink`: what becomes of a Metalink a download from a URI fetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// `false`: it is saved as any file.
+    No,
+    /// `true`: saved, then read for the downloads it describes.
+    Saved,
+    /// `mem`: held in memory (never written to disk) and read for them.
+    Memory,
+}
+
+impl Follow {
+    pub fn parse(v: &str) -> Option<Follow> {
+        match v {
+            "true" => Some(Follow::Saved),
+            "mem" => Some(Follow::Memory),
+            "false" => Some(Follow::No),
+            _ => None,
+        }
+    }
+}
+
 /// How a Metalink's files are picked and its mirrors ordered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetalinkOptions {
@@ -124,6 +148,7 @@ pub struct MetalinkOptions {
     pub select_file: Option<String>,
 }
 
+/// `--uri-selector`: which mirror a new connection takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UriSelector {
     /// The mirrors in the order given, in turn.

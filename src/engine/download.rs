@@ -228,6 +228,13 @@ pub struct Download {
     pub checking_existing: bool,
     /// Started before by this process: the file found is its own partial file (`Job::restarted`).
     pub restarted: bool,
+    /// A Metalink to follow once complete (`--follow-metalink`, decided by its first answer).
+    pub document: bool,
+    /// Its file is held in memory only (`--follow-metalink=mem`): no control file, nothing on
+    /// disk, shown as `[MEMORY]name`.
+    pub in_memory: bool,
+    /// The finished document's file, kept for the follow (an in-memory file's only handle).
+    pub document_file: Option<Rc<File>>,
     /// The length was learnt only when the body ended (no answer said it): no control file
     /// describes such a download, as aria2 writes none for it.
     pub length_at_end: bool,
@@ -387,6 +394,9 @@ impl Download {
             no_data: false,
             checking_existing: false,
             restarted: false,
+            document: false,
+            in_memory: false,
+            document_file: None,
             length_at_end: false,
             preallocated: false,
             found_len: 0,

@@ -51,7 +51,7 @@ mod start;
 mod verify;
 mod writer;
 use resume::CannotResume;
-pub use start::{engine_report, run, serve, StartError};
+pub use start::{engine_report, run, run_following, serve, Follower, StartError};
 #[cfg(test)]
 pub(crate) use start::{run_on, wanted_slots, Outside};
 pub(super) use writer::Flushes;
@@ -247,6 +247,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     dls: Vec<Download>,
     jobs: &'a mut dyn Iterator<Item = Job>,
     jobs_done: bool,
+    /// Outside daemon mode: what takes a Metalink a download fetched to follow.
+    follower: Option<start::Follower>,
     summary: Summary,
     /// Built when the first https:// connection needs it.
     tls: Option<TlsConfig>,

@@ -17,6 +17,22 @@ pub struct Job {
     pub restarted: bool,
 }
 
+/// A Metalink a finished download fetched, to follow (`--follow-metalink`): the command line's
+/// follower or the daemon reads it for the downloads it describes.
+#[derive(Debug, Clone)]
+pub struct Followed {
+    /// The download that fetched it.
+    pub gid: u64,
+    /// The document, open (an in-memory one's only handle): read it from offset 0.
+    pub file: std::rc::Rc<std::fs::File>,
+    /// The URI it came from, as given: relative URLs in it are of this one.
+    pub uri: String,
+    /// Its path as the results show it (`[MEMORY]name` when held in memory).
+    pub path: PathBuf,
+    /// The options of the download that fetched it: its downloads start from them.
+    pub opts: DownloadOptions,
+}
+
 /// What a saved session writes of a download: its URIs as given, and its entry's own options.
 pub type SessionEntry = (Vec<String>, Vec<(&'static str, String)>);
 

@@ -24,16 +24,17 @@ mod supervisor;
 pub mod sys;
 
 pub use config::{
-    Config, DownloadOptions, EngineChoice, Hooks, MetalinkOptions, RpcSettings, SessionOut,
+    Config, DownloadOptions, EngineChoice, Follow, Hooks, MetalinkOptions, RpcSettings, SessionOut,
     UriSelector,
 };
 pub use driver::{
-    engine_report, random_gid, run, serve, session_entry_of_job, StartError, Summary, MAX_RESULTS,
+    engine_report, random_gid, run, run_following, serve, session_entry_of_job, Follower,
+    StartError, Summary, MAX_RESULTS,
 };
 /// Work for the file-job thread (a session's save).
 pub type BlockingJob = reactor::Job;
 pub use exit::ExitCode;
-pub use job::{Job, Outcome};
+pub use job::{Followed, Job, Outcome};
 pub use pieces::PieceHashes;
 pub use report::{LogLevel, Progress, Report};
 pub use sources::{check_uri, is_recognized_uri};

@@ -236,10 +236,9 @@ pub fn is_recognized_uri(u: &str) -> bool {
 /// A URI ringdl can download, or the one-line reason it cannot.
 pub fn check_uri(u: &str) -> Result<(), String> {
     let lower = u.to_ascii_lowercase();
+    // (A Metalink file named where a URI goes is read before a job is made of it.)
     let feature = if lower.starts_with("magnet:") || lower.ends_with(".torrent") {
         Some("BitTorrent")
-    } else if lower.ends_with(".meta4") || lower.ends_with(".metalink") {
-        Some("Metalink")
     } else {
         None
     };

@@ -6,6 +6,7 @@
 //! connections, plans or files. A protocol's fields in aria2's RPC (a torrent's peers, say) come
 //! through [`Control`]'s views.
 use super::{ExitCode, Job};
+
 use crate::rpc::status::StatusView;
 use crate::rpc::{Params, RpcError};
 use serde_json::Value;
@@ -77,6 +78,9 @@ pub struct Ended {
     /// Its last control-file save is still in flight: it may not start again before
     /// [`Supervisor::settled`].
     pub settling: bool,
+    /// It fetched a Metalink to follow (`--follow-metalink`), to hand to
+    /// [`Supervisor::followed`] (an end the daemon takes within a call carries it here).
+    pub followed: Option<super::Followed>,
 }
 
 /// What the engine does about a download that ended, as the daemon decides.
@@ -114,6 +118,10 @@ pub trait Supervisor {
     fn ended(&mut self, ended: Ended) -> Disposition;
     /// A download that ended with `settling` has its last control file on disk.
     fn settled(&mut self, gid: u64);
+    /// A download fetched a Metalink to follow (`--follow-metalink`): the daemon queues the
+    /// downloads it describes (told before the download's [`Supervisor::ended`]); `Err`: the
+    /// line saying why none.
+    fn followed(&mut self, doc: super::Followed) -> Result<(), String>;
     /// Answers an RPC call (its token already checked), driving the engine through `engine`.
     fn call(
         &mut self,

@@ -431,6 +431,20 @@ pub fn daemonize() -> io::Result<()> {
     Ok(())
 }
 
+/// A file held in memory only (`memfd_create`): written and read as any file, never on a disk,
+/// gone with its last descriptor. `name` is only what /proc shows.
+pub fn memory_file(name: &str) -> io::Result<std::fs::File> {
+    let name: String = name.chars().filter(|&c| c != '\0').take(200).collect();
+    let name = std::ffi::CString::new(format!("ringdl:{name}")).map_err(io::Error::other)?;
+    // SAFETY: `name` is a valid NUL-terminated string for the call's duration.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by memfd_create and is owned by nothing else.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
 /// A non-blocking eventfd, for the resolver thread to wake the ring.
 pub fn eventfd() -> io::Result<OwnedFd> {
     // SAFETY: plain syscall; on success we own the descriptor.

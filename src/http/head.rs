@@ -49,6 +49,8 @@ pub struct ResponseHead {
     pub digests: Vec<String>,
     /// `Link` values (RFC 8288), as sent, in order.
     pub links: Vec<String>,
+    /// Content-Type's media type, lowercased, without its parameters.
+    pub content_type: Option<String>,
 }
 
 /// How the body of a response is delimited.
@@ -246,6 +248,7 @@ fn build_head(
     let mut set_cookies = Vec::new();
     let mut digests = Vec::new();
     let mut links = Vec::new();
+    let mut content_type = None;
 
     for field in fields {
         // Of repeated singleton fields the first one counts.
@@ -318,6 +321,11 @@ fn build_head(
             "set-cookie" => set_cookies.push(text(field.value)),
             "digest" => digests.push(text(field.value)),
             "link" => links.push(text(field.value)),
+            "content-type" if content_type.is_none() => {
+                let v = text(field.value);
+                let media = v.split(';').next().unwrap_or_default().trim();
+                content_type = Some(media.to_ascii_lowercase());
+            }
             _ => {}
         }
     }
@@ -365,6 +373,7 @@ fn build_head(
         set_cookies,
         digests,
         links,
+        content_type,
     })
 }
 

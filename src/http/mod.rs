@@ -22,4 +22,4 @@ pub use naming::{
 };
 pub use range::{parse_content_range, ContentRange};
 pub use redirect::{is_redirect, resolve_location};
-pub use request::{write_request, RequestSpec};
+pub use request::{write_request, RequestSpec, METALINK_TYPES};

@@ -37,7 +37,14 @@ pub struct RequestSpec<'a> {
     pub target_user: Option<&'a str>,
     /// `Want-Digest` (RFC 3230) with aria2's value: the digests a `Digest` header may give.
     pub want_digest: bool,
+    /// `Accept` names the Metalink types too (aria2c's first request of a download from a URI,
+    /// so a server may answer with a Metalink describing the file).
+    pub accept_metalink: bool,
 }
+
+/// The media types of a Metalink document (RFC 5854's, then Metalink 3's), as `Accept` names
+/// them and a response's `Content-Type` says one is.
+pub const METALINK_TYPES: [&str; 2] = ["application/metalink4+xml", "application/metalink+xml"];
 
 /// What `Want-Digest` asks for, as aria2 asks (SHA-512 and SHA-256 preferred, SHA-1 taken).
 pub const WANT_DIGEST: &str = "SHA-512;q=1, SHA-256;q=1, SHA;q=0.1";
@@ -46,7 +53,7 @@ pub const WANT_DIGEST: &str = "SHA-512;q=1, SHA-256;q=1, SHA;q=0.1";
 ///
 /// Order: request line (path and query exactly as `url` holds them, percent-encoded),
 /// `Host` (with the port only when it is not the scheme's default; IPv6 in brackets),
-/// `User-Agent`, `Accept: */*`, `Want-Digest`, `Range`, `Connection: close` when not keeping alive, `Pragma` and
+/// `User-Agent`, `Accept: */*` (and the Metalink types on a download's first request), `Want-Digest`, `Range`, `Connection: close` when not keeping alive, `Pragma` and
 /// `Cache-Control`, `Authorization`, `Referer`, `Cookie`, then the user headers in their order,
 /// then the blank line. A built-in header named by a user
 /// header (case-insensitively) is left out, so the user's line takes its place, as in
@@ -103,7 +110,10 @@ pub fn write_request(spec: &RequestSpec, out: &mut Vec<u8>) {
         line(&format!("User-Agent: {}", spec.user_agent));
     }
     if !overridden("accept") {
-        line("Accept: */*");
+        match spec.accept_metalink {
+            true => line(&format!("Accept: */*,{}", METALINK_TYPES.join(","))),
+            false => line("Accept: */*"),
+        }
     }
     if spec.want_digest && !overridden("want-digest") {
         line(&format!("Want-Digest: {WANT_DIGEST}"));
@@ -194,6 +204,7 @@ mod tests {
             absolute_form: false,
             target_user: None,
             want_digest,
+            accept_metalink: false,
             proxy_authorization: None,
         };
         let mut out = b"previous".to_vec();
@@ -212,6 +223,30 @@ mod tests {
             ask(&[]),
             "GET /f HTTP/1.1\r\nHost: example.com\r\nUser-Agent: aria2/1.37.0\r\nAccept: */*\r\nWant-Digest: SHA-512;q=1, SHA-256;q=1, SHA;q=0.1\r\n\r\n"
         );
+        let url = Url::parse("http://example.com/f").unwrap();
+        let spec = RequestSpec {
+            method: "GET",
+            url: &url,
+            range: None,
+            user_agent: "aria2/1.37.0",
+            headers: &[],
+            keep_alive: true,
+            referer: None,
+            no_cache: false,
+            authorization: None,
+            cookie: None,
+            accept_encoding: false,
+            absolute_form: false,
+            target_user: None,
+            want_digest: false,
+            accept_metalink: true,
+            proxy_authorization: None,
+        };
+        let mut out = Vec::new();
+        write_request(&spec, &mut out);
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .contains("\r\nAccept: */*,application/metalink4+xml,application/metalink+xml\r\n"));
         let own = ask(&["want-digest: MD5".to_string()]);
         assert!(
             own.contains("want-digest: MD5\r\n") && !own.contains("SHA-512"),
@@ -335,6 +370,7 @@ HOST: other\r\n\r\n"
             absolute_form: false,
             target_user: None,
             want_digest: false,
+            accept_metalink: false,
             proxy_authorization: None,
         };
         let mut out = Vec::new();
@@ -362,6 +398,7 @@ HOST: other\r\n\r\n"
             absolute_form: false,
             target_user: None,
             want_digest: false,
+            accept_metalink: false,
             proxy_authorization: None,
         };
         let mut out = Vec::new();

@@ -16,6 +16,7 @@
 //! outside the download directory are refused (a `..` or `.` component, an absolute path, a
 //! drive letter, a control character).
 pub mod jobs;
+pub mod source;
 
 use crate::store::checksum::Kind;
 use quick_xml::events::{BytesStart, Event};

@@ -53,6 +53,10 @@ pub struct StatusView {
     pub bitfield: Option<String>,
     /// For stopped downloads: the exit code and message.
     pub error: Option<(u8, String)>,
+    /// Made from a Metalink this download fetched (`following`), and the downloads a Metalink
+    /// it fetched became (`followedBy`).
+    pub following: Option<u64>,
+    pub followed_by: Vec<u64>,
 }
 
 fn s(v: impl ToString) -> Value {
@@ -117,6 +121,19 @@ impl StatusView {
             put("errorMessage", &|| s(msg));
         }
         put("files", &|| self.files_json());
+        if !self.followed_by.is_empty() {
+            put("followedBy", &|| {
+                Value::Array(
+                    self.followed_by
+                        .iter()
+                        .map(|g| s(format!("{g:016x}")))
+                        .collect(),
+                )
+            });
+        }
+        if let Some(g) = self.following {
+            put("following", &|| s(format!("{g:016x}")));
+        }
         put("gid", &|| s(format!("{:016x}", self.gid)));
         put("numPieces", &|| {
             s(self.total.div_ceil(self.piece_length.max(1)))
@@ -189,6 +206,8 @@ mod tests {
             piece_length: 1 << 20,
             bitfield: Some("000000".into()),
             error: None,
+            following: None,
+            followed_by: Vec::new(),
         }
     }
 

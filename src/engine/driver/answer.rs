@@ -70,6 +70,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     name: a.name.clone(),
                     validator: None,
                     last_modified: a.modified.map(httpdate::fmt_http_date),
+                    content_type: None,
                 };
                 if let Err(f) = self.take_first_answer(slot, first) {
                     self.fail_conn(slot, f);

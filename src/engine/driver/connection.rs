@@ -537,6 +537,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 proxy_authorization: proxy_authorization.as_deref(),
                 target_user: ftp_login.as_ref().map(|(u, _)| u.as_str()),
                 want_digest: d.opts.want_digest,
+                // Until the first answer, as aria2c: a server may answer with a Metalink.
+                accept_metalink: !d.opts.from_metalink && d.plan.is_none(),
             },
             &mut req,
         );

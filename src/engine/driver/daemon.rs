@@ -145,6 +145,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             piece_length: piece,
             bitfield,
             error: removing.then(|| (ExitCode::REMOVED.0, String::new())),
+            following: None,
+            followed_by: Vec::new(),
         }
     }
 
@@ -196,15 +198,24 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 whole || claims.covers(a..b)
             }),
             settling: d.saves > 0,
+            followed: None,
         }
     }
 
     /// Tells the daemon a download ended, now, or (while the daemon answers a call, and the
     /// download ended within it) when the daemon takes it (`Control::take_ended`) or the call
     /// returns.
-    pub(super) fn report_end(&mut self, e: Ended, outcome: Outcome) {
+    pub(super) fn report_end(&mut self, mut e: Ended, outcome: Outcome) {
         let Some(sup) = self.sup.as_mut() else {
             self.ends.push((e, outcome));
+            return;
+        };
+        if let Some(doc) = e.followed.take() {
+            if let Err(msg) = sup.followed(doc) {
+                self.console.log(LogLevel::Error, &msg);
+            }
+        }
+        let Some(sup) = self.sup.as_mut() else {
             return;
         };
         let (gid, path) = (e.gid, e.path.clone());

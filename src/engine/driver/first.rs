@@ -56,7 +56,31 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // Starting over: in the file it made or took up, under its name (never renamed
             // again, nor onto a file of the name the URL gives that it left alone).
             let own = d.own_path.clone();
+            // A Metalink to follow: its name (as the file would have it) or its media type says.
+            let name = d
+                .opts
+                .out
+                .clone()
+                .or_else(|| first.name.clone())
+                .unwrap_or_else(|| http::filename_from_url(&url));
+            let follow = d.opts.follow_metalink;
+            d.document = layout.is_none()
+                && follow != crate::engine::Follow::No
+                && is_metalink(&name, first.content_type.as_deref());
+            let in_memory = d.document && follow == crate::engine::Follow::Memory && own.is_none();
+            if in_memory && total.is_some_and(|n| n > MEMORY_DOCUMENT_MAX) {
+                return Err(Failure::fatal(
+                    ExitCode::UNKNOWN,
+                    format!(
+                        "The Metalink {name} is larger than {} MiB, too large to hold in memory; --follow-metalink=true reads it from disk",
+                        MEMORY_DOCUMENT_MAX >> 20
+                    ),
+                ));
+            }
+            d.in_memory = in_memory;
             let path = match (own, &layout, d.path.clone()) {
+                // Held in memory: named as aria2c names it, nothing on disk taken or renamed.
+                _ if in_memory => std::path::PathBuf::from(format!("[MEMORY]{name}")),
                 (Some(p), _, _) => {
                     d.path = Some(p.clone());
                     p
@@ -84,7 +108,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 more: Default::default(),
                 conn: conn_id,
                 uri: url.to_string(),
-                uncached: one_block,
+                // (Held in memory: no notice that it is not written with O_DIRECT.)
+                uncached: one_block || d.in_memory,
             };
             let result = open.result.clone();
             let more = open.more.clone();
@@ -103,56 +128,69 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // whose job never ran (dropped by another start over) leaves it to the next one.
             let disclaim = d.control.clone();
             let unknown = total.is_none();
-            let job: crate::engine::reactor::Job = Box::new(move || {
-                let cleared = disclaim.as_deref().map(|ctl| {
-                    store::control::disclaim(ctl).map_err(|e| {
-                        std::io::Error::other(format!(
-                            "its control file {} could not be cleared first: {}",
-                            ctl.display(),
-                            sys::cause(&e)
-                        ))
-                    })
-                });
-                let mut opened = Vec::new();
-                let mut out = match cleared {
-                    Some(Err(e)) => Err(e),
-                    _ => Ok(()),
-                };
-                for (at, uncached) in &files {
-                    if out.is_err() {
-                        break;
+            let job: crate::engine::reactor::Job = if d.in_memory {
+                Box::new(move || {
+                    let out = sys::memory_file(&path_name(&files)).map(|file| store::OutFile {
+                        file,
+                        mode: WriteMode::Buffered,
+                    });
+                    if let Ok(mut slot) = result.lock() {
+                        *slot = Some(out);
                     }
-                    if let Some(parent) = at.parent().filter(|_| several) {
-                        if let Err(e) = std::fs::create_dir_all(parent) {
-                            out = Err(e);
+                    Ok(())
+                })
+            } else {
+                Box::new(move || {
+                    let cleared = disclaim.as_deref().map(|ctl| {
+                        store::control::disclaim(ctl).map_err(|e| {
+                            std::io::Error::other(format!(
+                                "its control file {} could not be cleared first: {}",
+                                ctl.display(),
+                                sys::cause(&e)
+                            ))
+                        })
+                    });
+                    let mut opened = Vec::new();
+                    let mut out = match cleared {
+                        Some(Err(e)) => Err(e),
+                        _ => Ok(()),
+                    };
+                    for (at, uncached) in &files {
+                        if out.is_err() {
                             break;
                         }
+                        if let Some(parent) = at.parent().filter(|_| several) {
+                            if let Err(e) = std::fs::create_dir_all(parent) {
+                                out = Err(e);
+                                break;
+                            }
+                        }
+                        match store::open_output(at, true, *uncached) {
+                            Ok(o) => opened.push(o),
+                            Err(e) => out = Err(e),
+                        }
                     }
-                    match store::open_output(at, true, *uncached) {
-                        Ok(o) => opened.push(o),
-                        Err(e) => out = Err(e),
+                    let mut opened = opened.into_iter();
+                    let out = out.and_then(|()| {
+                        opened
+                            .next()
+                            .ok_or_else(|| std::io::Error::other("no file to open"))
+                    });
+                    if let Ok(mut rest) = more.lock() {
+                        rest.extend(opened);
                     }
-                }
-                let mut opened = opened.into_iter();
-                let out = out.and_then(|()| {
-                    opened
-                        .next()
-                        .ok_or_else(|| std::io::Error::other("no file to open"))
-                });
-                if let Ok(mut rest) = more.lock() {
-                    rest.extend(opened);
-                }
-                if let (Ok(_), Some(ctl), true) = (&out, &disclaim, unknown) {
-                    let _ = std::fs::remove_file(ctl);
-                }
-                if let (Ok(o), Some(v)) = (&out, &validator) {
-                    sys::set_validator(o.file.as_raw_fd(), v);
-                }
-                if let Ok(mut slot) = result.lock() {
-                    *slot = Some(out);
-                }
-                Ok(())
-            });
+                    if let (Ok(_), Some(ctl), true) = (&out, &disclaim, unknown) {
+                        let _ = std::fs::remove_file(ctl);
+                    }
+                    if let (Ok(o), Some(v)) = (&out, &validator) {
+                        sys::set_validator(o.file.as_raw_fd(), v);
+                    }
+                    if let Ok(mut slot) = result.lock() {
+                        *slot = Some(out);
+                    }
+                    Ok(())
+                })
+            };
             let d = &mut self.dls[dl];
             let file = d.begin_open(open);
             d.writes += 1;
@@ -166,8 +204,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.own_path = Some(path.clone());
             d.path = Some(path);
             // (Not a download over several files: each file would be allocated on its own.)
-            allocating = total
-                .filter(|&n| layout.is_none() && n > 0 && n >= d.opts.no_file_allocation_limit);
+            allocating = total.filter(|&n| {
+                layout.is_none() && !d.in_memory && n > 0 && n >= d.opts.no_file_allocation_limit
+            });
         }
         let d = &mut self.dls[dl];
         if !first.ranges {
@@ -304,4 +343,28 @@ pub(super) struct FirstAnswer {
     pub name: Option<String>,
     pub validator: Option<Validator>,
     pub last_modified: Option<String>,
+    /// The media type it says the file is (HTTP's Content-Type).
+    pub content_type: Option<String>,
 }
+
+/// The name a memory file is made under (seen only in /proc): the file's own.
+fn path_name(files: &[(std::path::PathBuf, bool)]) -> String {
+    files
+        .first()
+        .and_then(|(p, _)| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Whether a download's file is a Metalink to follow (aria2c's rule): its name ends in `.meta4`
+/// or `.metalink`, or the answer says it is of a Metalink media type.
+fn is_metalink(name: &str, content_type: Option<&str>) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".meta4")
+        || lower.ends_with(".metalink")
+        || content_type.is_some_and(|t| http::METALINK_TYPES.contains(&t))
+}
+
+/// The most of a Metalink held in memory (`--follow-metalink=mem`): a larger one is refused
+/// rather than grow the process without bound (`true` reads one of any size from disk).
+pub(super) const MEMORY_DOCUMENT_MAX: u64 = 64 << 20;

@@ -445,6 +445,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             name,
             validator: Validator::of(resp, &url),
             last_modified: resp.last_modified.clone(),
+            content_type: resp.content_type.clone(),
         };
         self.take_first_answer(slot, first)
     }

@@ -566,8 +566,8 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             d.save_when_open = true;
             return false;
         }
-        if d.create_failed {
-            // Nothing for a control file to describe.
+        if d.create_failed || d.in_memory {
+            // Nothing for a control file to describe (or nothing on disk to resume).
             return false;
         }
         let (Some(path), Some(plan)) = (&d.path, &d.plan) else {

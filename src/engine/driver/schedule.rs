@@ -539,6 +539,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             );
             return;
         }
+        if d.document {
+            // A Metalink to follow: read once the download is recorded (`record`).
+            d.document_file = d.file.clone();
+        }
         if let Some(file) = d.file.take() {
             // -R: the server's Last-Modified time (best effort: a bad date changes nothing).
             let mtime = d
@@ -596,10 +600,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.error.is_none() {
             self.remove_control(dl);
         }
-        self.record(dl);
         if self.dls[dl].error.is_none() {
             self.console.notice(&format!("Download complete: {path}"));
         }
+        // (Said before a Metalink it fetched is read: `record` follows it.)
+        self.record(dl);
         // Connections still streaming into this finished download, or still connecting for it, are
         // of no further use (and must not carry its index to whatever job takes its place).
         for slot in 0..self.conns.len() {
@@ -629,16 +634,79 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             total: d.total(),
             seconds,
         };
+        let document = self.document(dl, &outcome);
         if self.daemon.is_some() {
             // The daemon decides where it goes: back in the queue (paused or restarted), or a
-            // result, with its notification and hook.
-            let ended = self.ended_of(dl, &outcome);
+            // result, with its notification and hook (and a Metalink's downloads).
+            let mut ended = self.ended_of(dl, &outcome);
+            ended.followed = document;
             self.report_end(ended, outcome);
             return;
+        }
+        if let Some(doc) = document {
+            self.follow(doc);
         }
         self.hook(dl, daemon::hook_event(&outcome));
         self.keep_for_session(dl, &outcome);
         self.count_result(outcome);
+    }
+
+    /// The Metalink a finished download fetched to follow (`--follow-metalink`), open at its
+    /// start; one that cannot be opened is said in one line, and the download stays complete.
+    fn document(&mut self, dl: usize, outcome: &Outcome) -> Option<crate::engine::Followed> {
+        let d = &mut self.dls[dl];
+        let file = d.document_file.take();
+        if !d.document || outcome.code != ExitCode::OK || !outcome.finished || d.halted {
+            return None;
+        }
+        let path = d.path.clone().unwrap_or_default();
+        let opened = match (file, d.in_memory) {
+            (Some(f), _) => f.try_clone(),
+            (None, false) => std::fs::File::open(&path),
+            (None, true) => Err(std::io::Error::other("its memory is gone")),
+        };
+        // Relative URLs in it are of the URI it came from, as given (aria2c's base).
+        let uri = d
+            .split_url
+            .as_ref()
+            .and_then(|(m, _)| d.uris.get(*m))
+            .or_else(|| d.uris.first())
+            .map(Url::to_string)
+            .unwrap_or_default();
+        match opened {
+            Ok(file) => Some(crate::engine::Followed {
+                gid: d.gid,
+                file: Rc::new(file),
+                uri,
+                path,
+                opts: d.opts.clone(),
+            }),
+            Err(e) => {
+                let msg = format!(
+                    "Could not read the Metalink {}: {}",
+                    path.display(),
+                    sys::cause(&e)
+                );
+                self.console.log(LogLevel::Error, &msg);
+                None
+            }
+        }
+    }
+
+    /// Hands a Metalink to the command line's follower, whose downloads start next (before the
+    /// rest of the list, as aria2c puts them first); one that cannot be read is said in one
+    /// line (aria2c: the download stays complete).
+    fn follow(&mut self, doc: crate::engine::Followed) {
+        let Some(f) = self.follower.as_mut() else {
+            return;
+        };
+        match f(doc) {
+            Ok(0) => {}
+            // (A run stopping starts nothing more: they stay in the list, for the session.)
+            Ok(_) if self.stopping => {}
+            Ok(_) => self.jobs_done = false,
+            Err(msg) => self.console.log(LogLevel::Error, &msg),
+        }
     }
 
     /// Cuts each file of a download over several files to its length (the padding of its last

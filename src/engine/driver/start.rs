@@ -71,7 +71,19 @@ pub fn run(
     expected: Option<usize>,
     console: &mut dyn Report,
 ) -> Result<Summary, StartError> {
-    start(settings, jobs, expected, console, None)
+    start(settings, jobs, expected, console, None, None)
+}
+
+/// [`run`], with `follower` taking each Metalink a download fetched to follow: the jobs it
+/// yields come out of `jobs` next.
+pub fn run_following(
+    settings: &Config,
+    jobs: &mut dyn Iterator<Item = Job>,
+    expected: Option<usize>,
+    console: &mut dyn Report,
+    follower: Follower,
+) -> Result<Summary, StartError> {
+    start(settings, jobs, expected, console, None, Some(follower))
 }
 
 /// Runs as a daemon (`--enable-rpc`): `daemon` (above the engine) gives the downloads to start
@@ -91,6 +103,7 @@ pub fn serve(
         None,
         console,
         Some((daemon, tls)),
+        None,
     )
 }
 
@@ -103,6 +116,7 @@ fn start(
         Box<dyn Supervisor>,
         Option<crate::tls::server::ServerTlsConfig>,
     )>,
+    follower: Option<Follower>,
 ) -> Result<Summary, StartError> {
     let binds = interface_addresses(&settings.interfaces).map_err(StartError::Other)?;
     let slots = wanted_slots(settings, expected);
@@ -147,6 +161,7 @@ fn start(
         resolver: Some(resolver),
         binds,
         daemon,
+        follower,
     };
     console.log(
         LogLevel::Debug,
@@ -278,7 +293,13 @@ pub(crate) struct Outside {
         Box<dyn Supervisor>,
         Option<crate::tls::server::ServerTlsConfig>,
     )>,
+    /// Outside daemon mode: what takes a Metalink a download fetched to follow.
+    pub follower: Option<Follower>,
 }
+
+/// Takes a Metalink a finished download fetched (`--follow-metalink`) and puts the downloads it
+/// describes where the run's job list gives them next; how many, or the line that says why none.
+pub type Follower = Box<dyn FnMut(crate::engine::Followed) -> Result<usize, String>>;
 
 /// Runs every job to its end on `reactor`, which brings its pool (one read block per connection).
 /// An error means the reactor failed (or, in the simulation, stopped the run).
@@ -316,6 +337,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         wake,
         wake_op: None,
         signals: outside.signals,
+        follower: outside.follower,
         sig_op: None,
         stopping: false,
         emergency: false,

@@ -238,6 +238,7 @@ fn run_with(
         resolver: None,
         binds: Vec::new(),
         daemon,
+        follower: None,
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_on(sim, &settings.config, &mut jobs, &mut console, outside)
