@@ -90,7 +90,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         // grid is fetched again in whole blocks, past its end) would go on placing its stream
         // where the plan now says nothing is: it stops first, writing what it can.
         self.stop_receiving_in(dl, &again);
-        if let Some(plan) = self.dls[dl].plan.as_mut() {
+        let d = &mut self.dls[dl];
+        if d.hash_pos > again.start {
+            // The whole file's digest has taken in the bad bytes: it starts again, and the file
+            // is read back for it once complete (a digest cannot be taken back).
+            d.hash_pos = 0;
+            d.hasher = d
+                .expected
+                .as_ref()
+                .map(|e| crate::store::checksum::Hasher::new(e.kind));
+        }
+        if let Some(plan) = d.plan.as_mut() {
             plan.reopen(again);
         }
         let d = &mut self.dls[dl];

@@ -132,13 +132,14 @@ pub(super) fn run_with_pieces(
 /// length and validator is caught piece by piece, given up on, and its pieces fetched again from
 /// the other mirror; the file ends byte-exact. Pieces on the 16 KiB grid and off it (fetched
 /// again in whole 16 KiB blocks, the bytes around read back), changed bytes at the start, the
-/// end and a piece boundary.
+/// end and a piece boundary. With the whole file's digest too (a Metalink gives both), that
+/// digest is of the bytes the file ends with, not of those the bad pieces brought.
 #[test]
 fn a_mirror_serving_changed_bytes_is_given_up_and_its_pieces_fetched_again() {
     // (Over 2 MiB: `-k1M` splits it.)
     let len = 3_000_003;
     for length in [65_536, 262_144, 20_000] {
-        for (seed, first) in [(1, true), (2, false), (3, true)] {
+        for (seed, first, whole) in [(1, true, false), (2, false, true), (3, true, true)] {
             let good = Mirror::Good {
                 ranges: true,
                 framing: Framing::Length,
@@ -154,10 +155,14 @@ fn a_mirror_serving_changed_bytes_is_given_up_and_its_pieces_fetched_again() {
                 ns_per_byte: 2_000,
                 ..Faults::default()
             };
-            let sc = custom(seed, len, mirrors, &["-s4", "-x1", "-k1M"], faults);
+            let mut sc = custom(seed, len, mirrors, &["-s4", "-x1", "-k1M"], faults);
+            if whole {
+                sc.args
+                    .push(format!("--checksum=sha-256={}", sha256_hex(&sc.data)));
+            }
             let at = [0, 19_999, 20_000, 2_500_000, len - 1];
             let (sc, dir, world, ended) = run_with_pieces(sc, length, &at);
-            let what = format!("pieces of {length}, seed {seed}");
+            let what = format!("pieces of {length}, seed {seed}, whole digest {whole}");
             let outcome = only_outcome(ended, &what).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!((outcome.code.0, outcome.finished), (0, true), "{what}");
             check_complete(dir.path(), &sc.data, &what).unwrap_or_else(|e| panic!("{e}"));
