@@ -85,6 +85,56 @@ const MIRRORMANAGER: &str = r#"<?xml version="1.0" encoding="utf-8"?>
 </metalink>
 "#;
 
+/// Served from the test server, its URLs relative (of the document's own URI; and the saved
+/// document is the same bytes for both programs).
+const FOLLOWED: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<metalink xmlns="urn:ietf:params:xml:ns:metalink">
+  <file name="a.bin">
+    <size>300001</size>
+    <hash type="sha-256">{sha256_0}</hash>
+    <url>a.bin</url>
+  </file>
+  <file name="b.bin">
+    <size>150000</size>
+    <url>sub/b.bin</url>
+  </file>
+</metalink>
+"#;
+
+const SERVED: &[R] = &[
+    R::File("/a.bin", 300_001),
+    R::File("/sub/b.bin", 150_000),
+    R::Doc("/files.meta4", FOLLOWED, &[]),
+    R::Doc(
+        "/mirrorlist",
+        FOLLOWED,
+        &[M::Header("Content-Type", "application/metalink4+xml")],
+    ),
+];
+
+/// One file of 1 MiB in four pieces; its first mirror serves a byte of the third wrong.
+const REPAIR: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<metalink xmlns="urn:ietf:params:xml:ns:metalink">
+  <file name="big.bin">
+    <size>1048576</size>
+    <hash type="sha-256">{sha256_0}</hash>
+    {pieces_0}
+    <url priority="1">{url}/bad/big.bin</url>
+    <url priority="2">{url}/big.bin</url>
+  </file>
+</metalink>
+"#;
+
+const CORRUPT: &[R] = &[
+    R::File("/big.bin", 1_048_576),
+    R::CopyWith(
+        "/bad/big.bin",
+        "/big.bin",
+        1_048_576,
+        &[M::Corrupt(600_000)],
+    ),
+];
+
 cases! {
     metalink_two_files_one_dead_mirror = Case {
         args: &["-M", "files.meta4"],
@@ -162,6 +212,63 @@ cases! {
             R::FileWith("/f.bin", 300_001, &[M::Header("Link", "<{url}/m2/f.bin>; rel=duplicate; pri=1")]),
             R::Copy("/m2/f.bin", "/f.bin", 300_001),
         ],
+        ..Case::DEFAULT
+    };
+    // --follow-metalink: a Metalink fetched from a URI (by its suffix, or by its Content-Type
+    // alone) goes on to its files (true: the document kept; mem: never written; false: only
+    // saved).
+    metalink_follow_true = Case {
+        args: &["{url}/files.meta4"],
+        routes: SERVED,
+        cmp: Cmp::EventsAnyOrder,
+        ..Case::DEFAULT
+    };
+    metalink_follow_mem = Case {
+        args: &["--follow-metalink=mem", "{url}/files.meta4"],
+        routes: SERVED,
+        cmp: Cmp::EventsAnyOrder,
+        ..Case::DEFAULT
+    };
+    metalink_follow_false = Case {
+        args: &["--follow-metalink=false", "{url}/files.meta4"],
+        routes: SERVED,
+        ..Case::DEFAULT
+    };
+    metalink_follow_content_type = Case {
+        args: &["{url}/mirrorlist"],
+        routes: SERVED,
+        cmp: Cmp::EventsAnyOrder,
+        ..Case::DEFAULT
+    };
+    // A Metalink from standard input, and one named in an -i list.
+    metalink_from_stdin = Case {
+        args: &["-M", "-"],
+        routes: TWO,
+        pre: &[Pre::Stdin(V4)],
+        cmp: Cmp::EventsAnyOrder,
+        ..Case::DEFAULT
+    };
+    metalink_in_input_list = Case {
+        args: &["-i", "list.txt"],
+        routes: TWO,
+        pre: &[Pre::Text("files.meta4", V4), Pre::Text("list.txt", "files.meta4\n")],
+        cmp: Cmp::EventsAnyOrder,
+        ..Case::DEFAULT
+    };
+    // A piece served wrong by the preferred mirror: aria2c asks that mirror again until its
+    // tries run out and fails (exit 1, "Invalid checksum index=2"); ringdl gives the mirror
+    // up, fetches the piece from the other and completes, its digest checked (K-METALINK).
+    metalink_chunk_repair = Case {
+        args: &["-M", "files.meta4", "-s1"],
+        routes: CORRUPT,
+        pre: &[Pre::Text("files.meta4", REPAIR)],
+        known: &["K-METALINK"],
+        diffs: &[Diff::Own {
+            exit: 0,
+            line: "Chunk checksum validation failed. checksumIndex=2",
+            no_files: false,
+            sole: false,
+        }],
         ..Case::DEFAULT
     };
 }

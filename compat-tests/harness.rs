@@ -78,6 +78,8 @@ pub enum M {
     Fault(Fault, When),
     /// The body gzip-compressed, with `Content-Encoding: gzip`.
     Gzip,
+    /// The byte at this offset served wrong (a mirror with a corrupt piece).
+    Corrupt(usize),
 }
 
 /// One route of the server. File contents are pseudo-random bytes seeded by the path, so both
@@ -98,6 +100,9 @@ pub enum R {
     CopyWith(&'static str, &'static str, usize, &'static [M]),
     /// `hops` redirects `/name/0` → `/name/1` → ... → `target` (relative Locations).
     Chain(&'static str, usize, &'static str),
+    /// `path` serves `text` with the case's placeholders substituted (a Metalink document),
+    /// with modifiers (a `Content-Type`).
+    Doc(&'static str, &'static str, &'static [M]),
 }
 
 /// A file created in the run's directory (or under HOME with a `~/` prefix) before the run.
@@ -114,6 +119,8 @@ pub enum Pre {
     Fifo(&'static str, &'static str),
     /// An executable file (a hook script).
     Script(&'static str, &'static str),
+    /// What the program reads on its standard input (else it is closed).
+    Stdin(&'static str),
 }
 
 /// How the output is compared (exit codes and files are always compared).
@@ -185,7 +192,8 @@ pub enum Diff {
 /// its working directory), `{authority}` (the test server's `127.0.0.1:PORT`, e.g. to use it as
 /// an HTTP proxy: it serves absolute-form targets by their path), `{home}`, `{refused}` (`http://127.0.0.1:PORT` where nothing listens),
 /// `{rftp}` (the same port as `ftp://`), `{sha256_N}` (the SHA-256 of the Nth `R::File` route,
-/// for Metalinks).
+/// for Metalinks), `{pieces_N}` (a Metalink `<pieces>` element of its SHA-256 digests per
+/// 256 KiB).
 #[derive(Debug, Clone, Copy)]
 pub struct Case {
     pub args: &'static [&'static str],
@@ -391,6 +399,17 @@ fn seed_of(path: &str) -> u64 {
 
 /// The placeholders of the first plain file routes' SHA-256 digests.
 const SHA256_KEYS: [&str; 4] = ["{sha256_0}", "{sha256_1}", "{sha256_2}", "{sha256_3}"];
+const PIECES_KEYS: [&str; 4] = ["{pieces_0}", "{pieces_1}", "{pieces_2}", "{pieces_3}"];
+
+/// A Metalink 4 `<pieces>` element: the SHA-256 of each `length` bytes of `bytes`.
+fn pieces_element(bytes: &[u8], length: usize) -> String {
+    let mut out = format!("<pieces length=\"{length}\" type=\"sha-256\">");
+    for piece in bytes.chunks(length) {
+        out.push_str(&format!("<hash>{}</hash>", support::sha256_hex(piece)));
+    }
+    out.push_str("</pieces>");
+    out
+}
 
 fn file_bytes(path: &str, len: usize) -> Arc<Vec<u8>> {
     Arc::new(support::content(seed_of(path), len))
@@ -468,8 +487,20 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
                 R::File(path, len) => Some(file_bytes(path, *len)),
                 _ => None,
             });
-            for (key, bytes) in SHA256_KEYS.iter().zip(files) {
-                pairs.push((key, support::sha256_hex(&bytes)));
+            for (i, bytes) in files.enumerate().take(SHA256_KEYS.len()) {
+                pairs.push((SHA256_KEYS[i], support::sha256_hex(&bytes)));
+                pairs.push((PIECES_KEYS[i], pieces_element(&bytes, 256 * 1024)));
+            }
+            // Documents last: they name the others' digests.
+            for r in case.routes {
+                if let R::Doc(path, text, mods) = r {
+                    let mut body = text.to_string();
+                    for (k, v) in &pairs {
+                        body = body.replace(k, v);
+                    }
+                    let route = Route::bytes(body.into_bytes());
+                    server.route(path, modified(route, mods, &pairs[0].1, ""));
+                }
             }
             if server.is_tls() {
                 pairs.push(("{ca}", server.ca_file().display().to_string()));
@@ -592,8 +623,18 @@ fn mount(server: &TestServer, r: &R, base: &str) {
         R::CopyWith(path, like, len, mods) => {
             let bytes = file_bytes(like, *len);
             let digest = sha256_b64(&bytes);
+            let mut bytes = bytes.to_vec();
+            for m in mods.iter() {
+                if let M::Corrupt(at) = m {
+                    if let Some(b) = bytes.get_mut(*at) {
+                        *b ^= 0x5a;
+                    }
+                }
+            }
             server.route(path, modified(Route::bytes(bytes), mods, base, &digest));
         }
+        // (Mounted once the placeholders are known: `start_server`.)
+        R::Doc(..) => {}
         R::Status(path, status) => {
             server.route(path, Route::status(*status));
         }
@@ -630,6 +671,7 @@ fn modified(mut route: Route, mods: &[M], base: &str, digest: &str) -> Route {
             }
             M::Gzip => route.header("Content-Encoding", "gzip"),
             M::Fault(f, w) => route.fault(f, w),
+            M::Corrupt(_) => route,
         };
     }
     route
@@ -660,6 +702,7 @@ fn run_side(
             Pre::Text(rel, text) | Pre::Private(rel, text) | Pre::Script(rel, text) => {
                 (*rel, ph.apply(text).into_bytes())
             }
+            Pre::Stdin(text) => (STDIN_FILE, ph.apply(text).into_bytes()),
             Pre::Bytes(rel, len) => (*rel, support::content(seed_of(rel), *len)),
             Pre::Dir(rel) => {
                 std::fs::create_dir_all(resolve(&dir, &home, rel)).expect("pre dir");
@@ -839,6 +882,10 @@ fn run_side(
     side
 }
 
+fn resolve_home(home: &Path, rel: &str) -> PathBuf {
+    home.join(rel.trim_start_matches("~/"))
+}
+
 fn resolve(dir: &TestDir, home: &Path, rel: &str) -> PathBuf {
     match rel.strip_prefix("~/") {
         Some(r) => home.join(r),
@@ -846,7 +893,11 @@ fn resolve(dir: &TestDir, home: &Path, rel: &str) -> PathBuf {
     }
 }
 
-/// Runs `program` in `dir` with HOME=`home`, no proxy variables, `LC_ALL=C`, stdin closed.
+/// Where `Pre::Stdin`'s text is kept (under HOME, out of the files compared).
+const STDIN_FILE: &str = "~/.stdin";
+
+/// Runs `program` in `dir` with HOME=`home`, no proxy variables, `LC_ALL=C`, stdin closed (or
+/// `Pre::Stdin`'s text).
 /// Returns (exit code, stopped, stdout, stderr). A run past `limit` is killed: when `expected`
 /// that is its normal outcome (`stopped`), otherwise the case fails as a hang.
 fn spawn_and_wait(
@@ -865,6 +916,9 @@ fn spawn_and_wait(
         .env("LC_ALL", "C")
         .env_remove("LANG")
         .env_remove("LANGUAGE");
+    if let Ok(f) = std::fs::File::open(resolve_home(home, STDIN_FILE)) {
+        cmd.stdin(f);
+    }
     let started = Instant::now();
     let mut child = cmd
         .spawn()

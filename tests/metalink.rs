@@ -191,7 +191,8 @@ fn pieces(data: &[u8], length: usize) -> String {
 
 /// A mirror that serves a piece wrong (the first asked, by priority) and a good one: the piece
 /// fails its digest as its bytes are written, is fetched again from the good mirror, and the
-/// file ends byte-exact; with every mirror wrong, the download fails and claims nothing wrong.
+/// file ends byte-exact (its whole digest, where one is given, checked as it ends); with every
+/// mirror wrong, the download fails and claims nothing wrong.
 #[test]
 fn a_piece_a_mirror_serves_wrong_is_fetched_again_from_another() {
     let server = TestServer::plain();
@@ -200,9 +201,13 @@ fn a_piece_a_mirror_serves_wrong_is_fetched_again_from_another() {
     bad[3 * 256 * 1024 + 17] ^= 0x55;
     server.route("/bad/a.bin", Route::bytes(bad.clone()));
     server.route("/good/a.bin", Route::bytes(data.clone()));
-    let doc = |urls: &[String]| {
+    let doc = |urls: &[String], whole: bool| {
+        let hash = match whole {
+            true => format!("<hash type=\"sha-256\">{}</hash>", sha256_hex(&data)),
+            false => String::new(),
+        };
         let mut d = format!(
-            "<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"a.bin\"><size>{}</size>{}",
+            "<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"a.bin\"><size>{}</size>{hash}{}",
             data.len(),
             pieces(&data, 256 * 1024)
         );
@@ -212,9 +217,14 @@ fn a_piece_a_mirror_serves_wrong_is_fetched_again_from_another() {
         d.push_str("</file></metalink>");
         d
     };
-    for split in ["-s1", "-s4"] {
+    // (With the whole file's digest too, that digest is of the repaired file: it once took in
+    // the bad piece's bytes and failed the download, exit 32, with every byte right.)
+    for (split, whole) in [("-s1", false), ("-s4", false), ("-s1", true), ("-s4", true)] {
         let dir = TestDir::new();
-        let m = doc(&[server.url("/bad/a.bin"), server.url("/good/a.bin")]);
+        let m = doc(
+            &[server.url("/bad/a.bin"), server.url("/good/a.bin")],
+            whole,
+        );
         fs::write(dir.join("m.meta4"), m).expect("meta4");
         let args = [
             "--no-conf",
@@ -240,7 +250,7 @@ fn a_piece_a_mirror_serves_wrong_is_fetched_again_from_another() {
     }
     // Every mirror wrong: not complete, and what the control file claims is right.
     let dir = TestDir::new();
-    fs::write(dir.join("m.meta4"), doc(&[server.url("/bad/a.bin")])).expect("meta4");
+    fs::write(dir.join("m.meta4"), doc(&[server.url("/bad/a.bin")], false)).expect("meta4");
     let args = [
         "--no-conf",
         "-d",
@@ -476,29 +486,127 @@ fn link_headers_add_mirrors_to_a_download_from_a_uri() {
     assert_eq!(server.requests_to("/m2/a.bin").len(), asked);
 }
 
-/// A Metalink fetched from a URI is not followed yet: it is saved, and one WARN line says what
-/// it is and how to download its files; with `--follow-metalink=false` (aria2c's way of saving
-/// one) nothing is said.
+/// `--follow-metalink`: a Metalink fetched from a URI (by its suffix) goes on to its files,
+/// relative URLs taken from where it came from; `true` keeps the document, `mem` never writes
+/// it (shown as `[MEMORY]name`), `false` only saves it. The first request advertises the
+/// Metalink types (as aria2c's does); the files' requests do not.
 #[test]
-fn a_metalink_fetched_from_a_uri_is_said_to_be_one() {
+fn a_metalink_fetched_from_a_uri_is_followed_in_each_mode() {
     let server = TestServer::plain();
-    let a = content(0x6d3c, 1000);
+    let a = content(0x6d3c, 300_001);
+    let b = content(0x6d3d, 5_000);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    server.route("/sub/b.bin", Route::bytes(b.clone()));
+    // (b's URL is relative: of the Metalink's own URI.)
+    let doc = meta4(&[
+        ("a.bin", &a, &[server.url("/a.bin")]),
+        ("b.bin", &b, &["b.bin".to_string()]),
+    ]);
+    server.route("/sub/x.meta4", Route::bytes(doc.clone().into_bytes()));
+    let url = server.url("/sub/x.meta4");
+    for mode in ["true", "mem", "false"] {
+        let dir = TestDir::new();
+        let follow = format!("--follow-metalink={mode}");
+        let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), &follow, &url]);
+        assert_eq!(run.code(), 0, "{mode}: {run}");
+        let saved = fs::read_to_string(dir.join("x.meta4")).ok();
+        match mode {
+            "true" | "false" => assert_eq!(saved.as_deref(), Some(doc.as_str()), "{mode}"),
+            _ => assert_eq!(saved, None, "mem writes nothing: {run}"),
+        }
+        let followed = mode != "false";
+        assert_eq!(
+            fs::read(dir.join("a.bin")).ok(),
+            followed.then(|| a.clone()),
+            "{mode}"
+        );
+        assert_eq!(
+            fs::read(dir.join("b.bin")).ok(),
+            followed.then(|| b.clone()),
+            "{mode}"
+        );
+        let shown = match mode {
+            "mem" => "[MEMORY]x.meta4".to_string(),
+            _ => dir.join("x.meta4").display().to_string(),
+        };
+        assert!(run.stdout.contains(&format!("|OK  |")), "{run}");
+        assert!(run.stdout.contains(&shown), "{mode}: {run}");
+        assert!(!dir.join("x.meta4.aria2").exists());
+    }
+    let asked = server.requests_to("/sub/x.meta4");
+    assert!(
+        asked.iter().all(|r| r.header("accept")
+            == Some("*/*,application/metalink4+xml,application/metalink+xml")),
+        "{asked:?}"
+    );
+    let files = server.requests_to("/a.bin");
+    assert!(
+        !files.is_empty() && files.iter().all(|r| r.header("accept") == Some("*/*")),
+        "{files:?}"
+    );
+}
+
+/// A Metalink known by its Content-Type alone (no suffix) is followed too; one that is not a
+/// Metalink after all is said in one ERROR line, and the download that fetched it stays
+/// complete (aria2c's result and exit code, 0).
+#[test]
+fn a_metalink_known_by_its_content_type_is_followed_and_a_broken_one_said() {
+    let server = TestServer::plain();
+    let a = content(0x6d3e, 20_000);
     server.route("/a.bin", Route::bytes(a.clone()));
     let doc = meta4(&[("a.bin", &a, &[server.url("/a.bin")])]);
-    server.route("/x.meta4", Route::bytes(doc.clone().into_bytes()));
-    let dir = TestDir::new();
-    let url = server.url("/x.meta4");
-    let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), &url]);
-    assert_eq!(run.code(), 0, "{run}");
-    assert_eq!(
-        fs::read_to_string(dir.join("x.meta4")).expect("x.meta4"),
-        doc
+    server.route(
+        "/mirrors",
+        Route::bytes(doc.into_bytes())
+            .header("Content-Type", "application/metalink4+xml; charset=utf-8"),
     );
-    let warned = run.lines_with("WARN");
-    assert!(
-        warned.len() == 1 && warned[0].contains("is a Metalink") && warned[0].contains("-M"),
-        "{run}"
-    );
+    server.route("/bad.meta4", Route::bytes(b"hello, not XML".to_vec()));
+    for mode in ["true", "mem"] {
+        let dir = TestDir::new();
+        let follow = format!("--follow-metalink={mode}");
+        let run = ringdl(
+            &dir,
+            &[
+                "--no-conf",
+                "-d",
+                &dir.arg(),
+                &follow,
+                &server.url("/mirrors"),
+            ],
+        );
+        assert_eq!(run.code(), 0, "{run}");
+        assert!(fs::read(dir.join("a.bin")).expect("a.bin") == a, "{mode}");
+        assert_eq!(dir.join("mirrors").exists(), mode == "true", "{mode}");
+        let dir = TestDir::new();
+        let run = ringdl(
+            &dir,
+            &[
+                "--no-conf",
+                "-d",
+                &dir.arg(),
+                &follow,
+                &server.url("/bad.meta4"),
+            ],
+        );
+        assert_eq!(run.code(), 0, "{run}");
+        let errors = run.lines_with("ERROR");
+        assert!(
+            errors.len() == 1 && errors[0].contains("errorCode=20"),
+            "{mode}: {run}"
+        );
+    }
+}
+
+/// A Metalink larger than memory may hold (`mem`) is refused in one line before its body is
+/// taken; `true` reads one of any size from disk.
+#[test]
+fn a_metalink_too_large_for_memory_is_refused_with_mem() {
+    let server = TestServer::plain();
+    let mut big =
+        b"<?xml version=\"1.0\"?>\n<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">".to_vec();
+    big.resize(65 << 20, b' ');
+    big.extend_from_slice(b"</metalink>");
+    server.route("/big.meta4", Route::bytes(big));
     let dir = TestDir::new();
     let run = ringdl(
         &dir,
@@ -506,10 +614,115 @@ fn a_metalink_fetched_from_a_uri_is_said_to_be_one() {
             "--no-conf",
             "-d",
             &dir.arg(),
-            "--follow-metalink=false",
-            &url,
+            "--follow-metalink=mem",
+            &server.url("/big.meta4"),
+        ],
+    );
+    assert_eq!(run.code(), 1, "{run}");
+    assert!(
+        run.stderr.contains("too large to hold in memory")
+            || run.stdout.contains("too large to hold in memory"),
+        "{run}"
+    );
+    assert!(
+        !dir.join("big.meta4").exists() && !dir.join("big.meta4.aria2").exists(),
+        "nothing written"
+    );
+}
+
+/// A local Metalink file named in an `-i` entry stands for its downloads, with the entry's
+/// options (here its own `dir`); the list's other entries go on as before.
+#[test]
+fn a_metalink_file_in_an_input_list_stands_for_its_downloads() {
+    let server = TestServer::plain();
+    let a = content(0x6d3f, 40_000);
+    let c = content(0x6d40, 9_000);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    server.route("/c.bin", Route::bytes(c.clone()));
+    let dir = TestDir::new();
+    fs::write(
+        dir.join("list.meta4"),
+        meta4(&[("a.bin", &a, &[server.url("/a.bin")])]),
+    )
+    .expect("meta4");
+    let list = format!(
+        "{}\n  dir={}\n{}\n",
+        dir.join("list.meta4").display(),
+        dir.join("m").display(),
+        server.url("/c.bin")
+    );
+    fs::write(dir.join("in.txt"), list).expect("list");
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-d",
+            &dir.arg(),
+            "-i",
+            &dir.join("in.txt").display().to_string(),
         ],
     );
     assert_eq!(run.code(), 0, "{run}");
-    assert!(run.lines_with("WARN").is_empty(), "{run}");
+    assert!(fs::read(dir.join("m/a.bin")).expect("m/a.bin") == a);
+    assert!(fs::read(dir.join("c.bin")).expect("c.bin") == c);
+}
+
+/// Over RPC, a Metalink an `addUri` download fetched becomes downloads queued first, each
+/// `following` it, and it `followedBy` them (aria2's fields); `--pause-metadata` adds them
+/// paused.
+#[test]
+fn a_followed_metalink_links_its_downloads_over_rpc() {
+    use serde_json::json;
+    let server = TestServer::plain();
+    let a = content(0x6d41, 70_000);
+    let b = content(0x6d42, 3_000);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    server.route("/b.bin", Route::bytes(b.clone()));
+    let doc = meta4(&[
+        ("a.bin", &a, &[server.url("/a.bin")]),
+        ("b.bin", &b, &[server.url("/b.bin")]),
+    ]);
+    server.route("/x.meta4", Route::bytes(doc.into_bytes()));
+    let dir = TestDir::new();
+    let d = crate::support::rpc::Daemon::start(&dir, &["-d", &dir.arg()]);
+    let parent = d.call("aria2.addUri", json!([[server.url("/x.meta4")]]));
+    let parent = parent.as_str().expect("a GID").to_string();
+    let s = d.wait_for(&parent, std::time::Duration::from_secs(20), |s| {
+        s["status"] == "complete" && s["followedBy"].is_array()
+    });
+    let children: Vec<String> = s["followedBy"]
+        .as_array()
+        .expect("followedBy")
+        .iter()
+        .map(|g| g.as_str().expect("GID").to_string())
+        .collect();
+    assert_eq!(children.len(), 2, "{s}");
+    for g in &children {
+        let c = d.wait_for(g, std::time::Duration::from_secs(20), |s| {
+            s["status"] == "complete" || s["status"] == "error"
+        });
+        assert_eq!(c["status"], "complete", "{c}");
+        assert_eq!(c["following"], parent.as_str(), "{c}");
+    }
+    assert!(fs::read(dir.join("a.bin")).expect("a.bin") == a);
+    assert!(fs::read(dir.join("b.bin")).expect("b.bin") == b);
+    // --pause-metadata: they wait, paused.
+    d.call(
+        "aria2.changeGlobalOption",
+        json!([{"pause-metadata": "true"}]),
+    );
+    let second = d.call(
+        "aria2.addUri",
+        json!([[server.url("/x.meta4")], {"dir": dir.join("p").display().to_string()}]),
+    );
+    let second = second.as_str().expect("a GID").to_string();
+    let s = d.wait_for(&second, std::time::Duration::from_secs(20), |s| {
+        s["status"] == "complete" && s["followedBy"].is_array()
+    });
+    for g in s["followedBy"].as_array().expect("followedBy") {
+        let c = d.call("aria2.tellStatus", json!([g, ["status", "following"]]));
+        assert_eq!(c["status"], "paused", "{c}");
+        assert_eq!(c["following"], second.as_str(), "{c}");
+    }
+    assert_eq!(d.call("aria2.shutdown", json!([])), "OK");
 }
