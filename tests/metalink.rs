@@ -529,7 +529,7 @@ fn a_metalink_fetched_from_a_uri_is_followed_in_each_mode() {
             "mem" => "[MEMORY]x.meta4".to_string(),
             _ => dir.join("x.meta4").display().to_string(),
         };
-        assert!(run.stdout.contains(&format!("|OK  |")), "{run}");
+        assert!(run.stdout.contains("|OK  |"), "{run}");
         assert!(run.stdout.contains(&shown), "{mode}: {run}");
         assert!(!dir.join("x.meta4.aria2").exists());
     }
