@@ -796,11 +796,19 @@ impl InputList {
             if docs.is_empty() {
                 return Box::new(std::iter::once(job));
             }
-            let opts = job.opts.clone();
+            let (opts, own) = (job.opts.clone(), job.own.clone());
             let metalinks = docs
                 .into_iter()
                 .filter_map(move |path| metalink_of_entry(&path, &opts).ok())
-                .flatten();
+                .flatten()
+                .map(move |mut j| {
+                    // (The entry's own options, then the file's name and digest.)
+                    let mut all = own.clone();
+                    all.retain(|(n, _)| !j.own.iter().any(|(m, _)| m == n));
+                    all.append(&mut j.own);
+                    j.own = all;
+                    j
+                });
             let rest = (!uris.is_empty()).then_some(Job { uris, ..job });
             Box::new(rest.into_iter().chain(metalinks))
         });

@@ -726,3 +726,174 @@ fn a_followed_metalink_links_its_downloads_over_rpc() {
     }
     assert_eq!(d.call("aria2.shutdown", json!([])), "OK");
 }
+
+/// A file the Metalink gives only as a torrent (`metaurl`) fails at once with one line naming
+/// BitTorrent (exit 1; nothing fetched, the torrent never taken for the file); a file with
+/// URLs beside its torrent is downloaded from them.
+#[test]
+fn a_file_given_only_as_a_torrent_is_refused_in_one_line() {
+    let server = TestServer::plain();
+    let u = content(0x6d43, 30_000);
+    server.route("/u.bin", Route::bytes(u.clone()));
+    server.route("/t.torrent", Route::bytes(b"d4:infod4:name1:xee".to_vec()));
+    let torrent = server.url("/t.torrent");
+    let doc = format!(
+        "<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">\
+         <file name=\"t.bin\"><metaurl mediatype=\"torrent\">{torrent}</metaurl></file>\
+         <file name=\"u.bin\"><url>{}</url><metaurl mediatype=\"torrent\">{torrent}</metaurl></file>\
+         </metalink>",
+        server.url("/u.bin")
+    );
+    let dir = TestDir::new();
+    fs::write(dir.join("m.meta4"), doc).expect("meta4");
+    let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), "-M", "m.meta4"]);
+    assert_eq!(run.code(), 1, "{run}");
+    let refused = run.lines_with("does not support BitTorrent");
+    assert!(refused.len() == 1 && refused[0].contains("t.bin"), "{run}");
+    assert!(!dir.join("t.bin").exists(), "{run}");
+    assert!(fs::read(dir.join("u.bin")).expect("u.bin") == u);
+    assert!(server.requests_to("/t.torrent").is_empty());
+}
+
+/// Metalink/HTTP's `rel=describedby` (beyond aria2c, which ignores it): the download goes on
+/// at once, the Metalink is fetched beside it in memory (no file, no result row), and its
+/// mirrors join the download and its digest checks the file; a digest that does not match
+/// fails the download (exit 32). With `--follow-metalink=false` it is not fetched; a Metalink
+/// that is not there changes nothing and is not an error.
+#[test]
+fn a_describedby_metalink_lends_the_download_its_mirrors_and_digest() {
+    let server = TestServer::plain();
+    let data = content(0x6d44, 3 * 1024 * 1024 + 7);
+    let link =
+        |target: &str| format!("<{target}>; rel=describedby; type=\"application/metalink4+xml\"");
+    // (Slow enough that the Metalink comes before the file is done.)
+    let slow = |r: Route| r.throttle(64 * 1024, std::time::Duration::from_millis(20));
+    server.route(
+        "/f.iso",
+        slow(Route::bytes(data.clone())).header("Link", &link("/f.iso.meta4")),
+    );
+    server.route("/m2/f.iso", Route::bytes(data.clone()));
+    server.route(
+        "/w/f.iso",
+        slow(Route::bytes(data.clone())).header("Link", &link("/wrong.meta4")),
+    );
+    server.route(
+        "/gone/f.iso",
+        Route::bytes(data.clone()).header("Link", &link("/nothing.meta4")),
+    );
+    let doc = |digest: &str| {
+        format!(
+            "<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"f.iso\">\
+             <size>{}</size><hash type=\"sha-256\">{digest}</hash><url priority=\"1\">{}</url></file></metalink>",
+            data.len(),
+            server.url("/m2/f.iso")
+        )
+    };
+    server.route(
+        "/f.iso.meta4",
+        Route::bytes(doc(&sha256_hex(&data)).into_bytes()),
+    );
+    server.route(
+        "/wrong.meta4",
+        Route::bytes(doc(&"0".repeat(64)).into_bytes()),
+    );
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-d",
+            &dir.arg(),
+            "-s4",
+            "-k1M",
+            &server.url("/f.iso"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(fs::read(dir.join("f.iso")).expect("f.iso") == data);
+    assert_eq!(server.requests_to("/f.iso.meta4").len(), 1);
+    assert!(
+        !server.requests_to("/m2/f.iso").is_empty(),
+        "the Metalink's mirror was never asked: {run}"
+    );
+    assert!(!dir.join("f.iso.meta4").exists());
+    assert!(
+        !run.stdout.contains("meta4"),
+        "no result row, no line of its own: {run}"
+    );
+    assert!(
+        run.stdout.contains("Verification finished successfully"),
+        "{run}"
+    );
+    // A digest the file does not have: the download fails as with --checksum.
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-d", &dir.arg(), &server.url("/w/f.iso")],
+    );
+    assert_eq!(run.code(), 32, "{run}");
+    // Not followed with false; a Metalink that is not there is not an error.
+    let dir = TestDir::new();
+    let url = server.url("/f.iso");
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-d",
+            &dir.arg(),
+            "--follow-metalink=false",
+            &url,
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(
+        server.requests_to("/f.iso.meta4").len(),
+        1,
+        "fetched with false"
+    );
+    let dir = TestDir::new();
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-d", &dir.arg(), &server.url("/gone/f.iso")],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(run.lines_with("ERROR").is_empty(), "{run}");
+    assert!(fs::read(dir.join("f.iso")).expect("f.iso") == data);
+}
+
+/// A Metalink's file that did not finish is saved in the session under its own name and
+/// digest (`out`, `checksum`): the session run again downloads it as the Metalink named it (it
+/// was saved as its URL alone, which a rerun saved under the URL's name, unchecked).
+#[test]
+fn a_metalink_file_left_unfinished_is_saved_in_the_session_by_its_name() {
+    let server = TestServer::plain();
+    let data = content(0x6d45, 20_000);
+    server.route("/x/data", Route::status(503));
+    let doc = meta4(&[("named.bin", &data, &[server.url("/x/data")])]);
+    let dir = TestDir::new();
+    fs::write(dir.join("m.meta4"), doc).expect("meta4");
+    let session = dir.join("s.txt").display().to_string();
+    let args = [
+        "--no-conf",
+        "-d",
+        &dir.arg(),
+        "--max-tries=1",
+        "--save-session",
+        &session,
+        "-M",
+        "m.meta4",
+    ];
+    let run = ringdl(&dir, &args);
+    assert_ne!(run.code(), 0, "{run}");
+    let saved = fs::read_to_string(&session).expect("session");
+    assert!(
+        saved.contains(" out=named.bin")
+            && saved.contains(&format!(" checksum=sha-256={}", sha256_hex(&data))),
+        "{saved}"
+    );
+    server.route("/x/data", Route::bytes(data.clone()));
+    let run = ringdl(&dir, &["--no-conf", "-d", &dir.arg(), "-i", &session]);
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(fs::read(dir.join("named.bin")).expect("named.bin") == data);
+    assert!(!dir.join("data").exists());
+}

@@ -521,6 +521,8 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
         ftp_reuse_connection: r.bool("ftp-reuse-connection"),
         want_digest: !r.bool("no-want-digest-header"),
         from_metalink: false,
+        refused: None,
+        describes: None,
         follow_metalink: r
             .raw("follow-metalink")
             .and_then(crate::engine::Follow::parse)

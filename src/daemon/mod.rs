@@ -144,6 +144,8 @@ pub struct Daemon {
 pub(crate) struct Described {
     pub total: Option<u64>,
     pub pieces: Option<std::sync::Arc<crate::engine::PieceHashes>>,
+    /// Given only as a torrent: why it cannot start.
+    pub refused: Option<String>,
 }
 
 impl Daemon {
@@ -223,6 +225,7 @@ impl Daemon {
             opts.follow_metalink = crate::engine::Follow::No;
             opts.expected_total = d.total;
             opts.pieces = d.pieces.clone();
+            opts.refused = d.refused.clone();
         }
         // Started before (paused, restarted or stopped at shutdown): it goes on in its own file,
         // from its control file or, without one, from the gap-free start it left (as `-c`).
@@ -551,15 +554,16 @@ impl Daemon {
                 options.push((sum_def, sum));
             }
             let gid = self.new_gid(in_engine);
-            if job.opts.expected_total.is_some() || job.opts.pieces.is_some() {
-                self.described.insert(
-                    gid,
-                    Described {
-                        total: job.opts.expected_total,
-                        pieces: job.opts.pieces.clone(),
-                    },
-                );
-            }
+            // (Kept for each: it also marks the download as a Metalink's, whose mirrors are
+            // the Metalink's and which is not followed again.)
+            self.described.insert(
+                gid,
+                Described {
+                    total: job.opts.expected_total,
+                    pieces: job.opts.pieces.clone(),
+                    refused: job.opts.refused.clone(),
+                },
+            );
             let pending = Pending {
                 gid,
                 uris: job.uris,

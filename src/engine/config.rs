@@ -40,6 +40,12 @@ pub struct DownloadOptions {
     /// `--follow-metalink`: a Metalink this download fetches (by its name's suffix or its
     /// content type) goes on to the downloads it describes, saved first or held in memory.
     pub follow_metalink: Follow,
+    /// A download that cannot start, and the line saying why (a Metalink's file given only as
+    /// a torrent): it fails at once with exit 1.
+    pub refused: Option<String>,
+    /// Fetched by the engine to describe the running download of this GID (a `describedby`
+    /// Metalink): held in memory, its result none of the run's.
+    pub describes: Option<u64>,
     /// Ask servers for the file's digest (`Want-Digest`; off with `--no-want-digest-header`).
     pub want_digest: bool,
     /// The file's length as its description (a Metalink's `<size>`) says: a source that says

@@ -235,6 +235,8 @@ pub struct Download {
     pub in_memory: bool,
     /// The finished document's file, kept for the follow (an in-memory file's only handle).
     pub document_file: Option<Rc<File>>,
+    /// The Metalink that describes it is being fetched (`describedby`; once only).
+    pub describing: bool,
     /// The length was learnt only when the body ended (no answer said it): no control file
     /// describes such a download, as aria2 writes none for it.
     pub length_at_end: bool,
@@ -397,6 +399,7 @@ impl Download {
             document: false,
             in_memory: false,
             document_file: None,
+            describing: false,
             length_at_end: false,
             preallocated: false,
             found_len: 0,

@@ -33,6 +33,7 @@ mod connection;
 mod credentials;
 mod daemon;
 mod data;
+mod described;
 mod files;
 mod first;
 mod hooks;
@@ -249,6 +250,8 @@ struct Engine<'a, R: Reactor<Tag>> {
     jobs_done: bool,
     /// Outside daemon mode: what takes a Metalink a download fetched to follow.
     follower: Option<start::Follower>,
+    /// Metalinks that describe running downloads (`describedby`), to fetch at once.
+    described_jobs: std::collections::VecDeque<Job>,
     summary: Summary,
     /// Built when the first https:// connection needs it.
     tls: Option<TlsConfig>,

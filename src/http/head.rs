@@ -390,10 +390,10 @@ pub struct Duplicate {
     pub preferred: bool,
 }
 
-/// The `rel=duplicate` links of `Link` values (RFC 8288: links separated by commas outside
-/// `<...>` and quotes, each `<target>` then `;`-separated parameters, names and `rel` values in
-/// any case, values quoted or not).
-pub fn duplicates(values: &[String]) -> Vec<Duplicate> {
+/// Each link of `Link` values (RFC 8288: links separated by commas outside `<...>` and quotes,
+/// each `<target>` then `;`-separated parameters, names in any case, values quoted or not): its
+/// target and its parameters, names lowercased.
+fn each_link(values: &[String]) -> Vec<(String, Vec<(String, String)>)> {
     let mut out = Vec::new();
     for value in values {
         for link in split_links(value) {
@@ -403,40 +403,82 @@ pub fn duplicates(values: &[String]) -> Vec<Duplicate> {
             let Some((target, params)) = rest.split_once('>') else {
                 continue;
             };
-            let mut dup = Duplicate {
-                target: target.trim().to_string(),
-                priority: 999_999,
-                geo: None,
-                preferred: false,
-            };
-            let mut duplicate = false;
-            for p in params.split(';').map(str::trim).filter(|p| !p.is_empty()) {
-                let (name, v) = p.split_once('=').unwrap_or((p, ""));
-                let v = v.trim().trim_matches('"');
-                match name.trim().to_ascii_lowercase().as_str() {
-                    "rel" => {
-                        duplicate = v
-                            .split_ascii_whitespace()
-                            .any(|r| r.eq_ignore_ascii_case("duplicate"))
-                    }
-                    "pri" => {
-                        if let Ok(n) = v.parse::<u32>() {
-                            if (1..=999_999).contains(&n) {
-                                dup.priority = n;
-                            }
-                        }
-                    }
-                    "geo" => dup.geo = Some(v.to_ascii_lowercase()).filter(|g| !g.is_empty()),
-                    "pref" => dup.preferred = true,
-                    _ => {}
-                }
-            }
-            if duplicate && !dup.target.is_empty() {
-                out.push(dup);
-            }
+            let params = params
+                .split(';')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(|p| {
+                    let (name, v) = p.split_once('=').unwrap_or((p, ""));
+                    (
+                        name.trim().to_ascii_lowercase(),
+                        v.trim().trim_matches('"').to_string(),
+                    )
+                })
+                .collect();
+            out.push((target.trim().to_string(), params));
         }
     }
     out
+}
+
+/// Whether a link's `rel` names `relation` (among space-separated ones, in any case).
+fn has_rel(params: &[(String, String)], relation: &str) -> bool {
+    params.iter().any(|(n, v)| {
+        n == "rel"
+            && v.split_ascii_whitespace()
+                .any(|r| r.eq_ignore_ascii_case(relation))
+    })
+}
+
+/// The `rel=duplicate` links of `Link` values, in order.
+pub fn duplicates(values: &[String]) -> Vec<Duplicate> {
+    let mut out = Vec::new();
+    for (target, params) in each_link(values) {
+        if target.is_empty() || !has_rel(&params, "duplicate") {
+            continue;
+        }
+        let mut dup = Duplicate {
+            target,
+            priority: 999_999,
+            geo: None,
+            preferred: false,
+        };
+        for (name, v) in &params {
+            match name.as_str() {
+                "pri" => {
+                    if let Ok(n) = v.parse::<u32>() {
+                        if (1..=999_999).contains(&n) {
+                            dup.priority = n;
+                        }
+                    }
+                }
+                "geo" => dup.geo = Some(v.to_ascii_lowercase()).filter(|g| !g.is_empty()),
+                "pref" => dup.preferred = true,
+                _ => {}
+            }
+        }
+        out.push(dup);
+    }
+    out
+}
+
+/// The Metalink that describes the file (RFC 6249's `rel=describedby` link of a Metalink media
+/// type, or, without a type, one whose target ends in `.meta4` or `.metalink`): its target.
+pub fn described_by(values: &[String]) -> Option<String> {
+    each_link(values)
+        .into_iter()
+        .find(|(target, params)| {
+            let kind = params.iter().find(|(n, _)| n == "type").map(|(_, v)| v);
+            let lower = target.to_ascii_lowercase();
+            let metalink = match kind {
+                Some(t) => super::METALINK_TYPES
+                    .iter()
+                    .any(|m| m.eq_ignore_ascii_case(t.trim())),
+                None => lower.ends_with(".meta4") || lower.ends_with(".metalink"),
+            };
+            !target.is_empty() && has_rel(params, "describedby") && metalink
+        })
+        .map(|(target, _)| target)
 }
 
 /// The links of one `Link` value: split at commas outside `<...>` and quoted strings.
@@ -461,6 +503,28 @@ fn split_links(value: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_describedby_link_names_the_metalink_of_the_file() {
+        let v = vec![
+            "<http://a.example/f>; rel=duplicate".to_string(),
+            r#"<http://d.example/f.meta4>; rel="describedby"; type="application/metalink4+xml""#
+                .to_string(),
+        ];
+        assert_eq!(
+            described_by(&v).as_deref(),
+            Some("http://d.example/f.meta4")
+        );
+        // Another type is not a Metalink; no type, and the suffix says.
+        let other = vec![
+            r#"<http://d.example/f.sig>; rel=describedby; type="application/pgp-signature""#
+                .to_string(),
+        ];
+        assert_eq!(described_by(&other), None);
+        let bare = vec!["<f.metalink>; REL=DescribedBy".to_string()];
+        assert_eq!(described_by(&bare).as_deref(), Some("f.metalink"));
+        assert_eq!(described_by(&["<x>; rel=duplicate".to_string()]), None);
+    }
 
     #[test]
     fn link_headers_name_duplicates_with_their_priority_location_and_preference() {

@@ -16,7 +16,9 @@ mod request;
 
 pub use chunked::{ChunkEvent, ChunkedDecoder, MAX_CHUNK_LINE, MAX_TRAILERS};
 pub use error::HttpError;
-pub use head::{duplicates, parse_head, Duplicate, Framing, ResponseHead, MAX_HEAD, MAX_HEADERS};
+pub use head::{
+    described_by, duplicates, parse_head, Duplicate, Framing, ResponseHead, MAX_HEAD, MAX_HEADERS,
+};
 pub use naming::{
     filename_from_content_disposition, filename_from_content_disposition_with, filename_from_url,
 };

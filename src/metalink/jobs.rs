@@ -138,10 +138,28 @@ pub fn job(f: &MetaFile, base: &DownloadOptions) -> Job {
     if let Some(max) = f.max_connections {
         opts.split = opts.split.min(max as usize).max(1);
     }
+    let mut uris = ordered_uris(f, &base.metalink);
+    if uris.is_empty() {
+        // Given only as a torrent (`metaurl`): kept for BitTorrent, refused in one line now
+        // (the torrent's URI is what the download is shown by).
+        if let Some(m) = f.metaurls.first() {
+            uris.push(m.url.clone());
+            opts.refused = Some(format!(
+                "ringdl does not support BitTorrent: the Metalink gives {} only as a torrent ({}); use aria2c for it",
+                f.name, m.url
+            ));
+        }
+    }
+    // What a saved session writes for it: its name and digest besides its mirrors (its piece
+    // digests and size go with the Metalink, not the session).
+    let mut own = vec![("out", f.name.clone())];
+    if let Some(sum) = &opts.checksum {
+        own.push(("checksum", sum.clone()));
+    }
     Job {
-        uris: ordered_uris(f, &base.metalink),
+        uris,
         opts,
-        own: Vec::new(),
+        own,
         restarted: false,
     }
 }

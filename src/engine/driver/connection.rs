@@ -817,11 +817,21 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     /// aria2's one-line error for a connection that gives up on `uri`.
     pub(super) fn say_aborted(&mut self, conn: Owner, uri: &str, code: ExitCode, msg: &str) {
+        // (The engine's own fetch of a Metalink describing a download fails quietly: the
+        // download it describes goes on.)
+        let own_fetch = self
+            .dls
+            .iter()
+            .any(|d| d.opts.describes.is_some() && d.uris.iter().any(|u| u.as_str() == uri));
         let uri = crate::http::auth::redact(uri);
-        self.console.error(&format!(
+        let line = format!(
             "CUID#{conn} - Download aborted. URI={uri}: errorCode={} {msg}",
             code.0
-        ));
+        );
+        match own_fetch {
+            true => self.console.log(LogLevel::Info, &line),
+            false => self.console.error(&line),
+        }
     }
 }
 

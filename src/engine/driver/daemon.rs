@@ -94,9 +94,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     /// The place of the running download with `gid`.
     pub(super) fn active_place(&self, gid: u64) -> Option<usize> {
-        self.dls
-            .iter()
-            .position(|d| d.gid == gid && d.state != DlState::Finished)
+        self.dls.iter().position(|d| {
+            d.gid == gid && d.state != DlState::Finished && d.opts.describes.is_none()
+        })
     }
 
     /// A running download's status.
@@ -310,7 +310,7 @@ impl<R: Reactor<Tag>> Control for Engine<'_, R> {
     fn active(&self) -> Vec<u64> {
         self.dls
             .iter()
-            .filter(|d| d.state == DlState::Active)
+            .filter(|d| d.state == DlState::Active && d.opts.describes.is_none())
             .map(|d| d.gid)
             .collect()
     }

@@ -64,9 +64,11 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 .or_else(|| first.name.clone())
                 .unwrap_or_else(|| http::filename_from_url(&url));
             let follow = d.opts.follow_metalink;
+            // (A Metalink fetched to describe another download is one whatever it is called.)
             d.document = layout.is_none()
                 && follow != crate::engine::Follow::No
-                && is_metalink(&name, first.content_type.as_deref());
+                && (d.opts.describes.is_some()
+                    || is_metalink(&name, first.content_type.as_deref()));
             let in_memory = d.document && follow == crate::engine::Follow::Memory && own.is_none();
             if in_memory && total.is_some_and(|n| n > MEMORY_DOCUMENT_MAX) {
                 return Err(Failure::fatal(

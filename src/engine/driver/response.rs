@@ -194,6 +194,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         }
         if range.is_none() {
             self.take_duplicates(slot, dl, &resp);
+            self.take_description(slot, dl, &resp);
         }
         match range {
             None => {

@@ -21,6 +21,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 }
             },
         };
+        Some(self.place_job(job))
+    }
+
+    /// Makes `job` a download in a free place of `dls`, waiting to start (or failed at once:
+    /// no URI it can use); its place.
+    fn place_job(&mut self, job: Job) -> usize {
         // Shown in messages and the results: never with a password.
         let first = job
             .uris
@@ -61,22 +67,35 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             None => self.dls.push(d),
         }
         self.resolve_proxies(i);
-        if self.dls[i].uris.is_empty() {
+        if let Some(why) = self.dls[i].opts.refused.clone() {
+            let d = &mut self.dls[i];
+            d.state = DlState::Active;
+            d.path = d.opts.out.as_ref().map(|o| d.opts.dir.join(o));
+            self.fail_download(i, Failure::fatal(ExitCode::UNKNOWN, why), None);
+        } else if self.dls[i].uris.is_empty() {
             let why = bad.unwrap_or_else(|| "no URI".to_string());
             self.dls[i].state = DlState::Active;
             self.fail_download(i, Failure::fatal(ExitCode::UNKNOWN, why), None);
         }
-        Some(i)
+        i
     }
 
     pub(super) fn schedule(&mut self) {
         if self.stopping {
             return;
         }
+        // Metalinks describing running downloads start at once, beside them (`-j` counts them
+        // not).
+        while let Some(job) = self.described_jobs.pop_front() {
+            let i = self.place_job(job);
+            if self.dls[i].state == DlState::Waiting {
+                self.start_download(i);
+            }
+        }
         let active = self
             .dls
             .iter()
-            .filter(|d| d.state == DlState::Active)
+            .filter(|d| d.state == DlState::Active && d.opts.describes.is_none())
             .count();
         let mut room = self.max_concurrent().saturating_sub(active);
         while room > 0 {
@@ -107,7 +126,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
 
     pub(super) fn start_download(&mut self, i: usize) {
         let gid = self.dls[i].gid;
-        self.notify("aria2.onDownloadStart", gid);
+        let own = self.dls[i].opts.describes.is_some();
+        if !own {
+            self.notify("aria2.onDownloadStart", gid);
+        }
         let d = &mut self.dls[i];
         d.state = DlState::Active;
         let now = self.reactor.now();
@@ -117,7 +139,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             // Named by -o: failures show the path it would have had, as aria2 does.
             d.path = Some(d.opts.dir.join(out));
         }
-        self.hook(i, hooks::Event::Start);
+        if !own {
+            self.hook(i, hooks::Event::Start);
+        }
         if let Err(f) = self.prepare_resume(i) {
             self.fail_download(i, f, None);
             return;
@@ -265,10 +289,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     pub(super) fn fail_download(&mut self, dl: usize, f: Failure, at: Option<(u64, String)>) {
         match at {
             Some((conn, uri)) => self.say_aborted(conn, &uri, f.code, &f.message),
-            None => self.console.error(&format!(
-                "Download aborted. URI={}: errorCode={} {}",
-                self.dls[dl].first_uri, f.code.0, f.message
-            )),
+            None => {
+                let line = format!(
+                    "Download aborted. URI={}: errorCode={} {}",
+                    self.dls[dl].first_uri, f.code.0, f.message
+                );
+                match self.dls[dl].opts.describes {
+                    Some(_) => self.console.log(LogLevel::Info, &line),
+                    None => self.console.error(&line),
+                }
+            }
         }
         self.dls[dl].error = Some(f);
         self.dls[dl].wanted = 0;
@@ -440,11 +470,12 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                     );
                 }
                 let d = &mut self.dls[dl];
-                let path = d.path_text();
-                let gid = d.gid;
+                let (path, gid, own) = (d.path_text(), d.gid, d.opts.describes.is_some());
                 self.record(dl);
-                self.console
-                    .notice(&format!("Download GID#{gid:016x} not complete: {path}"));
+                if !own {
+                    self.console
+                        .notice(&format!("Download GID#{gid:016x} not complete: {path}"));
+                }
             }
             return;
         }
@@ -600,7 +631,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.error.is_none() {
             self.remove_control(dl);
         }
-        if self.dls[dl].error.is_none() {
+        if self.dls[dl].error.is_none() && self.dls[dl].opts.describes.is_none() {
             self.console.notice(&format!("Download complete: {path}"));
         }
         // (Said before a Metalink it fetched is read: `record` follows it.)
@@ -635,6 +666,22 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             seconds,
         };
         let document = self.document(dl, &outcome);
+        if self.dls[dl].opts.describes.is_some() {
+            // The engine's own fetch of a Metalink describing a download: no result, no hook;
+            // what it says joins that download.
+            match document {
+                Some(doc) => self.describe(doc),
+                None => {
+                    let why = self.dls[dl]
+                        .error
+                        .as_ref()
+                        .map_or("stopped".to_string(), |f| f.message.clone());
+                    let msg = format!("The Metalink describing a download was not fetched: {why}");
+                    self.console.log(LogLevel::Info, &msg);
+                }
+            }
+            return;
+        }
         if self.daemon.is_some() {
             // The daemon decides where it goes: back in the queue (paused or restarted), or a
             // result, with its notification and hook (and a Metalink's downloads).

@@ -338,6 +338,7 @@ pub(crate) fn run_on<R: Reactor<Tag>>(
         wake_op: None,
         signals: outside.signals,
         follower: outside.follower,
+        described_jobs: Default::default(),
         sig_op: None,
         stopping: false,
         emergency: false,
