@@ -81,6 +81,7 @@ cases! {
     summary_interval_negative = Case { args: &["--summary-interval=-5", "{url}/f.bin"], ..PARSE };
     file_allocation_bad = Case { args: &["--file-allocation=fast", "{url}/f.bin"], ..PARSE };
     max_download_limit_negative = Case { args: &["--max-download-limit=-1", "{url}/f.bin"], ..PARSE };
+    index_out_bad = Case { args: &["-O", "x=a.bin", "{url}/f.bin"], ..PARSE };
     // `--show-console-readout` takes a required argument, although it is documented as a
     // boolean: the URI is swallowed as its value.
     show_console_readout_bare = Case { args: &["--show-console-readout", "{url}/f.bin"], ..PARSE };

@@ -897,3 +897,42 @@ fn a_metalink_file_left_unfinished_is_saved_in_the_session_by_its_name() {
     assert!(fs::read(dir.join("named.bin")).expect("named.bin") == data);
     assert!(!dir.join("data").exists());
 }
+
+/// `--index-out` names the file of an index (as `-S` numbers them) in `--dir`, beyond aria2c
+/// (which takes it for torrents only); a value that is not `INDEX=PATH` is refused as aria2c
+/// refuses it (exit 28).
+#[test]
+fn index_out_names_a_metalink_file_by_its_index() {
+    let server = TestServer::plain();
+    let a = content(0x6d46, 10_000);
+    let b = content(0x6d47, 12_000);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    server.route("/b.bin", Route::bytes(b.clone()));
+    let dir = TestDir::new();
+    let doc = meta4(&[
+        ("a.bin", &a, &[server.url("/a.bin")]),
+        ("b.bin", &b, &[server.url("/b.bin")]),
+    ]);
+    fs::write(dir.join("m.meta4"), doc).expect("meta4");
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-d",
+            &dir.arg(),
+            "-O",
+            "2=sub/renamed.bin",
+            "-M",
+            "m.meta4",
+        ],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(fs::read(dir.join("a.bin")).expect("a.bin") == a);
+    assert!(fs::read(dir.join("sub/renamed.bin")).expect("renamed") == b);
+    assert!(!dir.join("b.bin").exists());
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-d", &dir.arg(), "-O", "x", "-M", "m.meta4"],
+    );
+    assert_eq!(run.code(), 28, "{run}");
+}

@@ -113,6 +113,11 @@ pub(super) fn check_text(name: &str, v: &str) -> Result<(), String> {
                 Err(format!("Bad Hash: {digest}"))
             }
         }
+        // `INDEX=PATH`, the index a number (aria2c's check; the path is the user's).
+        "index-out" => match v.split_once('=') {
+            Some((i, _)) if i.parse::<u64>().is_ok() => Ok(()),
+            _ => Err("Bad path index".into()),
+        },
         "ssh-host-key-md" => {
             let (kind, digest) = v.split_once('=').ok_or("Unrecognized checksum")?;
             let hex_len = match kind.to_ascii_lowercase().as_str() {

@@ -74,6 +74,7 @@ pub(crate) const ACTED_ON: &[&str] = &[
     "metalink-preferred-protocol",
     "metalink-version",
     "select-file",
+    "index-out",
     "show-files",
     "ftp-user",
     "gid",
@@ -541,6 +542,11 @@ fn download_options(r: &Resolved, env: &Env) -> DownloadOptions {
             unique_protocol: r.bool("metalink-enable-unique-protocol"),
             base_uri: r.text("metalink-base-uri"),
             select_file: r.text("select-file"),
+            index_out: r
+                .all("index-out")
+                .iter()
+                .filter_map(|v| crate::engine::index_out(v))
+                .collect(),
         },
         ssh_host_key_md: r.text("ssh-host-key-md"),
         http_auth_challenge: r.bool("http-auth-challenge"),
@@ -721,6 +727,7 @@ impl DownloadOptions {
                     o.metalink.base_uri = Some(v.clone()).filter(|s| !s.is_empty())
                 }
                 "select-file" => o.metalink.select_file = Some(v.clone()).filter(|s| !s.is_empty()),
+                "index-out" => o.metalink.index_out.extend(crate::engine::index_out(v)),
                 "ssh-host-key-md" => o.ssh_host_key_md = Some(v.clone()).filter(|s| !s.is_empty()),
                 "http-auth-challenge" => o.http_auth_challenge = v == "true",
                 "no-netrc" => o.no_netrc = v == "true",

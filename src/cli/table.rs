@@ -1992,7 +1992,6 @@ pub static OPTIONS: &[OptDef] = &[
     .tags(&["#bittorrent"])
     .cumulative()
     .input()
-    .unsupported("BitTorrent")
     .long("--show-files prints the indexes. Repeat the option for several files."),
     opt(
         "bt-tracker-interval",

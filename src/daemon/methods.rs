@@ -267,7 +267,7 @@ impl Calls<'_> {
             if jobs::wanted(&f, &opts.metalink) {
                 index += 1;
                 if jobs::selected(index, &opts.metalink) {
-                    picked.push(jobs::job(&f, &opts));
+                    picked.push(jobs::job_at(&f, &opts, index));
                 }
             }
         }

@@ -152,6 +152,14 @@ pub struct MetalinkOptions {
     pub base_uri: Option<String>,
     /// `--select-file`, as given (`1,3-5`).
     pub select_file: Option<String>,
+    /// `--index-out`: the path (in `--dir`) of the file of each index (as `-S` numbers them).
+    pub index_out: Vec<(usize, String)>,
+}
+
+/// An `--index-out` value, `INDEX=PATH` (checked when the option was read).
+pub fn index_out(v: &str) -> Option<(usize, String)> {
+    let (i, path) = v.split_once('=')?;
+    Some((i.parse().ok()?, path.to_string()))
 }
 
 /// `--uri-selector`: which mirror a new connection takes.

@@ -24,8 +24,8 @@ mod supervisor;
 pub mod sys;
 
 pub use config::{
-    Config, DownloadOptions, EngineChoice, Follow, Hooks, MetalinkOptions, RpcSettings, SessionOut,
-    UriSelector,
+    index_out, Config, DownloadOptions, EngineChoice, Follow, Hooks, MetalinkOptions, RpcSettings,
+    SessionOut, UriSelector,
 };
 pub use driver::{
     engine_report, random_gid, run, run_following, serve, session_entry_of_job, Follower,

@@ -164,6 +164,28 @@ pub fn job(f: &MetaFile, base: &DownloadOptions) -> Job {
     }
 }
 
+/// [`job`] for the file of `index` (as `-S` numbers them): saved under the path
+/// `--index-out` gives that index, if it gives one (beyond aria2c, which takes the option for
+/// torrents only).
+pub fn job_at(f: &MetaFile, base: &DownloadOptions, index: usize) -> Job {
+    let mut job = job(f, base);
+    let given = base
+        .metalink
+        .index_out
+        .iter()
+        .rev()
+        .find(|(i, _)| *i == index);
+    if let Some((_, path)) = given {
+        job.opts.out = Some(path.clone());
+        for (name, v) in job.own.iter_mut() {
+            if *name == "out" {
+                v.clone_from(path);
+            }
+        }
+    }
+    job
+}
+
 fn hex(d: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }

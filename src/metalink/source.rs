@@ -22,6 +22,8 @@ pub struct Downloads {
     picked: Vec<u64>,
     /// The place of the next file in the document.
     at: usize,
+    /// The index (as `-S` numbers them) of the last file that passed the filters.
+    index: usize,
 }
 
 /// A document's reader from its start; `Err`: aria2c's message and exit code.
@@ -101,6 +103,7 @@ pub fn open(
         opts,
         picked,
         at: 0,
+        index: 0,
     })
 }
 
@@ -120,8 +123,11 @@ impl Iterator for Downloads {
             self.reader.set_urls(this);
             let f = self.reader.next_file().ok().flatten()?;
             self.at += 1;
+            if jobs::wanted(&f, &self.opts.metalink) {
+                self.index += 1;
+            }
             if this {
-                return Some(jobs::job(&f, &self.opts));
+                return Some(jobs::job_at(&f, &self.opts, self.index));
             }
         }
     }
