@@ -728,8 +728,9 @@ fn a_followed_metalink_links_its_downloads_over_rpc() {
 }
 
 /// A file the Metalink gives only as a torrent (`metaurl`) fails at once with one line naming
-/// BitTorrent (exit 1; nothing fetched, the torrent never taken for the file); a file with
-/// URLs beside its torrent is downloaded from them.
+/// BitTorrent (exit 1; nothing fetched, the torrent never taken for the file), one with no
+/// resource at all with a line of its own; a file with URLs beside its torrent is downloaded
+/// from them.
 #[test]
 fn a_file_given_only_as_a_torrent_is_refused_in_one_line() {
     let server = TestServer::plain();
@@ -741,6 +742,7 @@ fn a_file_given_only_as_a_torrent_is_refused_in_one_line() {
         "<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">\
          <file name=\"t.bin\"><metaurl mediatype=\"torrent\">{torrent}</metaurl></file>\
          <file name=\"u.bin\"><url>{}</url><metaurl mediatype=\"torrent\">{torrent}</metaurl></file>\
+         <file name=\"z.bin\"><size>10</size></file>\
          </metalink>",
         server.url("/u.bin")
     );
@@ -751,6 +753,8 @@ fn a_file_given_only_as_a_torrent_is_refused_in_one_line() {
     let refused = run.lines_with("does not support BitTorrent");
     assert!(refused.len() == 1 && refused[0].contains("t.bin"), "{run}");
     assert!(!dir.join("t.bin").exists(), "{run}");
+    // (A file with no resource at all: aria2c's exit code, 1, and a line of its own.)
+    assert_eq!(run.lines_with("gives no URI for z.bin").len(), 1, "{run}");
     assert!(fs::read(dir.join("u.bin")).expect("u.bin") == u);
     assert!(server.requests_to("/t.torrent").is_empty());
 }

@@ -142,13 +142,16 @@ pub fn job(f: &MetaFile, base: &DownloadOptions) -> Job {
     if uris.is_empty() {
         // Given only as a torrent (`metaurl`): kept for BitTorrent, refused in one line now
         // (the torrent's URI is what the download is shown by).
-        if let Some(m) = f.metaurls.first() {
-            uris.push(m.url.clone());
-            opts.refused = Some(format!(
-                "ringdl does not support BitTorrent: the Metalink gives {} only as a torrent ({}); use aria2c for it",
-                f.name, m.url
-            ));
-        }
+        opts.refused = Some(match f.metaurls.first() {
+            Some(m) => {
+                uris.push(m.url.clone());
+                format!(
+                    "ringdl does not support BitTorrent: the Metalink gives {} only as a torrent ({}); use aria2c for it",
+                    f.name, m.url
+                )
+            }
+            None => format!("The Metalink gives no URI for {}", f.name),
+        });
     }
     // What a saved session writes for it: its name and digest besides its mirrors (its piece
     // digests and size go with the Metalink, not the session).
