@@ -863,6 +863,22 @@ fn a_describedby_metalink_lends_the_download_its_mirrors_and_digest() {
     assert_eq!(run.code(), 0, "{run}");
     assert!(run.lines_with("ERROR").is_empty(), "{run}");
     assert!(fs::read(dir.join("f.iso")).expect("f.iso") == data);
+    // A Metalink that is slow to come is not waited for once the download is complete (the
+    // run would otherwise last until its server answered or timed out).
+    server.route(
+        "/slow.meta4",
+        Route::bytes(doc(&sha256_hex(&data)).into_bytes())
+            .delay_head(std::time::Duration::from_secs(40)),
+    );
+    server.route(
+        "/s/f.iso",
+        Route::bytes(data.clone()).header("Link", &link("/slow.meta4")),
+    );
+    let dir = TestDir::new();
+    let args = ["--no-conf", "-d", &dir.arg(), &server.url("/s/f.iso")];
+    let run = crate::support::ringdl_with_timeout(&dir, &args, std::time::Duration::from_secs(20));
+    assert_eq!(run.code(), 0, "{run}");
+    assert!(fs::read(dir.join("f.iso")).expect("f.iso") == data);
 }
 
 /// A Metalink's file that did not finish is saved in the session under its own name and

@@ -65,6 +65,22 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         });
     }
 
+    /// Stops the fetches of Metalinks describing download `gid`, which ended: the run does not
+    /// wait for them.
+    pub(super) fn stop_describers(&mut self, gid: u64) {
+        self.described_jobs
+            .retain(|j| j.opts.describes != Some(gid));
+        let fetching: Vec<usize> = (0..self.dls.len())
+            .filter(|&i| {
+                let d = &self.dls[i];
+                d.opts.describes == Some(gid) && d.state != DlState::Finished
+            })
+            .collect();
+        for i in fetching {
+            self.stop_download(i, false);
+        }
+    }
+
     /// The Metalink fetched for the download `doc.opts.describes` names: the file of its name
     /// (or its only file) lends the download its mirrors and, when it has none, its digest. A
     /// Metalink that cannot be read, or that describes a file of another length, is said and

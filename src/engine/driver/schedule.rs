@@ -666,6 +666,10 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             seconds,
         };
         let document = self.document(dl, &outcome);
+        if self.dls[dl].describing {
+            // A Metalink still being fetched to describe it is of no use now.
+            self.stop_describers(self.dls[dl].gid);
+        }
         if self.dls[dl].opts.describes.is_some() {
             // The engine's own fetch of a Metalink describing a download: no result, no hook;
             // what it says joins that download.
