@@ -168,7 +168,7 @@ fn run_jobs(
     }
     console.notice(&format!("Downloading {expected} item(s)"));
     // A Metalink a download fetches (`--follow-metalink`) puts its downloads first.
-    let followed: Rc<RefCell<VecDeque<Downloads>>> = Rc::default();
+    let followed: Rc<RefCell<VecDeque<Box<dyn Iterator<Item = Job>>>>> = Rc::default();
     let mut all_jobs = FollowedFirst {
         followed: followed.clone(),
         rest: all_jobs,
@@ -180,7 +180,10 @@ fn run_jobs(
             emit("No file matched with your preference.\n");
         }
         let n = m.count;
-        followed.borrow_mut().push_front(m);
+        let own = doc.own.clone();
+        followed
+            .borrow_mut()
+            .push_front(Box::new(m.map(move |j| with_entry_options(&own, j))));
         Ok(n)
     });
     // The pool is sized for the downloads expected, unless a Metalink named by URI may bring
@@ -229,7 +232,7 @@ fn run_jobs(
 /// The run's jobs: those of a Metalink a download fetched first (the latest one's first, as
 /// aria2c puts them), then the list's.
 struct FollowedFirst<'a> {
-    followed: Rc<RefCell<VecDeque<Downloads>>>,
+    followed: Rc<RefCell<VecDeque<Box<dyn Iterator<Item = Job>>>>>,
     rest: Box<dyn Iterator<Item = Job> + 'a>,
 }
 
@@ -737,6 +740,20 @@ fn open_input(s: &Settings, console: &mut Console) -> Result<Option<InputList>, 
     Ok(Some(InputList { name, file, count }))
 }
 
+/// A Metalink file's download with the options of the entry that named (or fetched) the
+/// Metalink, for the session: the entry's own, then the file's name and digest (the entry's
+/// name, digest, GID and file selection were the Metalink's).
+fn with_entry_options(entry: &[(&'static str, String)], mut job: Job) -> Job {
+    let mut all: Vec<(&'static str, String)> = entry
+        .iter()
+        .filter(|(n, _)| !matches!(*n, "out" | "checksum" | "gid" | "select-file" | "index-out"))
+        .cloned()
+        .collect();
+    all.append(&mut job.own);
+    job.own = all;
+    job
+}
+
 /// An entry's URIs parted into the local Metalink files among them and the rest.
 fn split_documents(uris: Vec<String>) -> (Vec<String>, Vec<String>) {
     uris.into_iter()
@@ -801,14 +818,7 @@ impl InputList {
                 .into_iter()
                 .filter_map(move |path| metalink_of_entry(&path, &opts).ok())
                 .flatten()
-                .map(move |mut j| {
-                    // (The entry's own options, then the file's name and digest.)
-                    let mut all = own.clone();
-                    all.retain(|(n, _)| !j.own.iter().any(|(m, _)| m == n));
-                    all.append(&mut j.own);
-                    j.own = all;
-                    j
-                });
+                .map(move |j| with_entry_options(&own, j));
             let rest = (!uris.is_empty()).then_some(Job { uris, ..job });
             Box::new(rest.into_iter().chain(metalinks))
         });

@@ -956,3 +956,105 @@ fn index_out_names_a_metalink_file_by_its_index() {
     );
     assert_eq!(run.code(), 28, "{run}");
 }
+
+/// `--follow-metalink=mem` never touches the disk for the document: not when its answer is cut
+/// and the download starts over (it once went on into `./[MEMORY]name`), not a file and control
+/// file of its name already in `--dir` (left as they were, never taken up or removed), and a
+/// document of several MiB is held whole over one connection (split without a control file it
+/// failed on its own write rule); a chunked one past the limit is refused as it arrives.
+#[test]
+fn a_metalink_held_in_memory_never_touches_the_disk() {
+    use crate::support::server::{Fault, When};
+    let server = TestServer::plain();
+    let a = content(0x6d48, 10_000);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    // Over 2 MiB (padded with comments), so -k1M would split it.
+    let mut doc = meta4(&[("a.bin", &a, &[server.url("/a.bin")])]);
+    let pad = format!("<!-- {} -->\n", "x".repeat(1000));
+    doc = doc.replacen("<metalink ", &format!("{}<metalink ", pad.repeat(2500)), 1);
+    let bytes = doc.into_bytes();
+    server.route(
+        "/cut.meta4",
+        Route::bytes(bytes.clone())
+            .chunked()
+            .fault(Fault::ResetAfter(300_000), When::Request(1)),
+    );
+    server.route("/big.meta4", Route::bytes(bytes.clone()));
+    let mut huge =
+        b"<?xml version=\"1.0\"?>\n<metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">".to_vec();
+    huge.resize(65 << 20, b' ');
+    server.route("/huge.meta4", Route::bytes(huge).chunked());
+    let dir = TestDir::new();
+    fs::write(dir.join("cut.meta4"), b"mine").expect("a file of the name");
+    fs::write(dir.join("cut.meta4.aria2"), b"not a control file").expect("control");
+    for url in ["/cut.meta4", "/big.meta4"] {
+        let run = ringdl(
+            &dir,
+            &[
+                "--no-conf",
+                "-d",
+                &dir.arg(),
+                "--follow-metalink=mem",
+                "--remove-control-file",
+                "-k1M",
+                "-s4",
+                "--allow-overwrite",
+                &server.url(url),
+            ],
+        );
+        assert_eq!(run.code(), 0, "{url}: {run}");
+        assert!(fs::read(dir.join("a.bin")).expect("a.bin") == a, "{url}");
+        fs::remove_file(dir.join("a.bin")).expect("rm");
+    }
+    assert_eq!(fs::read(dir.join("cut.meta4")).expect("cut.meta4"), b"mine");
+    assert_eq!(
+        fs::read(dir.join("cut.meta4.aria2")).expect("control"),
+        b"not a control file"
+    );
+    assert!(!dir.join("big.meta4").exists());
+    let stray: Vec<_> = fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("MEMORY"))
+        .collect();
+    assert!(stray.is_empty(), "{stray:?}");
+    let run = ringdl(
+        &dir,
+        &[
+            "--no-conf",
+            "-d",
+            &dir.arg(),
+            "--follow-metalink=mem",
+            &server.url("/huge.meta4"),
+        ],
+    );
+    assert_eq!(run.code(), 1, "{run}");
+    assert_eq!(
+        run.lines_with("too large to hold in memory").len(),
+        1,
+        "{run}"
+    );
+}
+
+/// A Metalink download that goes on from what an earlier run left (`-c` over its partial file)
+/// is followed once complete, as a new one is.
+#[test]
+fn a_resumed_metalink_download_is_followed() {
+    let server = TestServer::plain();
+    let a = content(0x6d49, 10_000);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    let doc = meta4(&[("a.bin", &a, &[server.url("/a.bin")])]);
+    server.route("/x.meta4", Route::bytes(doc.clone().into_bytes()));
+    let dir = TestDir::new();
+    fs::write(dir.join("x.meta4"), &doc.as_bytes()[..100]).expect("partial");
+    let run = ringdl(
+        &dir,
+        &["--no-conf", "-d", &dir.arg(), "-c", &server.url("/x.meta4")],
+    );
+    assert_eq!(run.code(), 0, "{run}");
+    assert_eq!(
+        fs::read_to_string(dir.join("x.meta4")).expect("x.meta4"),
+        doc
+    );
+    assert!(fs::read(dir.join("a.bin")).expect("a.bin") == a, "{run}");
+}

@@ -544,7 +544,12 @@ impl Daemon {
         for (at, job) in (first..).zip(jobs) {
             let mut options: Vec<(&'static OptDef, String)> = own
                 .iter()
-                .filter(|(d, _)| !matches!(d.name, "checksum" | "out" | "gid" | "pause"))
+                .filter(|(d, _)| {
+                    !matches!(
+                        d.name,
+                        "checksum" | "out" | "gid" | "pause" | "select-file" | "index-out"
+                    )
+                })
                 .cloned()
                 .collect();
             if let Some(name) = job.opts.out.clone() {

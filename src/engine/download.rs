@@ -237,6 +237,8 @@ pub struct Download {
     pub document_file: Option<Rc<File>>,
     /// The Metalink that describes it is being fetched (`describedby`; once only).
     pub describing: bool,
+    /// The media type the server said the file is (HTTP's `Content-Type`, first said).
+    pub content_type: Option<String>,
     /// The length was learnt only when the body ended (no answer said it): no control file
     /// describes such a download, as aria2 writes none for it.
     pub length_at_end: bool,
@@ -400,6 +402,7 @@ impl Download {
             in_memory: false,
             document_file: None,
             describing: false,
+            content_type: None,
             length_at_end: false,
             preallocated: false,
             found_len: 0,

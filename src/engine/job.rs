@@ -31,6 +31,9 @@ pub struct Followed {
     pub path: PathBuf,
     /// The options of the download that fetched it: its downloads start from them.
     pub opts: DownloadOptions,
+    /// Its input-list entry's own options (with `--save-session`): a saved session writes them
+    /// for each of its downloads.
+    pub own: Vec<(&'static str, String)>,
 }
 
 /// What a saved session writes of a download: its URIs as given, and its entry's own options.

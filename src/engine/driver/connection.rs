@@ -769,7 +769,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if f.retry && others {
             // Another mirror may do better: say why this one failed and go on without it.
             d.bad_uris[mirror] = true;
-            self.say_aborted(conn_id, &uri, f.code, &f.message);
+            self.say_aborted(dl, conn_id, &uri, f.code, &f.message);
             if f.from_scratch {
                 self.say_from_scratch(conn_id);
             }
@@ -816,13 +816,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     }
 
     /// aria2's one-line error for a connection that gives up on `uri`.
-    pub(super) fn say_aborted(&mut self, conn: Owner, uri: &str, code: ExitCode, msg: &str) {
+    pub(super) fn say_aborted(
+        &mut self,
+        dl: usize,
+        conn: Owner,
+        uri: &str,
+        code: ExitCode,
+        msg: &str,
+    ) {
         // (The engine's own fetch of a Metalink describing a download fails quietly: the
         // download it describes goes on.)
-        let own_fetch = self
-            .dls
-            .iter()
-            .any(|d| d.opts.describes.is_some() && d.uris.iter().any(|u| u.as_str() == uri));
+        let own_fetch = self.dls[dl].opts.describes.is_some();
         let uri = crate::http::auth::redact(uri);
         let line = format!(
             "CUID#{conn} - Download aborted. URI={uri}: errorCode={} {msg}",

@@ -147,8 +147,16 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .checksum
             .as_deref()
             .and_then(crate::store::checksum::parse);
+        // (Not once every byte is in: the file may already be on its way to being cut and
+        // closed, with nothing left to read it back from.)
+        let all_in = d.plan.as_ref().is_some_and(Plan::is_complete);
         let took_digest = match digest {
-            Some(e) if d.expected.is_none() && !d.verifying => {
+            Some(e)
+                if d.expected.is_none()
+                    && !d.verifying
+                    && !all_in
+                    && (d.file.is_some() || d.opening.is_some()) =>
+            {
                 // Taken from the first byte: in order as the blocks go out, or read back at
                 // the end for what went out before.
                 d.hasher = Some(crate::store::checksum::Hasher::new(e.kind));

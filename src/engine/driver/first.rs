@@ -69,17 +69,19 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 && follow != crate::engine::Follow::No
                 && (d.opts.describes.is_some()
                     || is_metalink(&name, first.content_type.as_deref()));
-            let in_memory = d.document && follow == crate::engine::Follow::Memory && own.is_none();
+            // (Once in memory, always: an attempt that starts over makes a new memory file,
+            // never one on disk.)
+            let in_memory = d.in_memory
+                || (d.document && follow == crate::engine::Follow::Memory && own.is_none());
             if in_memory && total.is_some_and(|n| n > MEMORY_DOCUMENT_MAX) {
-                return Err(Failure::fatal(
-                    ExitCode::UNKNOWN,
-                    format!(
-                        "The Metalink {name} is larger than {} MiB, too large to hold in memory; --follow-metalink=true reads it from disk",
-                        MEMORY_DOCUMENT_MAX >> 20
-                    ),
-                ));
+                return Err(too_large_for_memory(&name));
             }
             d.in_memory = in_memory;
+            if in_memory {
+                // One connection: without a control file, blocks past the first gap would have
+                // nothing to describe them (and a Metalink is small).
+                d.opts.split = 1;
+            }
             let path = match (own, &layout, d.path.clone()) {
                 // Held in memory: named as aria2c names it, nothing on disk taken or renamed.
                 _ if in_memory => std::path::PathBuf::from(format!("[MEMORY]{name}")),
@@ -203,7 +205,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 self.reactor.blocking(Tag::Opened { file }, job);
             }
             let d = &mut self.dls[dl];
-            d.own_path = Some(path.clone());
+            if !d.in_memory {
+                d.own_path = Some(path.clone());
+            }
             d.path = Some(path);
             // (Not a download over several files: each file would be allocated on its own.)
             allocating = total.filter(|&n| {
@@ -211,6 +215,9 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             });
         }
         let d = &mut self.dls[dl];
+        if d.content_type.is_none() {
+            d.content_type = first.content_type;
+        }
         if !first.ranges {
             // A server without ranges sends every byte: those of files left unselected are
             // kept too (nothing else could fetch the ones after them).
@@ -360,7 +367,7 @@ fn path_name(files: &[(std::path::PathBuf, bool)]) -> String {
 
 /// Whether a download's file is a Metalink to follow (aria2c's rule): its name ends in `.meta4`
 /// or `.metalink`, or the answer says it is of a Metalink media type.
-fn is_metalink(name: &str, content_type: Option<&str>) -> bool {
+pub(super) fn is_metalink(name: &str, content_type: Option<&str>) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.ends_with(".meta4")
         || lower.ends_with(".metalink")
@@ -370,3 +377,14 @@ fn is_metalink(name: &str, content_type: Option<&str>) -> bool {
 /// The most of a Metalink held in memory (`--follow-metalink=mem`): a larger one is refused
 /// rather than grow the process without bound (`true` reads one of any size from disk).
 pub(super) const MEMORY_DOCUMENT_MAX: u64 = 64 << 20;
+
+/// The failure of a Metalink too large to hold in memory.
+pub(super) fn too_large_for_memory(name: &str) -> Failure {
+    Failure::fatal(
+        ExitCode::UNKNOWN,
+        format!(
+            "The Metalink {name} is larger than {} MiB, too large to hold in memory; --follow-metalink=true reads it from disk",
+            MEMORY_DOCUMENT_MAX >> 20
+        ),
+    )
+}

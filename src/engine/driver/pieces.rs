@@ -163,6 +163,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             if on_it {
                 let id = self.conns[slot].as_ref().map_or(0, |c| c.id);
                 self.say_aborted(
+                    dl,
                     id,
                     &uri,
                     ExitCode::CHECKSUM,

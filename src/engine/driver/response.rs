@@ -300,7 +300,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                         .and_then(|c| c.ex.as_ref())
                         .map(|e| e.url.to_string())
                         .unwrap_or_default();
-                    self.say_aborted(conn_id, &uri, f.code, &f.message);
+                    self.say_aborted(dl, conn_id, &uri, f.code, &f.message);
                     self.dls[dl].soft_error = Some(f);
                     self.abandon_exchange(slot);
                     return;
@@ -511,7 +511,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             .get(mirror)
             .map(Url::to_string)
             .unwrap_or_default();
-        self.say_aborted(conn_id, &uri, f.code, &f.message);
+        self.say_aborted(dl, conn_id, &uri, f.code, &f.message);
         self.dls[dl].ranges_ok = false;
         self.dls[dl].soft_error = Some(f.clone());
         self.abandon_exchange(slot);

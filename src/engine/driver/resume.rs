@@ -127,6 +127,15 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
             (None, Some((_, u))) => http::filename_from_url(u),
             (None, None) => return Ok(()),
         };
+        // Held in memory (a Metalink to follow with `mem`, known by its name; one describing
+        // another download): nothing on disk is looked at, taken up or removed (aria2c's
+        // in-memory downloads skip the local file checks too).
+        let memory = d.opts.describes.is_some()
+            || (d.opts.follow_metalink == crate::engine::Follow::Memory
+                && super::first::is_metalink(&name, None));
+        if memory {
+            return Ok(());
+        }
         let path = d.opts.dir.join(&name);
         let ctl = control::control_path(&path);
         if d.opts.remove_control_file {
@@ -521,13 +530,13 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some((c, ex)) = self.exchange_at(slot) else {
             return;
         };
-        let conn_id = c.id;
-        let uri = self.dls[ex.dl]
+        let (conn_id, dl) = (c.id, ex.dl);
+        let uri = self.dls[dl]
             .uris
             .get(ex.mirror)
             .map(Url::to_string)
             .unwrap_or_default();
-        self.say_aborted(conn_id, &uri, ExitCode::CANNOT_RESUME, why);
+        self.say_aborted(dl, conn_id, &uri, ExitCode::CANNOT_RESUME, why);
     }
 
     /// A download that ends without a body: `--dry-run` (the file that would be written, and its

@@ -288,7 +288,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     /// failed when there is one).
     pub(super) fn fail_download(&mut self, dl: usize, f: Failure, at: Option<(u64, String)>) {
         match at {
-            Some((conn, uri)) => self.say_aborted(conn, &uri, f.code, &f.message),
+            Some((conn, uri)) => self.say_aborted(dl, conn, &uri, f.code, &f.message),
             None => {
                 let line = format!(
                     "Download aborted. URI={}: errorCode={} {}",
@@ -707,6 +707,20 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
     fn document(&mut self, dl: usize, outcome: &Outcome) -> Option<crate::engine::Followed> {
         let d = &mut self.dls[dl];
         let file = d.document_file.take();
+        if !d.document
+            && d.opts.layout.is_none()
+            && d.opts.follow_metalink != crate::engine::Follow::No
+        {
+            // Resumed from what a run before left (its first answer a range, or none): a
+            // Metalink to follow all the same, by its name or the type its server said.
+            let name = d
+                .path
+                .as_ref()
+                .and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            d.document = super::first::is_metalink(&name, d.content_type.as_deref());
+        }
         if !d.document || outcome.code != ExitCode::OK || !outcome.finished || d.halted {
             return None;
         }
@@ -731,6 +745,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 uri,
                 path,
                 opts: d.opts.clone(),
+                own: d.session.as_ref().map(|s| s.1.clone()).unwrap_or_default(),
             }),
             Err(e) => {
                 let msg = format!(

@@ -66,6 +66,17 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
                 idle.push(fl.dl);
                 continue;
             }
+            let limit = super::first::MEMORY_DOCUMENT_MAX;
+            if d.in_memory && fl.fill.off + fl.fill.filled as u64 > limit {
+                // A Metalink held in memory whose answer did not say its length: held only up
+                // to the limit a said length is held to.
+                if d.error.is_none() {
+                    let f = super::first::too_large_for_memory(&d.path_text());
+                    self.fail_download(fl.dl, f, None);
+                }
+                idle.push(fl.dl);
+                continue;
+            }
             // A file no saved control file describes (length unknown, or known only once the
             // body ended, or a save that failed) is trusted by `-c` up to its length, so it must
             // only ever grow without a gap: one write at a time, each at the end of the bytes
