@@ -1058,3 +1058,57 @@ fn a_resumed_metalink_download_is_followed() {
     );
     assert!(fs::read(dir.join("a.bin")).expect("a.bin") == a, "{run}");
 }
+
+/// A Metalink download with piece digests stopped part-way by one program is finished by the
+/// other from its control file, both ways (`-c`, the same command line): byte-exact, its
+/// digests checked, and the second run asked only for the rest.
+#[test]
+fn a_metalink_download_cross_resumes_with_aria2c_both_ways() {
+    if !crate::support::require_peer("aria2c", crate::support::have_program("aria2c")) {
+        return;
+    }
+    let server = TestServer::plain();
+    let data = content(0x6d4a, 20 * 1024 * 1024 + 4097);
+    server.route("/f.bin", Route::bytes(data.clone()));
+    let doc = format!(
+        "<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\"><file name=\"f.bin\">\
+         <size>{}</size><hash type=\"sha-256\">{}</hash>{}<url>{}</url></file></metalink>",
+        data.len(),
+        sha256_hex(&data),
+        pieces(&data, 256 * 1024),
+        server.url("/f.bin")
+    );
+    let aria2c = std::path::PathBuf::from("aria2c");
+    let ours = crate::support::binary_under_test();
+    for (first, second) in [(&aria2c, &ours), (&ours, &aria2c)] {
+        let dir = TestDir::new();
+        fs::write(dir.join("m.meta4"), &doc).expect("meta4");
+        let common = ["--no-conf", "-x4", "-s4", "-k1M", "-M", "m.meta4"];
+        let mut args: Vec<String> = common.iter().map(|s| s.to_string()).collect();
+        args.extend(["--max-download-limit=3M".into(), "--stop=2".into()]);
+        args.extend(["-d".into(), dir.arg()]);
+        let run =
+            crate::support::run_program(first, &dir, &args, std::time::Duration::from_secs(60));
+        assert!(
+            dir.join("f.bin.aria2").exists(),
+            "{} left no control file\n{run}",
+            first.display()
+        );
+        let mut args: Vec<String> = common.iter().map(|s| s.to_string()).collect();
+        args.extend(["-c".into(), "-d".into(), dir.arg()]);
+        let before = server.requests().len();
+        let run =
+            crate::support::run_program(second, &dir, &args, std::time::Duration::from_secs(60));
+        assert_eq!(run.code(), 0, "{}: {run}", second.display());
+        assert!(
+            fs::read(dir.join("f.bin")).expect("f.bin") == data,
+            "{}",
+            second.display()
+        );
+        let later = &server.requests()[before..];
+        let from_zero = later
+            .iter()
+            .any(|r| r.header("range").is_none_or(|v| v.starts_with("bytes=0-")));
+        assert!(!from_zero, "{} started over: {later:?}", second.display());
+    }
+}
