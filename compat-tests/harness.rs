@@ -544,7 +544,7 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
                 _ => FtpServer::pure_ftpd(root.path()),
             }
             .expect("an FTP server (checked installed)");
-            let proxy = crate::support::proxy::TestProxy::http(None);
+            let proxy = crate::support::proxy::TestProxy::http_patient();
             let pairs = vec![
                 ("{url}", base),
                 (
@@ -563,7 +563,7 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
             let (server, base, root) = served_and_rooted(case);
             crate::support::ftp::open_up(root.path());
             let sshd = Sshd::start(&[], &[]).expect("sshd (checked installed)");
-            let proxy = crate::support::proxy::TestProxy::http(None);
+            let proxy = crate::support::proxy::TestProxy::http_patient();
             let md = ssh_md5(&sshd.host_key("ecdsa"));
             let pairs = vec![
                 ("{url}", base),

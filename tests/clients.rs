@@ -87,6 +87,15 @@ fn files(server: &TestServer) -> (Vec<u8>, Vec<u8>) {
         Route::bytes(big.clone()).throttle(16 * 1024, Duration::from_millis(20)),
     );
     server.route("/small.bin", Route::bytes(small.clone()));
+    // A Metalink an addUri download fetches and follows (its URL relative to its own).
+    server.route(
+        "/follow.meta4",
+        Route::bytes(
+            b"<?xml version=\"1.0\"?><metalink xmlns=\"urn:ietf:params:xml:ns:metalink\">\
+              <file name=\"followed.bin\"><url>small.bin</url></file></metalink>"
+                .to_vec(),
+        ),
+    );
     (big, small)
 }
 
@@ -247,6 +256,7 @@ fn npm_aria2_scenario(secure: bool) {
     assert_eq!(sha256_file(&dir.join("ws.bin")), sha256_hex(&small));
     assert_eq!(sha256_file(&dir.join("http.bin")), sha256_hex(&small));
     assert_eq!(sha256_file(&dir.join("meta.bin")), sha256_hex(&small));
+    assert_eq!(sha256_file(&dir.join("followed.bin")), sha256_hex(&small));
     let big_gid = report["big"].as_str().unwrap();
     let seen: Vec<&str> = report["events"]
         .as_array()

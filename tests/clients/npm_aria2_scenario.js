@@ -1,6 +1,6 @@
 // Drives a daemon (ringdl or aria2c) with the npm `aria2` package: calls over HTTP first (its
 // "json-rpc" envelope, numeric ids from 0), then over the WebSocket it opens, listening to the
-// notifications; addMetalink; multicall and batch; pause, unpause, changeOption, remove, shutdown. Any mismatch
+// notifications; addMetalink, and a Metalink an addUri download follows; multicall and batch; pause, unpause, changeOption, remove, shutdown. Any mismatch
 // exits non-zero with the reason; the last line is a JSON report for the Rust test.
 //
 // Usage: node npm_aria2_scenario.js PORT SECRET BASE_URL [secure]   (NODE_PATH has the aria2
@@ -56,6 +56,17 @@ const status = async (gid) => (await aria2.call("tellStatus", gid, ["status", "c
   const metaGids = await aria2.call("addMetalink", Buffer.from(doc).toString("base64"));
   check(Array.isArray(metaGids) && metaGids.length === 1, "addMetalink " + JSON.stringify(metaGids));
   await until(async () => (await status(metaGids[0])).status === "complete", "the Metalink's download");
+  // A Metalink fetched by addUri is followed: its file's download is `following` it.
+  const parent = await aria2.call("addUri", [base + "/follow.meta4"]);
+  let children = [];
+  await until(async () => {
+    const s = await aria2.call("tellStatus", parent, ["status", "followedBy"]);
+    children = s.followedBy || [];
+    return s.status === "complete" && children.length === 1;
+  }, "the followed Metalink");
+  await until(async () => (await status(children[0])).status === "complete", "its file");
+  const child = await aria2.call("tellStatus", children[0], ["following"]);
+  check(child.following === parent, "following " + JSON.stringify(child));
 
   // Over the WebSocket from here on.
   await aria2.open();
@@ -93,8 +104,9 @@ const status = async (gid) => (await aria2.call("tellStatus", gid, ["status", "c
   const gone = await aria2.call("addUri", [base + "/small.bin"], { out: "never.bin", pause: "true" });
   check((await aria2.call("forceRemove", gone)) === gone, "forceRemove");
   check((await aria2.call("removeDownloadResult", viaHttp)) === "OK", "removeDownloadResult");
+  // (The followed Metalink and its file are two of them.)
   const stopped = await aria2.call("tellStopped", 0, 100, ["gid"]);
-  check(stopped.length === 3, "tellStopped " + JSON.stringify(stopped));
+  check(stopped.length === 5, "tellStopped " + JSON.stringify(stopped));
   await sleep(500);
   console.log(JSON.stringify({ big, viaHttp, viaWs, events, version: version.version }));
   await aria2.call("shutdown");

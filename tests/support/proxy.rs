@@ -34,13 +34,24 @@ impl TestProxy {
                 base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
             )
         });
-        TestProxy::serve(move |client, seen| http_client(client, seen, want.as_deref(), false))
+        TestProxy::serve(move |client, seen| {
+            http_client(client, seen, want.as_deref(), Tunnel::AsItComes)
+        })
+    }
+
+    /// An HTTP proxy that, after its `CONNECT` answer, holds the tunnel 400 ms before carrying
+    /// anything: what the server says first never comes in the same read as the answer.
+    /// (aria2c 1.36 drops bytes that come with the answer and then waits for the server's
+    /// greeting until it times out; with a plain proxy that happened now and then on a loaded
+    /// machine, making aria2c's side of a compat case hang.)
+    pub fn http_patient() -> TestProxy {
+        TestProxy::serve(move |client, seen| http_client(client, seen, None, Tunnel::Patient))
     }
 
     /// An HTTP proxy whose `CONNECT` answer comes in one write with what the server said first
     /// (an FTP greeting, an SSH version): the client must take those bytes as the server's.
     pub fn http_eager() -> TestProxy {
-        TestProxy::serve(move |client, seen| http_client(client, seen, None, true))
+        TestProxy::serve(move |client, seen| http_client(client, seen, None, Tunnel::Eager))
     }
 
     /// A SOCKS5 server; with `auth` it requires that username and password.
@@ -95,11 +106,22 @@ fn pipe(a: TcpStream, b: TcpStream) {
     let _ = t.join();
 }
 
+/// How a `CONNECT` tunnel's first bytes from the server reach the client.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tunnel {
+    /// As they come.
+    AsItComes,
+    /// In the same write as the proxy's answer.
+    Eager,
+    /// Only 400 ms after the answer.
+    Patient,
+}
+
 fn http_client(
     client: TcpStream,
     seen: &Mutex<Vec<ProxyRecord>>,
     want: Option<&str>,
-    eager: bool,
+    tunnel: Tunnel,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(client.try_clone()?);
     let mut head = Vec::new();
@@ -145,7 +167,7 @@ fn http_client(
     if method == "CONNECT" {
         let upstream = TcpStream::connect(target.as_str())?;
         let mut answer = b"HTTP/1.1 200 Connection established\r\n\r\n".to_vec();
-        if eager {
+        if tunnel == Tunnel::Eager {
             let mut first = [0u8; 4096];
             upstream.set_read_timeout(Some(std::time::Duration::from_millis(500)))?;
             if let Ok(n) = (&upstream).read(&mut first) {
@@ -154,6 +176,9 @@ fn http_client(
             upstream.set_read_timeout(None)?;
         }
         client.write_all(&answer)?;
+        if tunnel == Tunnel::Patient {
+            thread::sleep(std::time::Duration::from_millis(400));
+        }
         pipe(client, upstream);
         return Ok(());
     }
