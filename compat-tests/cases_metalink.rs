@@ -4,7 +4,7 @@
 //! Fedora MirrorManager's dialect, `-S`'s listing, and a name that would leave the directory
 //! (exit 20).
 
-use super::harness::{Case, Cmp, Diff, Pre, M, R};
+use super::harness::{Case, Cmp, Diff, Pre, Srv, M, R};
 
 const TWO: &[R] = &[R::File("/a.bin", 300_001), R::File("/sub/b.bin", 150_000)];
 
@@ -269,6 +269,30 @@ cases! {
             no_files: false,
             sole: false,
         }],
+        ..Case::DEFAULT
+    };
+    // Metalink/HTTP from nginx (`add_header`): a right Digest, a wrong one (exit 32 for both),
+    // and a Link naming a mirror (absolute, from nginx's own variables).
+    nginx_digest_header_right = Case {
+        args: &["{url}/f.bin"],
+        server: Srv::Nginx,
+        routes: &[R::File("/f.bin", 300_001)],
+        nginx: r#"location = /f.bin { add_header Digest "SHA-256={sha256b64_0}"; }"#,
+        ..Case::DEFAULT
+    };
+    nginx_digest_header_wrong = Case {
+        args: &["{url}/f.bin"],
+        server: Srv::Nginx,
+        routes: &[R::File("/f.bin", 300_001)],
+        nginx: r#"location = /f.bin { add_header Digest "SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="; }"#,
+        ..Case::DEFAULT
+    };
+    nginx_link_header_mirror = Case {
+        args: &["-s2", "-k1M", "{url}/f.bin"],
+        server: Srv::Nginx,
+        routes: &[R::File("/f.bin", 3_000_001), R::Copy("/m2/f.bin", "/f.bin", 3_000_001)],
+        nginx: r#"location = /f.bin { add_header Link "<$scheme://$http_host/m2/f.bin>; rel=duplicate; pri=1"; }"#,
+        cmp: Cmp::EventsAnyOrder,
         ..Case::DEFAULT
     };
 }

@@ -215,6 +215,9 @@ pub struct Case {
     /// Ids of KNOWN_DIFFERENCES.md sections this case shows.
     pub known: &'static [&'static str],
     pub diffs: &'static [Diff],
+    /// `Srv::Nginx`: configuration pasted into its `server { }` blocks (a `location` adding
+    /// headers; `{sha256b64_N}` is the base64 SHA-256 of the Nth `R::File` route).
+    pub nginx: &'static str,
 }
 
 impl Case {
@@ -230,6 +233,7 @@ impl Case {
         colour: false,
         known: &[],
         diffs: &[],
+        nginx: "",
     };
 }
 
@@ -522,7 +526,15 @@ fn start_server(case: &Case) -> (Running, Vec<(&'static str, String)>, Vec<u16>)
                 }
                 std::fs::write(&target, &*file_bytes(like, *len)).expect("nginx file");
             }
-            let nginx = Nginx::start(root.path()).expect("nginx (checked installed)");
+            let mut extra = case.nginx.to_string();
+            let files = case.routes.iter().filter_map(|r| match r {
+                R::File(path, len) => Some(file_bytes(path, *len)),
+                _ => None,
+            });
+            for (i, bytes) in files.enumerate() {
+                extra = extra.replace(&format!("{{sha256b64_{i}}}"), &sha256_b64(&bytes));
+            }
+            let nginx = Nginx::start_with(root.path(), &extra).expect("nginx (checked installed)");
             let pairs = vec![
                 (
                     "{url}",
