@@ -384,6 +384,20 @@ fn add_metalink_over_rpc_queues_a_download_per_file() {
         err.contains("Could not parse Metalink XML document"),
         "{err}"
     );
+    // A rule broken by its last file refuses the whole document: nothing of it is queued
+    // (files are queued as they are read, after a first reading checked it whole).
+    let waiting = |d: &crate::support::rpc::Daemon| {
+        d.call("aria2.getGlobalStat", json!([]))["numWaiting"].clone()
+    };
+    let before = waiting(&d);
+    let broken = meta4(&[
+        ("ok.bin", &a, &[server.url("/a.bin")]),
+        ("../x.bin", &b, &[server.url("/b.bin")]),
+    ]);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(broken.as_bytes());
+    let err = d.call_err("aria2.addMetalink", json!([encoded, {"pause": "true"}]));
+    assert!(err.contains("file@name"), "{err}");
+    assert_eq!(waiting(&d), before);
     assert_eq!(d.call("aria2.shutdown", json!([])), "OK");
 }
 

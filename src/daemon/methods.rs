@@ -259,24 +259,33 @@ impl Calls<'_> {
             .base_uri
             .as_deref()
             .and_then(|b| url::Url::parse(b).ok());
+        // Read whole first (a broken rule anywhere refuses the document before anything is
+        // queued), then again, each file queued as it is read: the downloads of a Metalink of
+        // any size are never held at once.
+        let mut check = crate::metalink::Reader::new(&data[..], base.clone()).without_urls();
+        while check
+            .next_file()
+            .map_err(|e| RpcError::new(e.message))?
+            .is_some()
+        {}
         let mut reader = crate::metalink::Reader::new(&data[..], base);
-        let mut picked = Vec::new();
         let mut index = 0;
-        while let Some(f) = reader.next_file().map_err(|e| RpcError::new(e.message))? {
+        let picked = std::iter::from_fn(|| loop {
             use crate::metalink::jobs;
+            let f = reader.next_file().ok().flatten()?;
             if jobs::wanted(&f, &opts.metalink) {
                 index += 1;
                 if jobs::selected(index, &opts.metalink) {
-                    picked.push(jobs::job_at(&f, &opts, index));
+                    return Some(jobs::job_at(&f, &opts, index));
                 }
             }
-        }
+        });
         let engine = &*self.engine;
         let in_engine = |g: u64| engine.status(g).is_some();
         let dm = &mut *self.dm;
         let first = position.map_or(dm.waiting.len(), |n| n as usize);
         let gids: Vec<Value> = dm
-            .queue_metalink(picked.into_iter(), &own, paused, first, &in_engine)
+            .queue_metalink(picked, &own, paused, first, &in_engine)
             .into_iter()
             .map(|g| json!(format!("{g:016x}")))
             .collect();
