@@ -385,15 +385,42 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
             settling: false,
         }
     };
-    if let Some(m) = settings
-        .uris
-        .iter()
-        .find(|u| ringdl::metalink::is_document_file(u))
-    {
-        console.finish();
-        eprintln!("ringdl: a Metalink file ({m}) is not taken in daemon mode yet; use -M without --enable-rpc");
-        return 1;
+    // `-M`'s Metalink and those named on the command line: their files are queued first, each
+    // with its name and digest (as `aria2.addMetalink` queues them).
+    let mut documents: Vec<String> = settings.metalink_file.iter().cloned().collect();
+    documents.extend(
+        settings
+            .uris
+            .iter()
+            .filter(|u| ringdl::metalink::is_document_file(u))
+            .cloned(),
+    );
+    let mut metalinks: Vec<Downloads> = Vec::new();
+    for path in &documents {
+        match open_metalink(settings, path) {
+            Ok(m) => metalinks.push(m),
+            Err((msg, code)) => {
+                console.finish();
+                eprintln!("{msg}");
+                return code;
+            }
+        }
     }
+    let mut plain = settings.clone();
+    plain
+        .uris
+        .retain(|u| !ringdl::metalink::is_document_file(u));
+    let settings = &plain;
+    let metalink_pending = metalinks.into_iter().flatten().map(move |job| {
+        let mut p = one(job.uris, None);
+        p.gid = 0;
+        p.options.extend(
+            job.own
+                .iter()
+                .filter_map(|(n, v)| cli::defs::by_name(n).map(|d| (d, v.clone()))),
+        );
+        p
+    });
     // The list is checked whole first (as in a normal run: a bad entry stops everything before
     // anything starts); then it is read again as the queue fills, each entry keeping its own
     // option lines, `gid=` and `pause=true`: a session of a million entries is never held whole.
@@ -478,7 +505,9 @@ fn serve(settings: &Settings, console: &mut Console) -> i32 {
         }
     }
     let settings = &settings;
-    let Some(daemon) = ringdl::daemon::Daemon::new(&settings.config, pending) else {
+    let Some(daemon) =
+        ringdl::daemon::Daemon::new(&settings.config, metalink_pending.chain(pending))
+    else {
         return 1;
     };
     let summary = match engine::serve(&settings.config, Box::new(daemon), tls, console) {
@@ -526,11 +555,11 @@ fn version_text(engine: cli::EngineChoice) -> String {
          aria2c-compatible command line (aria2 1.36/1.37)\n\
          \n\
          ** Configuration **\n\
-         Enabled Features: Async DNS, GZip, HTTPS, Message Digest\n\
+         Enabled Features: Async DNS, GZip, HTTPS, Message Digest, Metalink, SFTP\n\
          Hash Algorithms: {}\n\
          Libraries: rustls/{}\n\
          Engine: {}\n\
-         Not supported: BitTorrent, Metalink, FTP, SFTP, XML-RPC, Firefox3 cookies\n",
+         Not supported: BitTorrent, XML-RPC, Firefox3 cookies\n",
         env!("CARGO_PKG_VERSION"),
         hashes.join(", "),
         "0.23",

@@ -1126,3 +1126,37 @@ fn a_metalink_download_cross_resumes_with_aria2c_both_ways() {
         assert!(!from_zero, "{} started over: {later:?}", second.display());
     }
 }
+
+/// In daemon mode a Metalink file named on the command line (or with `-M`) has its files queued
+/// as `aria2.addMetalink` queues them (it was refused in one line).
+#[test]
+fn a_daemon_queues_the_files_of_a_metalink_named_on_its_command_line() {
+    use serde_json::json;
+    let server = TestServer::plain();
+    let a = content(0x6d4b, 30_000);
+    let b = content(0x6d4c, 3_000);
+    server.route("/a.bin", Route::bytes(a.clone()));
+    server.route("/b.bin", Route::bytes(b.clone()));
+    let dir = TestDir::new();
+    let doc = meta4(&[
+        ("a.bin", &a, &[server.url("/a.bin")]),
+        ("b.bin", &b, &[server.url("/b.bin")]),
+    ]);
+    fs::write(dir.join("m.meta4"), doc).expect("meta4");
+    let m = dir.join("m.meta4").display().to_string();
+    let d = crate::support::rpc::Daemon::start(&dir, &["-d", &dir.arg(), &m]);
+    let mut done = Vec::new();
+    for _ in 0..200 {
+        let stopped = d.call("aria2.tellStopped", json!([0, 10, ["status"]]));
+        done = stopped.as_array().cloned().unwrap_or_default();
+        if done.len() == 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(done.len(), 2, "{done:?}");
+    assert!(done.iter().all(|s| s["status"] == "complete"), "{done:?}");
+    assert!(fs::read(dir.join("a.bin")).expect("a.bin") == a);
+    assert!(fs::read(dir.join("b.bin")).expect("b.bin") == b);
+    assert_eq!(d.call("aria2.shutdown", json!([])), "OK");
+}
