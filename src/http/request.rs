@@ -177,16 +177,18 @@ mod tests {
         headers: &[String],
         keep_alive: bool,
     ) -> String {
-        request_asking(url, range, headers, keep_alive, false)
+        request_asking(url, range, headers, keep_alive, false, false)
     }
 
-    /// [`request`], asking for the file's digest when `want_digest`.
+    /// [`request`], asking for the file's digest when `want_digest`, advertising Metalink when
+    /// `accept_metalink`.
     fn request_asking(
         url: &str,
         range: Option<(u64, Option<u64>)>,
         headers: &[String],
         keep_alive: bool,
         want_digest: bool,
+        accept_metalink: bool,
     ) -> String {
         let url = Url::parse(url).unwrap();
         let spec = RequestSpec {
@@ -204,7 +206,7 @@ mod tests {
             absolute_form: false,
             target_user: None,
             want_digest,
-            accept_metalink: false,
+            accept_metalink,
             proxy_authorization: None,
         };
         let mut out = b"previous".to_vec();
@@ -217,35 +219,15 @@ mod tests {
 
     #[test]
     fn want_digest_is_asked_as_aria2_asks_unless_a_header_of_the_users_says_otherwise() {
-        let ask =
-            |headers: &[String]| request_asking("http://example.com/f", None, headers, true, true);
+        let ask = |headers: &[String]| {
+            request_asking("http://example.com/f", None, headers, true, true, false)
+        };
         assert_eq!(
             ask(&[]),
             "GET /f HTTP/1.1\r\nHost: example.com\r\nUser-Agent: aria2/1.37.0\r\nAccept: */*\r\nWant-Digest: SHA-512;q=1, SHA-256;q=1, SHA;q=0.1\r\n\r\n"
         );
-        let url = Url::parse("http://example.com/f").unwrap();
-        let spec = RequestSpec {
-            method: "GET",
-            url: &url,
-            range: None,
-            user_agent: "aria2/1.37.0",
-            headers: &[],
-            keep_alive: true,
-            referer: None,
-            no_cache: false,
-            authorization: None,
-            cookie: None,
-            accept_encoding: false,
-            absolute_form: false,
-            target_user: None,
-            want_digest: false,
-            accept_metalink: true,
-            proxy_authorization: None,
-        };
-        let mut out = Vec::new();
-        write_request(&spec, &mut out);
-        assert!(String::from_utf8(out)
-            .unwrap()
+        let advertised = request_asking("http://example.com/f", None, &[], true, false, true);
+        assert!(advertised
             .contains("\r\nAccept: */*,application/metalink4+xml,application/metalink+xml\r\n"));
         let own = ask(&["want-digest: MD5".to_string()]);
         assert!(

@@ -27,11 +27,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         let Some(target) = http::described_by(&resp.links) else {
             return;
         };
-        let Some(base) = self.conns[slot]
-            .as_ref()
-            .and_then(|c| c.ex.as_ref())
-            .map(|ex| ex.url.clone())
-        else {
+        let Some(base) = self.exchange_at(slot).map(|(_, ex)| ex.url.clone()) else {
             return;
         };
         let Ok(url) = base.join(&target) else {

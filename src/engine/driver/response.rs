@@ -759,11 +759,7 @@ impl<R: Reactor<Tag>> Engine<'_, R> {
         if d.opts.from_metalink || d.plan.is_some() {
             return;
         }
-        let Some(base) = self.conns[slot]
-            .as_ref()
-            .and_then(|c| c.ex.as_ref())
-            .map(|ex| ex.url.clone())
-        else {
+        let Some(base) = self.exchange_at(slot).map(|(_, ex)| ex.url.clone()) else {
             return;
         };
         let mut dups: Vec<(i64, Url)> = http::duplicates(&resp.links)
